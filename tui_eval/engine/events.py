@@ -1,0 +1,94 @@
+"""The typed event stream of a run, consumed alike by the CLI and the dashboard.
+
+Events are small frozen dataclasses posted in order from the engine's event loop. Consumers that
+redraw (the dashboard) should fold them into state and repaint on a timer, not once per event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..schema.model import Invocation
+from ..schema.results import CaseResult, EvalStatus
+
+
+@dataclass(frozen=True, slots=True)
+class CaseKey:
+    """Identifies a case across runs: the eval file it lives in and its eval_id."""
+
+    eval_file: str
+    eval_id: str
+
+    def __str__(self) -> str:
+        return f"{self.eval_file}:{self.eval_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    run_id: str
+    total_cases: int
+    # metric name -> how many invocation scores to expect (0 for a case until its turns are known).
+    metric_totals: dict[str, int]
+    eval_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CaseStarted:
+    key: CaseKey
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationInferred:
+    """The agent answered one turn of a case."""
+
+    key: CaseKey
+    index: int
+    invocation: Invocation
+
+
+@dataclass(frozen=True, slots=True)
+class MetricProgress:
+    """One invocation was scored by one metric (or the metric finished for the case when `index` is None)."""
+
+    key: CaseKey
+    metric_name: str
+    index: int | None
+    done: int
+    total: int
+    # A metric's expected invocation count can grow once a scenario case's turns are known.
+    status: EvalStatus | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseFinished:
+    key: CaseKey
+    result: CaseResult
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    run_id: str
+    counts: dict[EvalStatus, int]
+    cancelled: bool = False
+    wall_seconds: float = 0.0
+    # Where the eval history and the run record were written.
+    saved: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunError:
+    """Something went wrong outside any one case (saving results, loading the agent...)."""
+
+    message: str
+    key: CaseKey | None = None
+    fatal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    message: str
+    level: str = "info"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+Event = RunStarted | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | RunFinished | RunError | Log

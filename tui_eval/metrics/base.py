@@ -1,0 +1,95 @@
+"""What a metric is: a named function from a case's invocations to a MetricResult, and the registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol, Union
+
+from ..schema.config import Criterion, EvalConfig
+from ..schema.model import EvalCase, Invocation
+from ..schema.results import MetricResult
+
+class Judge(Protocol):
+    """The part of the judge service the engine relies on (the rest is the LLM metrics' business)."""
+
+    @property
+    def available(self) -> bool: ...
+
+    @property
+    def unavailable_reason(self) -> str | None: ...
+
+
+@dataclass(slots=True)
+class MetricInput:
+    """Everything a metric may read to score one case."""
+
+    criterion: Criterion
+    case: EvalCase
+    actual: list[Invocation]
+    # The reference turns; None for scenario cases (they have no reference).
+    expected: list[Invocation] | None
+    config: EvalConfig
+    judge: Any = None
+    # Call with an invocation index as soon as that invocation is scored (drives progress bars).
+    progress: Callable[[int], None] = field(default=lambda _i: None)
+
+
+MetricFn = Callable[[MetricInput], Union[MetricResult, Awaitable[MetricResult]]]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """A registered metric and what it needs before it can run."""
+
+    name: str
+    evaluate: MetricFn
+    description: str = ""
+    # Asks an LLM: NOT_EVALUATED with the judge's reason when no judge is available.
+    needs_judge: bool = False
+    # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.
+    needs_reference: bool = True
+    # Only meaningful on conversation_scenario cases (the user-simulator metric).
+    scenario_only: bool = False
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_metric(name: str) -> MetricSpec | None:
+    _ensure_loaded()
+    return _REGISTRY.get(name)
+
+
+def registered_metrics() -> dict[str, MetricSpec]:
+    _ensure_loaded()
+    return dict(_REGISTRY)
+
+
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    """Import the metric modules once; each registers itself. Heavy deps inside them load lazily."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+
+    for module in (
+        "tui_eval.metrics.trajectory",
+        "tui_eval.metrics.response_match",
+        "tui_eval.metrics.llm",
+    ):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            # A metric module not written yet is simply absent from the registry; an import
+            # error inside an existing module is a bug and must surface.
+            if exc.name != module:
+                raise

@@ -1,0 +1,1 @@
+"""Models of ADK eval files (eval sets, configs, results) and their loaders."""
