@@ -43,7 +43,8 @@ class ReplayAgent(Agent):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.name = "replay"
-        self.home = self.path.resolve().parent
+        # Eval history goes beside each eval file under test, not beside the recording.
+        self.home = None
         recorded = load_eval_set(self.path)  # LoadError names the file and place
         self._cases = {c.eval_id: c for c in recorded.eval_cases}
 

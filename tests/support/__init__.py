@@ -1,0 +1,1 @@
+"""Shared test helpers: the fake Gemini server and friends."""

@@ -1,0 +1,399 @@
+"""A local Gemini-compatible HTTP server for tests: scripted replies, injected faults, recorded requests.
+
+Point the real google-genai client at it with
+`genai.Client(api_key="dummy", http_options=types.HttpOptions(base_url=server.base_url))`, or set
+`GOOGLE_GEMINI_BASE_URL=server.base_url` (plus `GOOGLE_API_KEY=dummy`) so ADK agents reach it too.
+
+Replies are taken, per request, from `server.responder(request)` when it returns something, else from
+the queue filled by `reply_*` / `fail`, else from `server.default` (when set), else a 500 that says no
+reply was scripted. Standard library only, so it adds no dependency.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs, urlsplit
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+# .../models/{model}:{method}; Vertex paths (projects/.../publishers/google/models/...) match too.
+_PATH = re.compile(r"^/(?P<prefix>.*?)models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
+
+
+@dataclass
+class RecordedRequest:
+    """One request the server received, parsed for assertions."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+    raw_body: bytes
+    model: str | None = None
+    # generateContent / streamGenerateContent / countTokens ...
+    rpc: str | None = None
+    received_at: float = 0.0
+
+    @property
+    def stream(self) -> bool:
+        return self.rpc == "streamGenerateContent"
+
+    @property
+    def contents(self) -> list[dict[str, Any]]:
+        return (self.body or {}).get("contents") or [] if isinstance(self.body, dict) else []
+
+    @property
+    def prompt_text(self) -> str:
+        """Every text part of every content (and the system instruction), joined with newlines."""
+        texts: list[str] = []
+        body = self.body if isinstance(self.body, dict) else {}
+        system = body.get("systemInstruction") or body.get("system_instruction")
+        for content in ([system] if isinstance(system, dict) else []) + self.contents:
+            for part in content.get("parts") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+        return "\n".join(texts)
+
+    @property
+    def generation_config(self) -> dict[str, Any]:
+        body = self.body if isinstance(self.body, dict) else {}
+        return body.get("generationConfig") or body.get("generation_config") or {}
+
+    @property
+    def response_schema(self) -> Any:
+        cfg = self.generation_config
+        return cfg.get("responseSchema") or cfg.get("responseJsonSchema") or cfg.get("response_schema")
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return (self.body or {}).get("tools") or [] if isinstance(self.body, dict) else []
+
+    @property
+    def function_responses(self) -> list[dict[str, Any]]:
+        """Every functionResponse part sent back to the model, in order."""
+        out = []
+        for content in self.contents:
+            for part in content.get("parts") or []:
+                fr = part.get("functionResponse") or part.get("function_response")
+                if fr:
+                    out.append(fr)
+        return out
+
+
+@dataclass
+class Reply:
+    """What the server answers to one request.
+
+    `body` is sent as JSON when it is a dict/list and as raw text otherwise (to inject invalid JSON).
+    For streaming requests, `chunks` (JSON objects) are sent as SSE events; a chunk of the form
+    {"error": {...}} after good chunks is a mid-stream error. Without `chunks` a 200 JSON body is sent
+    as one SSE event.
+    """
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    chunks: list[Any] | None = None
+
+
+def _usage(prompt_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "promptTokenCount": prompt_tokens,
+        "candidatesTokenCount": output_tokens,
+        "totalTokenCount": prompt_tokens + output_tokens,
+    }
+
+
+def _candidate_body(parts: list[dict[str, Any]], finish_reason: str, usage: dict[str, int] | None,
+                    model: str = "fake-gemini") -> dict[str, Any]:
+    out_tokens = sum(len(str(p.get("text", p)).split()) for p in parts)
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": parts},
+                "finishReason": finish_reason,
+                "index": 0,
+            }
+        ],
+        "usageMetadata": usage or _usage(10, max(out_tokens, 1)),
+        "modelVersion": model,
+    }
+
+
+def parts_reply(parts: list[dict[str, Any]], *, finish_reason: str = "STOP", usage: dict[str, int] | None = None,
+                delay: float = 0.0) -> Reply:
+    """A 200 reply whose candidate has these (camelCase) parts."""
+    return Reply(body=_candidate_body(parts, finish_reason, usage), delay=delay)
+
+
+def text_reply(text: str, **kw: Any) -> Reply:
+    return parts_reply([{"text": text}], **kw)
+
+
+def json_reply(obj: Any, **kw: Any) -> Reply:
+    """A 200 reply whose text is `obj` as JSON (what a structured-output request gets)."""
+    return text_reply(json.dumps(obj), **kw)
+
+
+def function_call_reply(name: str, args: dict[str, Any] | None = None, *, id: str | None = None,
+                        text: str | None = None, **kw: Any) -> Reply:
+    call: dict[str, Any] = {"name": name, "args": args or {}}
+    if id is not None:
+        call["id"] = id
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    parts.append({"functionCall": call})
+    return parts_reply(parts, **kw)
+
+
+def error_reply(status: int, message: str | None = None, *, retry_after: float | None = None,
+                delay: float = 0.0) -> Reply:
+    """A Google-style error body; `retry_after` sets the Retry-After header and a RetryInfo detail."""
+    error: dict[str, Any] = {
+        "code": status,
+        "message": message or f"fake_gemini injected {status}",
+        "status": _STATUS_NAMES.get(status, "UNKNOWN"),
+    }
+    headers: dict[str, str] = {}
+    if retry_after is not None:
+        headers["Retry-After"] = f"{retry_after:g}"
+        error["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}
+        ]
+    return Reply(status=status, body={"error": error}, headers=headers, delay=delay)
+
+
+def raw_reply(body: str | bytes, status: int = 200, *, content_type: str = "application/json",
+              delay: float = 0.0) -> Reply:
+    """Bytes sent as they are (e.g. invalid JSON in a 200)."""
+    return Reply(status=status, body=body, headers={"Content-Type": content_type}, delay=delay)
+
+
+def stream_reply(texts: Iterable[str], *, error: tuple[int, str] | None = None, delay: float = 0.0) -> Reply:
+    """A streaming reply: one SSE event per text, then optionally an error event mid-stream."""
+    chunks: list[Any] = [_candidate_body([{"text": t}], "STOP", None) for t in texts]
+    for c in chunks[:-1]:
+        c["candidates"][0].pop("finishReason")
+    if error is not None:
+        code, message = error
+        chunks.append({"error": {"code": code, "message": message, "status": _STATUS_NAMES.get(code, "UNKNOWN")}})
+    return Reply(chunks=chunks, delay=delay)
+
+
+Responder = Callable[[RecordedRequest], "Reply | str | None"]
+
+
+class FakeGemini:
+    """The server. Use as a context manager or call start()/stop(); the pytest fixture does both."""
+
+    def __init__(self, *, latency: float = 0.0, api_version: str = "v1beta") -> None:
+        self.requests: list[RecordedRequest] = []
+        self.replies: deque[Reply] = deque()
+        self.responder: Responder | None = None
+        # Answer when nothing else did; None means a 500 naming the unscripted request.
+        self.default: Reply | None = None
+        # Added to every reply: simulates a real model's latency.
+        self.latency = latency
+        self.api_version = api_version
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> FakeGemini:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        # A slow reply that the client gave up on must not hold up shutdown.
+        self._server.block_on_close = False  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-gemini", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeGemini:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- scripting -----------------------------------------------------------------------------
+    def enqueue(self, reply: Reply, times: int = 1) -> FakeGemini:
+        with self._lock:
+            for _ in range(times):
+                self.replies.append(reply)
+        return self
+
+    def reply_text(self, text: str, *, times: int = 1, **kw: Any) -> FakeGemini:
+        return self.enqueue(text_reply(text, **kw), times)
+
+    def reply_json(self, obj: Any, *, times: int = 1, **kw: Any) -> FakeGemini:
+        return self.enqueue(json_reply(obj, **kw), times)
+
+    def reply_function_call(self, name: str, args: dict[str, Any] | None = None, *, times: int = 1,
+                            **kw: Any) -> FakeGemini:
+        return self.enqueue(function_call_reply(name, args, **kw), times)
+
+    def reply_raw(self, body: str | bytes, status: int = 200, *, times: int = 1, **kw: Any) -> FakeGemini:
+        return self.enqueue(raw_reply(body, status, **kw), times)
+
+    def reply_stream(self, texts: Iterable[str], *, error: tuple[int, str] | None = None,
+                     times: int = 1) -> FakeGemini:
+        return self.enqueue(stream_reply(list(texts), error=error), times)
+
+    def fail(self, status: int, *, retry_after: float | None = None, message: str | None = None,
+             times: int = 1) -> FakeGemini:
+        return self.enqueue(error_reply(status, message, retry_after=retry_after), times)
+
+    def slow(self, delay: float, reply: Reply | None = None, *, times: int = 1) -> FakeGemini:
+        """A reply that arrives after `delay` seconds (past the client's timeout, typically)."""
+        r = reply or text_reply("too late")
+        return self.enqueue(Reply(r.status, r.body, dict(r.headers), delay, r.chunks), times)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.replies.clear()
+            self.max_in_flight = 0
+        self.responder = None
+        self.default = None
+
+    # -- inspection ----------------------------------------------------------------------------
+    @property
+    def calls(self) -> int:
+        """Number of generate requests received."""
+        return sum(1 for r in self.requests if r.rpc in ("generateContent", "streamGenerateContent"))
+
+    # -- internals -----------------------------------------------------------------------------
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        if self.responder is not None:
+            answer = self.responder(request)
+            if isinstance(answer, str):
+                return text_reply(answer)
+            if answer is not None:
+                return answer
+        with self._lock:
+            if self.replies:
+                return self.replies.popleft()
+        if self.default is not None:
+            return self.default
+        return error_reply(500, f"fake_gemini: no reply scripted for {request.path}")
+
+
+def _make_handler(server: FakeGemini) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass  # keep test output clean
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._handle()
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._handle()
+
+        def _handle(self) -> None:
+            url = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            match = _PATH.match(url.path)
+            request = RecordedRequest(
+                method=self.command,
+                path=url.path,
+                query=parse_qs(url.query),
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+                raw_body=raw,
+                model=match["model"] if match else None,
+                rpc=match["method"] if match else None,
+                received_at=time.monotonic(),
+            )
+            with server._lock:
+                server.requests.append(request)
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                if request.rpc not in ("generateContent", "streamGenerateContent"):
+                    reply = error_reply(404, f"fake_gemini does not serve {url.path}")
+                else:
+                    reply = server._next_reply(request)
+                delay = reply.delay + server.latency
+                if delay > 0:
+                    time.sleep(delay)
+                self._send(request, reply)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout); nothing to answer
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _send(self, request: RecordedRequest, reply: Reply) -> None:
+            sse = request.stream and "sse" in request.query.get("alt", []) and reply.status == 200
+            if sse:
+                chunks = reply.chunks if reply.chunks is not None else [reply.body]
+                payload = b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks)
+                content_type = "text/event-stream"
+            elif isinstance(reply.body, (dict, list)):
+                payload = json.dumps(reply.body).encode()
+                content_type = "application/json; charset=UTF-8"
+            elif reply.body is None:
+                payload = b""
+                content_type = "application/json; charset=UTF-8"
+            else:
+                payload = reply.body if isinstance(reply.body, bytes) else str(reply.body).encode()
+                content_type = "application/json; charset=UTF-8"
+            self.send_response(reply.status)
+            headers = {"Content-Type": content_type} | reply.headers
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+
+    return Handler

@@ -1,0 +1,270 @@
+"""The headless face: `tui-eval run`, `watch`, `migrate`, and launching the dashboard.
+
+Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Sequence, TextIO
+
+EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
+SUBCOMMANDS = ("run", "watch", "migrate", "open")
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input: printed on one line each, exit code 2."""
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "targets",
+        nargs="+",
+        metavar="[AGENT] EVAL_FILE[:id1,id2]",
+        help="an agent folder or replay:PATH (optional when --agent is given), then eval files; "
+        "a ':id1,id2' suffix selects cases",
+    )
+    p.add_argument("--agent", help="agent folder, or replay:PATH to score a recorded eval set")
+    p.add_argument("--config", help="EvalConfig JSON (default: test_config.json beside each eval file)")
+    p.add_argument("--concurrency", type=int, default=8, help="cases run at once (default 8)")
+    p.add_argument("--judge-concurrency", type=int, default=8, help="judge calls in flight (default 8)")
+    p.add_argument("--turn-timeout", type=float, default=120.0, help="seconds an agent turn may take")
+    p.add_argument("--no-judge-cache", action="store_true", help="always call the judge, ignoring the cache")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tui-eval",
+        description="Evaluate LLM agents the way Google's ADK does: a terminal dashboard and a CI runner.",
+        epilog="Without a subcommand, `tui-eval [PATH]` opens the dashboard on PATH (default: .).",
+    )
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="run eval sets headlessly (CI): summary, --json, --junit, exit code")
+    _add_run_args(run)
+    run.add_argument("--json", dest="json_out", metavar="OUT", help="write ADK EvalSetResult list as JSON")
+    run.add_argument("--junit", dest="junit_out", metavar="OUT", help="write a JUnit XML report")
+    run.add_argument("--print-detailed-results", action="store_true", help="print every invocation")
+    run.add_argument("--num-runs", type=int, default=1, help="repeat the whole evaluation N times")
+    run.add_argument("--no-save", action="store_true", help="do not write eval history")
+    run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
+
+    watch = sub.add_parser("watch", help="re-run what changed whenever eval files, configs or agents are saved")
+    _add_run_args(watch)
+    watch.add_argument("--debounce", type=float, default=0.3, help="seconds of quiet before reacting")
+    watch.add_argument("--no-rerun-on-agent-change", action="store_true",
+                       help="only reload eval files and configs; never re-run the agent on its own edits")
+
+    migrate = sub.add_parser("migrate", help="convert a legacy .test.json file to the EvalSet schema")
+    migrate.add_argument("source", help="legacy .test.json file")
+    migrate.add_argument("dest", nargs="?", help="output file (default: SOURCE with .evalset.json)")
+    migrate.add_argument("--eval-set-id", help="id of the new eval set (default: from the file name)")
+    migrate.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+
+    open_ = sub.add_parser("open", help="open the dashboard (same as `tui-eval [PATH]`)")
+    _add_open_args(open_)
+    return parser
+
+
+def _add_open_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", default=".", help="folder with agents and eval files (default: .)")
+    p.add_argument("--agent", help="agent folder or replay:PATH to run the eval files with")
+    p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
+    p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
+
+
+def split_agent(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """The agent reference and the eval targets, from `--agent` or the first positional."""
+    from .agents import is_agent_ref
+
+    targets = list(args.targets)
+    agent = args.agent
+    if agent is None and targets and is_agent_ref(targets[0]):
+        agent = targets.pop(0)
+    if not targets:
+        raise UsageError("no eval files given")
+    if agent is None:
+        agent = _agent_around(targets[0])
+    if agent is None:
+        raise UsageError(
+            "no agent: name an agent folder or replay:PATH first, or pass --agent "
+            "(or keep the eval file inside an agent folder)"
+        )
+    return agent, targets
+
+
+def _agent_around(target: str) -> str | None:
+    """ADK keeps eval files inside the agent folder: find an agent folder above the eval file."""
+    from .agents import is_agent_ref
+    from .engine.plan import split_target
+
+    path = Path(split_target(target)[0]).resolve()
+    for parent in list(path.parents)[:4]:
+        if is_agent_ref(str(parent)) and (parent / "agent.py").is_file():
+            return str(parent)
+    return None
+
+
+def _print_warnings(warnings: Sequence[str], err: TextIO) -> None:
+    for w in warnings:
+        print(f"warning: {w}", file=err)
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .agents import AgentError, load_agent
+    from .engine.plan import PlanError, plan_run
+    from .engine.runner import Run, RunOptions
+    from .engine.store import ResultStore, UnsafeNameError, check_segment
+    from .report import print_detailed, print_summary, write_json, write_junit
+    from .schema.errors import LoadError
+
+    if args.concurrency < 1 or args.judge_concurrency < 1:
+        raise UsageError("--concurrency and --judge-concurrency must be at least 1")
+    agent_ref, targets = split_agent(args)
+    if args.config and not Path(args.config).is_file():
+        raise UsageError(f"{args.config}: no such config file")
+    try:
+        plan = plan_run(targets, config_path=args.config, num_runs=args.num_runs)
+    except PlanError as exc:
+        raise UsageError(str(exc)) from None
+    _print_warnings(plan.warnings, err)
+    try:
+        for t in plan.targets:
+            check_segment(t.eval_set.eval_set_id, f"{t.eval_file}: eval_set_id")
+    except UnsafeNameError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        agent = load_agent(agent_ref)
+    except (AgentError, LoadError) as exc:
+        raise UsageError(str(exc)) from None
+    for path in (args.json_out, args.junit_out):
+        if path and Path(path).is_dir():
+            raise UsageError(f"{path}: is a folder, not a file")
+
+    options = RunOptions(
+        concurrency=args.concurrency,
+        turn_timeout=args.turn_timeout,
+        judge_concurrency=args.judge_concurrency,
+        judge_cache=not args.no_judge_cache,
+        save=not args.no_save,
+    )
+    from .engine.events import RunError
+
+    def on_event(event: object) -> None:
+        if isinstance(event, RunError):
+            print(f"error: {event.message}", file=err)
+
+    run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
+    record = asyncio.run(_execute(run, agent))
+
+    if args.print_detailed_results:
+        print_detailed(record, out)
+    print_summary(record, out, verbose=not args.quiet)
+    if args.json_out:
+        write_json(record, Path(args.json_out))
+    if args.junit_out:
+        write_junit(record, Path(args.junit_out))
+    return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
+
+
+async def _execute(run: Any, agent: Any) -> Any:
+    # Ctrl-C cancels the run instead of killing it, so finished cases are still reported and saved.
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, run.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+        pass
+    try:
+        return await run.execute()
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        close = getattr(agent, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .engine.store import atomic_write, dump_json
+    from .schema.errors import LoadError
+    from .schema.load import eval_set_id_for, parse_eval_set
+
+    src = Path(args.source)
+    try:
+        raw = src.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{src}: cannot read file: {exc.strerror or exc}") from None
+    try:
+        eval_set, legacy = parse_eval_set(raw, src)
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+    if not legacy:
+        print(f"{src} is already in the EvalSet schema; nothing to do", file=out)
+        return EXIT_OK
+    if args.eval_set_id:
+        eval_set.eval_set_id = eval_set.name = args.eval_set_id
+    dest = Path(args.dest) if args.dest else src.with_name(eval_set_id_for(src) + ".evalset.json")
+    if dest.exists() and not args.force:
+        raise UsageError(f"{dest} exists; pass --force to overwrite it")
+    atomic_write(dest, dump_json(eval_set.to_dict()))
+    n_turns = sum(len(c.conversation or []) for c in eval_set.eval_cases)
+    print(f"wrote {dest}: {len(eval_set.eval_cases)} case(s), {n_turns} turn(s)", file=out)
+    return EXIT_OK
+
+
+def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .watch import watch_command
+
+    return watch_command(args, out, err)
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{args.path}: no such file or folder")
+    from .tui.app import run_app
+
+    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live) or 0
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["open", *argv]
+    if argv[0] == "--version":
+        from . import __version__
+
+        print(f"tui-eval {__version__}", file=out)
+        return EXIT_OK
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad arguments already
+        return int(exc.code or 0)
+    try:
+        if args.command == "run":
+            return cmd_run(args, out, err)
+        if args.command == "migrate":
+            return cmd_migrate(args, out, err)
+        if args.command == "watch":
+            return cmd_watch(args, out, err)
+        return cmd_open(args)
+    except UsageError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=err)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=err)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,459 @@
+"""Run a plan: infer each case with the agent, score it with every configured metric, emit events.
+
+Cases run concurrently (bounded), each in its own agent session. Cancelling keeps every case that had
+finished; nothing is ever marked PASSED by default: a metric that cannot run is NOT_EVALUATED with the
+reason kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..agents.base import Agent, AgentError, CaseContext
+from ..metrics.base import MetricInput, get_metric
+from ..schema.config import EvalConfig
+from ..schema.model import EvalCase, Invocation
+from ..schema.results import (
+    CaseResult,
+    EvalSetResult,
+    EvalStatus,
+    MetricResult,
+    combine_statuses,
+)
+from .events import (
+    CaseFinished,
+    CaseKey,
+    CaseStarted,
+    Event,
+    InvocationInferred,
+    MetricProgress,
+    RunError,
+    RunFinished,
+    RunStarted,
+)
+from .plan import EvalTarget, RunPlan
+
+EventSink = Callable[[Event], None]
+
+
+@dataclass(slots=True)
+class RunOptions:
+    concurrency: int = 8
+    # Seconds one agent turn may take before the case fails with a timeout.
+    turn_timeout: float = 120.0
+    judge_concurrency: int = 8
+    judge_base_url: str | None = None
+    judge_cache: bool = True
+    save: bool = True
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """What a run produced: one EvalSetResult per eval set and repetition, in plan order."""
+
+    run_id: str
+    started: float
+    finished: float = 0.0
+    cancelled: bool = False
+    results: list[EvalSetResult] = field(default_factory=list)
+    saved: list[str] = field(default_factory=list)
+    judge_stats: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[EvalStatus, int]:
+        out = {s: 0 for s in EvalStatus}
+        for r in self.results:
+            for c in r.case_results:
+                out[c.status] += 1
+        return out
+
+    @property
+    def all_passed(self) -> bool:
+        return all(c.status == EvalStatus.PASSED for r in self.results for c in r.case_results)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, AgentError):
+        return str(exc)
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return "timed out"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class ScoreProgress:
+    """Run-wide per-metric counters behind the progress bars."""
+
+    def __init__(self, emit: EventSink) -> None:
+        self.emit = emit
+        self.done: dict[str, int] = defaultdict(int)
+        self.total: dict[str, int] = defaultdict(int)
+
+    def grow(self, metric: str, n: int) -> None:
+        self.total[metric] += n
+
+    def tick(self, key: CaseKey, metric: str, index: int | None, status: EvalStatus | None = None) -> None:
+        self.done[metric] += 1
+        self.emit(MetricProgress(key, metric, index, self.done[metric], self.total[metric], status))
+
+
+async def score_case(
+    config: EvalConfig,
+    case: EvalCase,
+    actual: list[Invocation],
+    *,
+    judge: Any = None,
+    key: CaseKey | None = None,
+    progress: ScoreProgress | None = None,
+) -> list[MetricResult]:
+    """Score one case's actual invocations with every metric of the config (concurrently)."""
+    expected = case.conversation
+
+    async def one(name: str) -> MetricResult:
+        crit = config.criteria[name]
+        seen: set[int] = set()
+
+        def on_progress(i: int) -> None:
+            if progress is not None and key is not None and i not in seen and i < len(actual):
+                seen.add(i)
+                progress.tick(key, name, i)
+
+        result = await _score_metric(name, crit, config, case, actual, expected, judge, on_progress)
+        if progress is not None and key is not None:
+            # Top the bar up for invocations the metric did not report (not evaluated, or silent).
+            for i in range(len(actual)):
+                if i not in seen:
+                    seen.add(i)
+                    progress.tick(key, name, i, result.status)
+        return result
+
+    names = list(config.criteria)
+    return list(await asyncio.gather(*(one(n) for n in names)))
+
+
+async def _score_metric(
+    name: str,
+    crit: Any,
+    config: EvalConfig,
+    case: EvalCase,
+    actual: list[Invocation],
+    expected: list[Invocation] | None,
+    judge: Any,
+    on_progress: Callable[[int], None],
+) -> MetricResult:
+    threshold = crit.threshold
+    criterion = crit.to_dict()
+
+    def skip(reason: str) -> MetricResult:
+        return MetricResult.not_evaluated(name, threshold, reason, criterion)
+
+    spec = get_metric(name)
+    if spec is None:
+        return skip(f"metric {name!r} is not available in this build of tui-eval")
+    if spec.scenario_only and not case.is_scenario:
+        return skip("only for conversation_scenario cases")
+    if spec.needs_reference:
+        if case.is_scenario or expected is None:
+            return skip("reference metric on a scenario case (no expected turns)")
+        if len(actual) != len(expected):
+            return skip(f"actual and expected turn counts differ ({len(actual)} vs {len(expected)})")
+    if not actual:
+        return skip("no invocations to score")
+    if spec.needs_judge:
+        if judge is None:
+            return skip("no judge credentials")
+        if not judge.available:
+            return skip(judge.unavailable_reason or "no judge credentials")
+    inp = MetricInput(
+        criterion=crit,
+        case=case,
+        actual=actual,
+        expected=expected if spec.needs_reference else case.conversation,
+        config=config,
+        judge=judge,
+        progress=on_progress,
+    )
+    try:
+        return await _maybe_await(spec.evaluate(inp))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a metric bug or judge failure must not sink the run
+        return skip(f"metric error: {_error_text(exc)}")
+
+
+def _judge_needed(plan: RunPlan) -> bool:
+    for target in plan.targets:
+        for name in target.config.criteria:
+            spec = get_metric(name)
+            if spec is not None and spec.needs_judge:
+                return True
+        if any(c.is_scenario for c in target.cases):
+            return True  # the user simulator talks through the judge service
+    return False
+
+
+def make_judge(options: RunOptions) -> Any:
+    """The judge service for a run; None when this build has no judge package."""
+    try:
+        from ..judge import JudgeOptions, create_judge_service
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("tui_eval.judge"):
+            return None
+        raise
+    return create_judge_service(
+        JudgeOptions(
+            concurrency=options.judge_concurrency,
+            base_url=options.judge_base_url,
+            use_cache=options.judge_cache,
+        )
+    )
+
+
+class Run:
+    """One execution of a plan. `await run.execute()`; `run.cancel()` from the same loop stops it,
+    keeping every finished case. `inferences` lets a re-score reuse stored agent output."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        agent: Agent | None,
+        *,
+        options: RunOptions | None = None,
+        on_event: EventSink | None = None,
+        judge: Any = None,
+        inferences: dict[CaseKey, list[Invocation]] | None = None,
+        store: Any = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.plan = plan
+        self.agent = agent
+        self.options = options or RunOptions()
+        self._emit_fn = on_event
+        self.judge = judge
+        self.inferences = inferences or {}
+        self.store = store
+        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        self.record = RunRecord(self.run_id, started=time.time())
+        self._tasks: list[asyncio.Task[CaseResult | None]] = []
+        self._cancelled = False
+        self._owns_judge = False
+        self._progress: ScoreProgress | None = None
+
+    def emit(self, event: Event) -> None:
+        if self._emit_fn is not None:
+            self._emit_fn(event)
+
+    def cancel(self) -> None:
+        """Stop starting and running cases; finished ones are kept and saved."""
+        self._cancelled = True
+        for task in self._tasks:
+            task.cancel()
+
+    async def execute(self) -> RunRecord:
+        t0 = time.perf_counter()
+        plan = self.plan
+        if self.judge is None and _judge_needed(plan):
+            self.judge = make_judge(self.options)
+            self._owns_judge = True
+        progress = self._progress = ScoreProgress(self.emit)
+        for target in plan.targets:
+            for case in target.cases:
+                turns = len(case.conversation) if case.conversation is not None else 0
+                for name in target.config.criteria:
+                    progress.grow(name, turns * plan.num_runs)
+        self.emit(
+            RunStarted(
+                self.run_id,
+                plan.total_cases,
+                dict(progress.total),
+                tuple(str(t.eval_file) for t in plan.targets),
+            )
+        )
+        sem = asyncio.Semaphore(max(1, self.options.concurrency))
+        slots: list[tuple[EvalTarget, list[CaseResult | None], int]] = []
+        for rep in range(plan.num_runs):
+            for target in plan.targets:
+                cases = target.cases
+                results: list[CaseResult | None] = [None] * len(cases)
+                slots.append((target, results, rep))
+                for i, case in enumerate(cases):
+                    self._tasks.append(
+                        asyncio.ensure_future(self._guarded(sem, target, case, results, i, progress))
+                    )
+        if self._cancelled:
+            for task in self._tasks:
+                task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.record.cancelled = self._cancelled or any(t.cancelled() for t in self._tasks)
+        created = time.time()
+        for target, results, rep in slots:
+            finished = [r for r in results if r is not None]
+            suffix = f"_run{rep + 1}" if plan.num_runs > 1 else ""
+            self.record.results.append(
+                EvalSetResult(
+                    eval_set_result_id=f"{target.eval_set.eval_set_id}_{created}{suffix}",
+                    eval_set_id=target.eval_set.eval_set_id,
+                    creation_timestamp=created,
+                    case_results=finished,
+                    eval_set_file=str(target.eval_file),
+                )
+            )
+        self.record.finished = time.time()
+        if self.judge is not None and hasattr(self.judge, "stats"):
+            stats = self.judge.stats
+            self.record.judge_stats = stats if isinstance(stats, dict) else getattr(stats, "__dict__", {})
+        if self._owns_judge and self.judge is not None and hasattr(self.judge, "aclose"):
+            try:
+                await self.judge.aclose()
+            except Exception:  # closing a client must never lose results
+                pass
+        if self.options.save and self.store is not None:
+            try:
+                self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
+            except Exception as exc:
+                self.emit(RunError(f"could not save results: {_error_text(exc)}"))
+        self.emit(
+            RunFinished(
+                self.run_id,
+                self.record.counts(),
+                self.record.cancelled,
+                time.perf_counter() - t0,
+                tuple(self.record.saved),
+            )
+        )
+        return self.record
+
+    async def _guarded(
+        self,
+        sem: asyncio.Semaphore,
+        target: EvalTarget,
+        case: EvalCase,
+        results: list[CaseResult | None],
+        index: int,
+        progress: ScoreProgress,
+    ) -> None:
+        async with sem:
+            if self._cancelled:
+                return
+            results[index] = await self._run_case(target, case, progress)
+
+    async def _infer(self, target: EvalTarget, case: EvalCase, key: CaseKey) -> tuple[list[Invocation], str | None, str]:
+        """Run the agent over the case. Returns (actual turns, error or None, session id)."""
+        stored = self.inferences.get(key)
+        if stored is not None:
+            return stored, None, ""
+        if self.agent is None:
+            return [], "no agent to run and no stored inference for this case", ""
+        actual: list[Invocation] = []
+        ctx = CaseContext(target.eval_set, target.eval_file)
+        try:
+            session = await self.agent.new_session(case, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return actual, f"agent could not start a session: {_error_text(exc)}", ""
+        session_id = getattr(session, "session_id", "") or ""
+        timeout = self.options.turn_timeout
+        try:
+            if case.is_scenario:
+                from ..agents.simulator import simulate_conversation
+
+                def on_turn(i: int, inv: Invocation) -> None:
+                    actual.append(inv)
+                    for name in target.config.criteria:
+                        self._progress_total_grow(name, 1)
+                    self.emit(InvocationInferred(key, i, inv))
+
+                await simulate_conversation(
+                    case, session, target.config, self.judge, on_turn=on_turn, turn_timeout=timeout
+                )
+            else:
+                for i, expected in enumerate(case.conversation or []):
+                    try:
+                        inv = await asyncio.wait_for(session.turn(expected.user_content, i), timeout)
+                    except (TimeoutError, asyncio.TimeoutError):
+                        raise AgentError(f"turn {i + 1} timed out after {timeout:g} s") from None
+                    actual.append(inv)
+                    self.emit(InvocationInferred(key, i, inv))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return actual, _error_text(exc), session_id
+        finally:
+            try:
+                await session.close()
+            except Exception:
+                pass
+        return actual, None, session_id
+
+    def _progress_total_grow(self, name: str, n: int) -> None:
+        if self._progress is not None:
+            self._progress.grow(name, n)
+
+    async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress) -> CaseResult:
+        key = target.key(case)
+        self.emit(CaseStarted(key))
+        t0 = time.perf_counter()
+        actual, error, session_id = await self._infer(target, case, key)
+        if error is not None:
+            metrics = [
+                MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {error}", c.to_dict())
+                for n, c in target.config.criteria.items()
+            ]
+            for name in target.config.criteria:
+                for i in range(len(case.conversation or [])):
+                    progress.tick(key, name, i, EvalStatus.NOT_EVALUATED)
+            status = EvalStatus.FAILED
+        else:
+            metrics = await score_case(
+                target.config, case, actual, judge=self.judge, key=key, progress=progress
+            )
+            status = combine_statuses([m.status for m in metrics])
+        user_id = case.session_input.user_id if case.session_input is not None else None
+        result = CaseResult(
+            eval_set_id=target.eval_set.eval_set_id,
+            eval_id=case.eval_id,
+            status=status,
+            metrics=metrics,
+            actual=actual,
+            expected=case.conversation,
+            eval_set_file=str(target.eval_file),
+            session_id=session_id or f"tui-eval-{uuid.uuid4().hex[:12]}",
+            user_id=user_id,
+            error=error,
+            wall_seconds=time.perf_counter() - t0,
+        )
+        self.emit(CaseFinished(key, result))
+        return result
+
+
+async def run_plan(
+    plan: RunPlan,
+    agent: Agent | None,
+    *,
+    options: RunOptions | None = None,
+    on_event: EventSink | None = None,
+    store: Any = None,
+    judge: Any = None,
+) -> RunRecord:
+    """Convenience: build a Run and execute it."""
+    return await Run(plan, agent, options=options, on_event=on_event, store=store, judge=judge).execute()
+
+
+def history_home(agent: Agent | None, eval_file: Path) -> Path:
+    """Where a run's eval history lives: the agent folder, or beside the eval file (replay)."""
+    if agent is not None and agent.home is not None:
+        return Path(agent.home)
+    return Path(eval_file).resolve().parent

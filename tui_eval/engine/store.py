@@ -1,0 +1,237 @@
+"""The result store: ADK eval history files plus our richer run records, written atomically.
+
+Per eval set per run, in `<home>/.adk/eval_history/` (home = the agent folder, or the eval file's
+folder for replay):
+  `<app>_<eval_set_id>_<time>.evalset_result.json`  google-adk 2.13's EvalSetResult (adk web reads it)
+  `<app>_<eval_set_id>_<time>.tui-eval.json`        our record: reasons, alignments, judge details
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..schema.results import CaseResult, EvalSetResult, EvalStatus
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..agents.base import Agent
+    from .plan import RunPlan
+    from .runner import RunRecord
+
+HISTORY_DIR = Path(".adk") / "eval_history"
+ADK_SUFFIX = ".evalset_result.json"
+RECORD_SUFFIX = ".tui-eval.json"
+RECORD_FORMAT = "tui-eval.run/1"
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+class UnsafeNameError(ValueError):
+    """An id that would make a file land outside the history folder."""
+
+
+def check_segment(value: str, what: str) -> str:
+    """Reject ids that could alter a path (separators, traversal, NUL, drive letters), as ADK does."""
+    if not value:
+        raise UnsafeNameError(f"{what} must not be empty")
+    if "\x00" in value or "/" in value or "\\" in value or value in (".", "..") or _DRIVE.match(value):
+        raise UnsafeNameError(f"{what} {value!r} cannot be used in a file name (path separators or traversal)")
+    return value
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        # mkstemp creates 0600; give the file the mode a plain open() would (0666 less umask).
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def dump_json(obj: Any, *, indent: bool = True) -> bytes:
+    opts = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(obj, option=opts | orjson.OPT_NON_STR_KEYS)
+
+
+def app_name_for(agent: Agent | None, eval_file: Path) -> str:
+    if agent is not None and agent.home is not None:
+        return agent.name
+    return Path(eval_file).resolve().parent.name or "eval"
+
+
+class ResultStore:
+    """Saves each run's results as eval history. `root` overrides where history goes (tests, CI)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root
+
+    def history_dir(self, agent: Agent | None, eval_file: Path) -> Path:
+        if self.root is not None:
+            return self.root
+        from .runner import history_home
+
+        return history_home(agent, eval_file) / HISTORY_DIR
+
+    def save_run(self, record: RunRecord, plan: RunPlan, agent: Agent | None) -> list[str]:
+        saved: list[str] = []
+        configs = {str(t.eval_file): t.config for t in plan.targets}
+        for result in record.results:
+            eval_file = Path(result.eval_set_file)
+            directory = self.history_dir(agent, eval_file)
+            app = check_segment(app_name_for(agent, eval_file), "app name")
+            check_segment(result.eval_set_id, "eval_set_id")
+            # The runner names results `<eval_set_id>_<time>[_runN]`; ADK prefixes the app name.
+            name = f"{app}_{result.eval_set_result_id}"
+            adk_path = directory / (name + ADK_SUFFIX)
+            record_path = directory / (name + RECORD_SUFFIX)
+            # Belt and braces: whatever the id, the file must sit directly in the history folder.
+            for p in (adk_path, record_path):
+                if p.resolve().parent != directory.resolve():
+                    raise UnsafeNameError(f"eval_set_id {result.eval_set_id!r} would write outside {directory}")
+            adk = result.to_adk()
+            adk["eval_set_result_id"] = name
+            adk["eval_set_result_name"] = name
+            atomic_write(adk_path, dump_json(adk))
+            config = configs.get(result.eval_set_file)
+            rich = {
+                "format": RECORD_FORMAT,
+                "run_id": record.run_id,
+                "name": name,
+                "app_name": app,
+                "agent": getattr(agent, "name", None),
+                "eval_file": result.eval_set_file,
+                "eval_set_id": result.eval_set_id,
+                "creation_timestamp": result.creation_timestamp,
+                "cancelled": record.cancelled,
+                "criteria": {k: c.to_dict() for k, c in config.criteria.items()} if config else {},
+                "config_source": config.source if config else None,
+                "counts": {s.name: n for s, n in result.counts().items()},
+                "cases": [c.to_record() for c in result.case_results],
+            }
+            atomic_write(record_path, dump_json(rich, indent=False))
+            saved.append(str(adk_path))
+        return saved
+
+
+@dataclass(slots=True)
+class HistoryEntry:
+    """One saved eval set result, as listed in the history (cases load on demand)."""
+
+    path: Path
+    run_id: str
+    eval_set_id: str
+    eval_file: str
+    creation_timestamp: float
+    counts: dict[str, int]
+    cancelled: bool
+
+
+def list_history(directory: Path) -> list[HistoryEntry]:
+    """Every readable run record in a history folder, newest first. Unreadable files are skipped."""
+    entries: list[HistoryEntry] = []
+    if not directory.is_dir():
+        return entries
+    for path in directory.glob("*" + RECORD_SUFFIX):
+        try:
+            data = orjson.loads(path.read_bytes())
+            if data.get("format") != RECORD_FORMAT:
+                continue
+            entries.append(
+                HistoryEntry(
+                    path=path,
+                    run_id=data["run_id"],
+                    eval_set_id=data["eval_set_id"],
+                    eval_file=data.get("eval_file", ""),
+                    creation_timestamp=float(data.get("creation_timestamp", 0.0)),
+                    counts=dict(data.get("counts", {})),
+                    cancelled=bool(data.get("cancelled", False)),
+                )
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
+    return entries
+
+
+def load_record(path: Path) -> tuple[dict[str, Any], EvalSetResult]:
+    """A saved run record: its metadata and its EvalSetResult with every case's details."""
+    data = orjson.loads(Path(path).read_bytes())
+    result = EvalSetResult(
+        eval_set_result_id=data["name"],
+        eval_set_id=data["eval_set_id"],
+        creation_timestamp=data["creation_timestamp"],
+        case_results=[CaseResult.from_record(c) for c in data.get("cases", [])],
+        eval_set_file=data.get("eval_file", ""),
+    )
+    meta = {k: v for k, v in data.items() if k != "cases"}
+    return meta, result
+
+
+@dataclass(slots=True)
+class CaseChange:
+    """How one case moved between two runs."""
+
+    eval_id: str
+    before: EvalStatus | None
+    after: EvalStatus | None
+    score_deltas: dict[str, tuple[float | None, float | None]]
+
+    @property
+    def kind(self) -> str:
+        if self.before == self.after:
+            return "unchanged"
+        if self.after == EvalStatus.FAILED or (
+            self.before == EvalStatus.PASSED and self.after != EvalStatus.PASSED
+        ):
+            return "regression"
+        if self.after == EvalStatus.PASSED:
+            return "fixed"
+        if self.before is None:
+            return "new"
+        if self.after is None:
+            return "removed"
+        return "changed"
+
+
+_ORDER = {"regression": 0, "fixed": 1, "changed": 2, "new": 3, "removed": 4, "unchanged": 5}
+
+
+def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseChange]:
+    """Case by case, regressions first, then fixes, then the rest."""
+    old = {c.eval_id: c for c in before.case_results}
+    new = {c.eval_id: c for c in after.case_results}
+    changes = []
+    for eval_id in list(new) + [i for i in old if i not in new]:
+        a, b = old.get(eval_id), new.get(eval_id)
+        deltas: dict[str, tuple[float | None, float | None]] = {}
+        names = [m.metric_name for m in (b.metrics if b else [])] + [
+            m.metric_name for m in (a.metrics if a else []) if not b or not b.metric(m.metric_name)
+        ]
+        for name in names:
+            ma = a.metric(name) if a else None
+            mb = b.metric(name) if b else None
+            sa, sb = (ma.score if ma else None), (mb.score if mb else None)
+            if sa != sb:
+                deltas[name] = (sa, sb)
+        changes.append(CaseChange(eval_id, a.status if a else None, b.status if b else None, deltas))
+    changes.sort(key=lambda c: (_ORDER[c.kind], c.eval_id))
+    return changes

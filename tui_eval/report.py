@@ -1,0 +1,147 @@
+"""Headless reports of a run: the summary, detailed per-invocation text, `--json` and `--junit` files."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .engine.store import atomic_write, dump_json
+from .schema.model import FunctionCall, content_text
+from .schema.results import CaseResult, EvalStatus, MetricResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine.runner import RunRecord
+
+# XML 1.0 forbids most control characters; agent text may carry escape sequences.
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+_MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EVALUATED: "N/E "}
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def metric_line(m: MetricResult) -> str:
+    """`tool_trajectory_avg_score 0.500 < 1.000 FAILED`, or the reason it was not evaluated."""
+    if m.status == EvalStatus.NOT_EVALUATED:
+        return f"{m.metric_name}: not evaluated ({m.reason or 'no reason given'})"
+    op = ">=" if m.status == EvalStatus.PASSED else "<"
+    return f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
+
+
+def _counts_text(counts: dict[EvalStatus, int]) -> str:
+    return (
+        f"{counts[EvalStatus.PASSED]} passed, {counts[EvalStatus.FAILED]} failed, "
+        f"{counts[EvalStatus.NOT_EVALUATED]} not evaluated"
+    )
+
+
+def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> None:
+    """Per eval set: counts, then every case that did not pass with why."""
+    for result in record.results:
+        print(f"{result.eval_set_id} ({result.eval_set_file}): {_counts_text(result.counts())}", file=out)
+        if not verbose:
+            continue
+        for case in result.case_results:
+            if case.status == EvalStatus.PASSED:
+                continue
+            print(f"  {_MARK[case.status]} {case.eval_id}", file=out)
+            if case.error:
+                print(f"       agent error: {case.error}", file=out)
+            for m in case.metrics:
+                if m.status != EvalStatus.PASSED and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
+                    print(f"       {metric_line(m)}", file=out)
+    total = record.counts()
+    tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
+    print(f"Total: {_counts_text(total)}{tail}", file=out)
+    for path in record.saved:
+        print(f"Saved eval history: {path}", file=out)
+
+
+def _calls_text(calls: list[FunctionCall]) -> str:
+    if not calls:
+        return "(none)"
+    return "; ".join(f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls)
+
+
+def print_detailed(record: RunRecord, out: TextIO) -> None:
+    """Per invocation: prompt, expected and actual response and tool calls, each metric's verdict."""
+    for result in record.results:
+        for case in result.case_results:
+            print(f"=== {result.eval_set_id} / {case.eval_id}: {case.status.name}", file=out)
+            if case.error:
+                print(f"agent error: {case.error}", file=out)
+            for i, actual in enumerate(case.actual):
+                expected = case.expected[i] if case.expected and i < len(case.expected) else None
+                print(f"--- turn {i + 1}", file=out)
+                print(f"prompt:            {content_text(actual.user_content)}", file=out)
+                if expected is not None:
+                    print(f"expected response: {content_text(expected.final_response)}", file=out)
+                print(f"actual response:   {content_text(actual.final_response)}", file=out)
+                if expected is not None:
+                    print(f"expected tools:    {_calls_text(expected.tool_calls)}", file=out)
+                print(f"actual tools:      {_calls_text(actual.tool_calls)}", file=out)
+                for m in case.metrics:
+                    if i < len(m.per_invocation):
+                        inv = m.per_invocation[i]
+                        why = f" ({inv.reason})" if inv.reason else ""
+                        print(f"  {m.metric_name}: {inv.status.name} {_score(inv.score)}{why}", file=out)
+            for m in case.metrics:
+                print(f"  case {metric_line(m)}", file=out)
+
+
+def write_json(record: RunRecord, path: Path) -> None:
+    """A JSON list of ADK EvalSetResult objects, one per eval set (and repetition)."""
+    atomic_write(path, dump_json([r.to_adk() for r in record.results]))
+
+
+def _failure_text(case: CaseResult) -> str:
+    lines = []
+    if case.error:
+        lines.append(f"agent error: {case.error}")
+    lines.extend(metric_line(m) for m in case.metrics if m.status != EvalStatus.PASSED)
+    return "\n".join(lines)
+
+
+def write_junit(record: RunRecord, path: Path) -> None:
+    """One testsuite per eval set, one testcase per eval case; failures carry the failing metrics."""
+    suites = ET.Element("testsuites")
+    for result in record.results:
+        counts = result.counts()
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=result.eval_set_id,
+            tests=str(len(result.case_results)),
+            failures=str(counts[EvalStatus.FAILED]),
+            skipped=str(counts[EvalStatus.NOT_EVALUATED]),
+            errors="0",
+            file=result.eval_set_file,
+        )
+        for case in result.case_results:
+            tc = ET.SubElement(
+                suite,
+                "testcase",
+                name=_xml_text(case.eval_id),
+                classname=result.eval_set_id,
+                time=f"{case.wall_seconds:.3f}",
+            )
+            if case.status == EvalStatus.FAILED:
+                failing = [m.metric_name for m in case.metrics if m.status == EvalStatus.FAILED]
+                message = "agent error" if case.error else "failed: " + ", ".join(failing)
+                failure = ET.SubElement(tc, "failure", message=_xml_text(message), type="EvalFailure")
+                failure.text = _xml_text(_failure_text(case))
+            elif case.status == EvalStatus.NOT_EVALUATED:
+                skipped = ET.SubElement(tc, "skipped", message="not evaluated")
+                skipped.text = _xml_text("\n".join(metric_line(m) for m in case.metrics))
+    ET.indent(suites)
+    atomic_write(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))
