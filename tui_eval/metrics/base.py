@@ -85,6 +85,7 @@ def _ensure_loaded() -> None:
         "tui_eval.metrics.trajectory",
         "tui_eval.metrics.response_match",
         "tui_eval.metrics.llm",
+        "tui_eval.metrics.user_simulator_quality",
     ):
         try:
             importlib.import_module(module)

@@ -1,0 +1,275 @@
+"""A folder under evaluation: the agents, eval files and configs below it, kept loaded and current.
+
+Both faces use it: the dashboard browses it, the live loop reloads files as they are saved. A file that
+was good and turns bad (a half-saved edit) keeps its last good version, marked stale, with the error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ..schema.config import CONFIG_FILE_NAME, EvalConfig, default_config, load_eval_config
+from ..schema.errors import LoadError
+from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set
+from ..schema.model import EvalCase, EvalSet
+from .events import CaseKey
+from .plan import EvalTarget, RunPlan
+
+# Folders never searched: VCS, caches, virtualenvs, our own history.
+SKIP_DIRS = {".git", ".hg", ".svn", ".adk", ".tui-eval", "__pycache__", "node_modules", ".venv", "venv",
+             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", "site-packages", "build", "dist"}
+
+
+def case_digest(case: EvalCase) -> str:
+    """A content hash of a case: an edit to it changes the digest, a reorder of other cases does not."""
+    return hashlib.blake2b(orjson.dumps(case.to_dict(), option=orjson.OPT_SORT_KEYS), digest_size=12).hexdigest()
+
+
+@dataclass(slots=True)
+class EvalFileState:
+    """An eval file: its last good EvalSet and, if the file is broken now, the error."""
+
+    path: Path
+    eval_set: EvalSet | None = None
+    error: LoadError | None = None
+    legacy: bool = False
+    mtime_ns: int = 0
+
+    @property
+    def stale(self) -> bool:
+        """Broken now, but a last good version is still shown."""
+        return self.error is not None and self.eval_set is not None
+
+
+@dataclass(slots=True)
+class ConfigState:
+    path: Path
+    config: EvalConfig | None = None
+    error: LoadError | None = None
+
+    @property
+    def stale(self) -> bool:
+        return self.error is not None and self.config is not None
+
+
+@dataclass(slots=True)
+class FileChange:
+    """What one reload found: which cases changed, appeared or went away, or what kind of file it was."""
+
+    path: Path
+    kind: str  # "eval" | "config" | "agent" | "other"
+    changed_cases: list[str] = field(default_factory=list)
+    added_cases: list[str] = field(default_factory=list)
+    removed_cases: list[str] = field(default_factory=list)
+    error: LoadError | None = None
+    # For configs: True when only criteria changed, so stored inferences can be re-scored.
+    criteria_changed: bool = False
+    # For agent sources: the agent folder whose cases must re-run.
+    agent_dir: Path | None = None
+
+
+def _is_agent_dir(path: Path) -> bool:
+    return (path / "agent.py").is_file() or (
+        (path / "__init__.py").is_file() and "agent" in (path / "__init__.py").read_text(errors="replace")
+    )
+
+
+class Workspace:
+    """Everything tui-eval knows about a folder. Not thread-safe: one owner mutates it."""
+
+    def __init__(self, root: Path, *, agent_ref: str | None = None, config_override: Path | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.agent_ref = agent_ref
+        self.config_override = Path(config_override).resolve() if config_override else None
+        self.eval_files: dict[Path, EvalFileState] = {}
+        self.configs: dict[Path, ConfigState] = {}
+        self.agent_dirs: set[Path] = set()
+
+    # ---- discovery -----------------------------------------------------------------------
+
+    def discover(self) -> list[Path]:
+        """Find eval files, configs and agent folders below the root (not loading eval files)."""
+        found: list[Path] = []
+        if self.root.is_file():
+            found.append(self.root)
+        else:
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+                here = Path(dirpath)
+                if "agent.py" in filenames or ("__init__.py" in filenames and _is_agent_dir(here)):
+                    self.agent_dirs.add(here)
+                for name in sorted(filenames):
+                    if name.endswith(EVAL_FILE_SUFFIXES) or name == CONFIG_FILE_NAME:
+                        found.append(here / name)
+        if self.config_override is not None:
+            found.append(self.config_override)
+        return found
+
+    def scan(self) -> list[FileChange]:
+        """Discover and load everything (configs first, so eval files can see theirs)."""
+        paths = self.discover()
+        changes = [self.reload(p) for p in paths if p.name == CONFIG_FILE_NAME or p == self.config_override]
+        changes += [self.reload(p) for p in paths if p.name.endswith(EVAL_FILE_SUFFIXES)]
+        return changes
+
+    # ---- reloading -----------------------------------------------------------------------
+
+    def classify(self, path: Path) -> str:
+        path = Path(path)
+        if path.name.endswith(EVAL_FILE_SUFFIXES):
+            return "eval"
+        if path.name == CONFIG_FILE_NAME or (self.config_override is not None and path == self.config_override):
+            return "config"
+        if path.suffix == ".py" and self.agent_dir_of(path) is not None:
+            return "agent"
+        return "other"
+
+    def agent_dir_of(self, path: Path) -> Path | None:
+        """The agent folder a source file belongs to (the nearest one above it)."""
+        path = Path(path).resolve()
+        for parent in path.parents:
+            if parent in self.agent_dirs:
+                return parent
+            if parent == self.root:
+                break
+        return None
+
+    def reload(self, path: Path) -> FileChange:
+        """Re-read one file after a change (or its deletion) and say what changed."""
+        path = Path(path).resolve()
+        kind = self.classify(path)
+        if kind == "eval":
+            return self._reload_eval(path)
+        if kind == "config":
+            return self._reload_config(path)
+        if kind == "agent":
+            return FileChange(path, "agent", agent_dir=self.agent_dir_of(path))
+        return FileChange(path, "other")
+
+    def _reload_eval(self, path: Path) -> FileChange:
+        state = self.eval_files.get(path)
+        if not path.exists():
+            removed = [c.eval_id for c in state.eval_set.eval_cases] if state and state.eval_set else []
+            self.eval_files.pop(path, None)
+            return FileChange(path, "eval", removed_cases=removed)
+        if state is None:
+            state = self.eval_files[path] = EvalFileState(path)
+        try:
+            raw = path.read_bytes()
+            state.mtime_ns = path.stat().st_mtime_ns
+            new, legacy = parse_eval_set(raw, path)
+        except LoadError as exc:
+            state.error = exc
+            return FileChange(path, "eval", error=exc)
+        except OSError as exc:
+            state.error = LoadError(str(path), f"cannot read file: {exc.strerror or exc}")
+            return FileChange(path, "eval", error=state.error)
+        old = state.eval_set
+        state.eval_set, state.error, state.legacy = new, None, legacy
+        if old is None:
+            return FileChange(path, "eval", added_cases=[c.eval_id for c in new.eval_cases])
+        old_digests = {c.eval_id: case_digest(c) for c in old.eval_cases}
+        change = FileChange(path, "eval")
+        for case in new.eval_cases:
+            before = old_digests.pop(case.eval_id, None)
+            if before is None:
+                change.added_cases.append(case.eval_id)
+            elif before != case_digest(case):
+                change.changed_cases.append(case.eval_id)
+        change.removed_cases = list(old_digests)
+        return change
+
+    def _reload_config(self, path: Path) -> FileChange:
+        state = self.configs.get(path)
+        if not path.exists():
+            self.configs.pop(path, None)
+            return FileChange(path, "config", criteria_changed=True)
+        if state is None:
+            state = self.configs[path] = ConfigState(path)
+        try:
+            new = load_eval_config(path)
+        except LoadError as exc:
+            state.error = exc
+            return FileChange(path, "config", error=exc)
+        old = state.config
+        state.config, state.error = new, None
+        criteria_changed = old is None or {k: c.to_dict() for k, c in old.criteria.items()} != {
+            k: c.to_dict() for k, c in new.criteria.items()
+        }
+        return FileChange(path, "config", criteria_changed=criteria_changed)
+
+    # ---- questions -----------------------------------------------------------------------
+
+    def config_state_for(self, eval_file: Path) -> ConfigState | None:
+        if self.config_override is not None:
+            return self.configs.get(self.config_override)
+        return self.configs.get(Path(eval_file).resolve().parent / CONFIG_FILE_NAME)
+
+    def config_for(self, eval_file: Path) -> EvalConfig:
+        """The config an eval file runs with (last good version if the file is broken now)."""
+        state = self.config_state_for(eval_file)
+        if state is None or state.config is None:
+            if state is not None and state.error is not None:
+                raise state.error
+            return default_config()
+        return state.config
+
+    def eval_files_of_config(self, config_path: Path) -> list[Path]:
+        config_path = Path(config_path).resolve()
+        if self.config_override is not None and config_path == self.config_override:
+            return list(self.eval_files)
+        return [p for p in self.eval_files if p.parent == config_path.parent]
+
+    def agent_for(self, eval_file: Path) -> str | None:
+        """The agent an eval file runs with: the explicit one, else the agent folder it lives in."""
+        if self.agent_ref is not None:
+            return self.agent_ref
+        path = Path(eval_file).resolve()
+        for parent in path.parents:
+            if parent in self.agent_dirs:
+                return str(parent)
+            if parent == self.root or parent == parent.parent:
+                break
+        return None
+
+    def eval_files_of_agent(self, agent_dir: Path) -> list[Path]:
+        return [p for p in self.eval_files if self.agent_for(p) == str(agent_dir)]
+
+    def cases(self) -> list[tuple[Path, EvalCase]]:
+        out = []
+        for path, state in sorted(self.eval_files.items()):
+            if state.eval_set is not None:
+                out.extend((path, c) for c in state.eval_set.eval_cases)
+        return out
+
+    def target(self, eval_file: Path, case_ids: list[str] | None = None) -> EvalTarget:
+        """A run target for an eval file (all cases, or the given ones that still exist)."""
+        path = Path(eval_file).resolve()
+        state = self.eval_files.get(path)
+        if state is None or state.eval_set is None:
+            raise LoadError(str(path), "not a loaded eval file")
+        if case_ids is not None:
+            known = {c.eval_id for c in state.eval_set.eval_cases}
+            case_ids = [i for i in case_ids if i in known]
+        return EvalTarget(path, state.eval_set, self.config_for(path), case_ids)
+
+    def plan_for(self, keys: list[CaseKey] | None = None, files: list[Path] | None = None) -> RunPlan:
+        """A plan over whole files, or over exactly the given cases (grouped by file, file order kept)."""
+        targets: list[EvalTarget] = []
+        if keys is not None:
+            by_file: dict[Path, list[str]] = {}
+            for key in keys:
+                by_file.setdefault(Path(key.eval_file).resolve(), []).append(key.eval_id)
+            for path, ids in by_file.items():
+                targets.append(self.target(path, ids))
+        else:
+            for path in files if files is not None else sorted(self.eval_files):
+                state = self.eval_files.get(Path(path).resolve())
+                if state is not None and state.eval_set is not None:
+                    targets.append(self.target(path))
+        return RunPlan([t for t in targets if t.cases])

@@ -1,0 +1,302 @@
+"""response_match_score: ROUGE-1 F-measure of the final response against the reference, as ADK 2.13 scores it."""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import re
+import sys
+import threading
+import types
+import unicodedata
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from ..schema.model import content_text
+from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from .base import MetricInput, MetricSpec, register
+
+METRIC_NAME = "response_match_score"
+
+# Caches are keyed by text; eval data repeats its references and vocabulary, so they stay small. The
+# bound only protects a long-lived dashboard (watch mode) from growing without limit.
+_MAX_TEXTS = 50_000
+_MAX_WORDS = 200_000
+
+
+class _Stemmer(Protocol):
+    def stem(self, word: str) -> str: ...
+
+
+# --- Porter stemmer, without importing all of nltk ------------------------------------------------
+# rouge-score stems with `nltk.stem.porter.PorterStemmer()` (default NLTK_EXTENSIONS mode). Importing
+# it the normal way runs nltk/__init__.py, ~0.6 s of imports we never use. porter.py itself needs only
+# StemmerI (nltk/stem/api.py, pure abc) and, in its demo() alone, nltk.redos and nltk.termsec. So we
+# execute api.py and porter.py from nltk's own files with an `__import__` that answers those three
+# names privately: the stems are nltk's own code, and sys.modules never sees a fake `nltk` that could
+# break a later real import (google-adk's RougeEvaluator in the same process, for one).
+
+_stemmer: _Stemmer | None = None
+_stemmer_lock = threading.Lock()
+
+
+class _LazyModule(types.ModuleType):
+    """Stands in for an nltk module porter.py names but only uses in demo(); imports it on first use."""
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _exec_nltk_file(root: Path, relative: str, name: str, import_fn: Callable[..., Any]) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, root / relative)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {relative} from {root}")
+    module = importlib.util.module_from_spec(spec)
+    # exec() keeps a `__builtins__` already in the globals: this is how the file's imports reach us.
+    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": import_fn}
+    spec.loader.exec_module(module)
+    return module
+
+
+def _light_porter_class() -> type:
+    """nltk's PorterStemmer class, loaded from its file without running nltk/__init__.py."""
+    spec = importlib.util.find_spec("nltk")  # a top-level find_spec does not execute the package
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+    root = Path(next(iter(spec.submodule_search_locations)))
+
+    def safe_print(*args: Any, **kwargs: Any) -> Any:
+        return importlib.import_module("nltk.termsec").safe_print(*args, **kwargs)
+
+    parent = _LazyModule("nltk")
+    parent.redos = _LazyModule("nltk.redos")  # type: ignore[attr-defined]
+    termsec = types.ModuleType("nltk.termsec")
+    termsec.safe_print = safe_print  # type: ignore[attr-defined]
+    private: dict[str, types.ModuleType] = {"nltk.termsec": termsec}
+    real_import = builtins.__import__
+
+    def import_fn(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level == 0:
+            if name == "nltk":
+                return parent
+            if name in private and fromlist:
+                return private[name]
+        return real_import(name, globals, locals, fromlist, level)
+
+    private["nltk.stem.api"] = _exec_nltk_file(root, "stem/api.py", "tui_eval._nltk.stem.api", import_fn)
+    porter = _exec_nltk_file(root, "stem/porter.py", "tui_eval._nltk.stem.porter", import_fn)
+    return porter.PorterStemmer
+
+
+def _make_stemmer() -> _Stemmer:
+    loaded = sys.modules.get("nltk.stem.porter")
+    if loaded is not None:  # nltk is already paid for: use it as is
+        return loaded.PorterStemmer()
+    try:
+        stemmer = _light_porter_class()()
+        # A changed nltk layout must fall back, never stem differently.
+        if stemmer.stem("running") == "run" and stemmer.stem("generously") == "gener":
+            return stemmer
+    except Exception:  # noqa: BLE001 - any failure of the shortcut means: take the normal road
+        pass
+    from nltk.stem import porter
+
+    return porter.PorterStemmer()
+
+
+def porter_stemmer() -> _Stemmer:
+    """The Porter stemmer rouge-score uses (loaded once, on first use)."""
+    global _stemmer
+    if _stemmer is None:
+        with _stemmer_lock:
+            if _stemmer is None:
+                _stemmer = _make_stemmer()
+    return _stemmer
+
+
+# --- rouge-score's DefaultTokenizer(use_stemmer=True), on one ASCII word ---------------------------
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
+
+
+def rouge_default_tokens(text: str) -> list[str]:
+    """rouge_score.tokenize.tokenize(text, PorterStemmer()), step for step."""
+    pieces = re.split(r"\s+", _NON_ALNUM.sub(" ", text.lower()))
+    stemmer = porter_stemmer()
+    pieces = [stemmer.stem(p) if len(p) > 3 else p for p in pieces]
+    return [p for p in pieces if _VALID_TOKEN.match(p)]
+
+
+class _WordTokens(dict):  # type: ignore[type-arg]
+    """ASCII word -> its rouge-score token, "" when rouge-score drops it.
+
+    The words reaching here are runs of [a-z0-9] (ASCII letters and digits of lowercased text), so
+    rouge-score makes at most one token of each.
+    """
+
+    def __missing__(self, word: str) -> str:
+        tokens = rouge_default_tokens(word)
+        token = tokens[0] if tokens else ""
+        if len(self) < _MAX_WORDS:
+            self[word] = token
+        return token
+
+
+_word_tokens = _WordTokens()
+
+
+# --- ADK 2.13's _UnicodeAwareTokenizer --------------------------------------------------------------
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF  # CJK Unified Ideographs
+        or 0x3040 <= code <= 0x309F  # Hiragana
+        or 0x30A0 <= code <= 0x30FF  # Katakana
+        or 0xAC00 <= code <= 0xD7AF  # Hangul Syllables
+    )
+
+
+def _is_non_spaced(code: int) -> bool:
+    return (
+        0x0E00 <= code <= 0x0E7F  # Thai
+        or 0x0E80 <= code <= 0x0EFF  # Lao
+        or 0x1780 <= code <= 0x17FF  # Khmer
+        or 0x1000 <= code <= 0x109F  # Myanmar
+    )
+
+
+class _CharRule(dict):  # type: ignore[type-arg]
+    """Code point -> what ADK's per-character loop emits for it, for `str.translate`.
+
+    The loop's output for a character depends on that character alone, so the whole loop is one
+    `translate` (C speed) over a table filled on demand.
+    """
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if _is_cjk(code):
+            out = f" {char} "  # each CJK character is a token of its own
+        elif _is_non_spaced(code):
+            # A base letter starts a grapheme cluster; a combining mark stays on the letter before it.
+            out = char if unicodedata.category(char).startswith("M") else f" {char}"
+        elif char.isalnum() or unicodedata.category(char).startswith("M"):
+            out = char
+        else:
+            out = " "
+        self[code] = out
+        return out
+
+
+_char_rule = _CharRule()
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _tokens_uncached(text: str) -> list[str]:
+    if text.isascii():
+        # NFKC leaves ASCII unchanged and, once lowercased, ADK's loop keeps exactly [a-z0-9].
+        words = _ASCII_WORD.findall(text.lower())
+        return [t for t in map(_word_tokens.__getitem__, words) if t]
+    words = unicodedata.normalize("NFKC", text).lower().translate(_char_rule).split()
+    tokens = []
+    for word in words:
+        if word.isascii():
+            token = _word_tokens[word]
+            if token:
+                tokens.append(token)
+        else:
+            tokens.append(word)  # non-ASCII words are neither stemmed nor filtered
+    return tokens
+
+
+def tokenize(text: str) -> list[str]:
+    """The ROUGE tokens of a text, exactly as ADK 2.13's response_match_score tokenizes it."""
+    return list(_counts(text)[2])
+
+
+_text_counts: dict[str, tuple[dict[str, int], int, tuple[str, ...]]] = {}
+
+
+def _counts(text: str) -> tuple[dict[str, int], int, tuple[str, ...]]:
+    """(token -> count, token total, tokens) of a text, memoised."""
+    hit = _text_counts.get(text)
+    if hit is not None:
+        return hit
+    tokens = _tokens_uncached(text)
+    hit = (Counter(tokens), len(tokens), tuple(tokens))
+    if len(_text_counts) >= _MAX_TEXTS:
+        _text_counts.clear()
+    _text_counts[text] = hit
+    return hit
+
+
+# --- rouge-score's arithmetic -----------------------------------------------------------------------
+def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
+    """(precision, recall, fmeasure) of ROUGE-1, as rouge_scorer._score_ngrams computes them."""
+    ref_counts, ref_total, _ = _counts(reference)
+    cand_counts, cand_total, _ = _counts(candidate)
+    small, large = (ref_counts, cand_counts) if len(ref_counts) <= len(cand_counts) else (cand_counts, ref_counts)
+    overlap = 0
+    get = large.get
+    for token, count in small.items():
+        other = get(token)
+        if other is not None:
+            overlap += count if count < other else other
+    precision = overlap / max(cand_total, 1)
+    recall = overlap / max(ref_total, 1)
+    fmeasure = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return precision, recall, fmeasure
+
+
+def token_overlap(candidate: str, reference: str) -> dict[str, list[list[Any]]]:
+    """Each token of both texts with whether ROUGE-1 counted it as shared (for a word-level diff).
+
+    The first k occurrences of a token on each side are the shared ones, k being the smaller count.
+    """
+    cand = _counts(candidate)
+    ref = _counts(reference)
+
+    def flags(tokens: tuple[str, ...], mine: dict[str, int], other: dict[str, int]) -> list[list[Any]]:
+        seen: dict[str, int] = {}
+        out = []
+        for token in tokens:
+            n = seen.get(token, 0)
+            seen[token] = n + 1
+            out.append([token, n < min(mine[token], other.get(token, 0))])
+        return out
+
+    return {"candidate": flags(cand[2], cand[0], ref[0]), "reference": flags(ref[2], ref[0], cand[0])}
+
+
+# --- the metric -------------------------------------------------------------------------------------
+def evaluate(inp: MetricInput) -> MetricResult:
+    """Score each turn's final response against its reference; the case score is their mean."""
+    threshold = inp.criterion.threshold
+    criterion = inp.criterion.to_dict()
+    if inp.expected is None:
+        return MetricResult.not_evaluated(METRIC_NAME, threshold, "no expected turns", criterion)
+    per_invocation = []
+    total = 0.0  # summed in turn order, then divided, as ADK does: same float result
+    for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
+        precision, recall, score = rouge1(content_text(actual.final_response), content_text(expected.final_response))
+        per_invocation.append(
+            InvocationMetricResult(
+                score, status_for(score, threshold), details={"precision": precision, "recall": recall}
+            )
+        )
+        total += score
+        inp.progress(i)
+    if not per_invocation:
+        return MetricResult(METRIC_NAME, threshold, None, EvalStatus.NOT_EVALUATED, criterion,
+                            reason="no invocations to score")
+    score = total / len(per_invocation)
+    return MetricResult(METRIC_NAME, threshold, score, status_for(score, threshold), criterion, per_invocation)
+
+
+SPEC = register(
+    MetricSpec(
+        METRIC_NAME,
+        evaluate=evaluate,
+        description="ROUGE-1 F-measure of the final response against the expected one",
+        needs_reference=True,
+    )
+)
