@@ -1,0 +1,384 @@
+"""Tool-trajectory matching: ADK's EXACT / IN_ORDER / ANY_ORDER verdicts and a call-by-call alignment to draw.
+
+The verdict (`passed`) follows google-adk 2.13's TrajectoryEvaluator rule for rule. The alignment is
+for people: which expected call each actual call answered, which are missing, extra or out of order,
+and which argument paths differ when the right tool got the wrong arguments.
+
+`TrajectoryAlignment.to_dict()` shape (stored in result records, drawn by the dashboard):
+
+    {"match_type": "EXACT" | "IN_ORDER" | "ANY_ORDER", "ignore_args": bool, "passed": bool,
+     "expected": [{"index", "name", "status": "matched" | "missing", "actual_index": int | None,
+                   "arg_diffs"?: [ArgDiff]}],
+     "actual":   [{"index", "name", "status": "matched" | "extra" | "out_of_order",
+                   "expected_index": int | None, "arg_diffs"?: [ArgDiff]}]}
+    ArgDiff = {"path": "filters.room" | "items[2]" | "" (the whole args), "kind": "changed" | "missing" |
+               "extra", "expected"?: value, "actual"?: value}
+
+A missing expected call points (`actual_index`) at the actual call that answered it out of order, or
+else at a same-name call with other arguments (then both carry `arg_diffs`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence, TypedDict
+
+from ..schema.config import MatchType
+from ..schema.model import FunctionCall
+
+_IDENT = re.compile(r"[A-Za-z0-9_\-]+")
+# Enum member and `.name` lookups cost ~0.2 us each on Python 3.11; this runs for every turn.
+_EXACT, _IN_ORDER, _ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
+_NAME = {mt: mt.name for mt in MatchType}
+
+
+def calls_match(actual: FunctionCall, expected: FunctionCall, ignore_args: bool) -> bool:
+    """ADK's call equality: same name and, unless ignore_args, `args == args` (None != {}; id ignored)."""
+    # Operand order as in ADK (actual on the left), so even an odd __eq__ answers the same.
+    return actual.name == expected.name and (ignore_args or actual.args == expected.args)
+
+
+# --- the verdicts, as google-adk 2.13 computes them ------------------------------------------------
+def exact_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
+    """Same length, and each call matches the one at the same position."""
+    if len(actual) != len(expected):
+        return False
+    for a, e in zip(actual, expected):  # inlined calls_match: this runs once per turn of every case
+        if a.name != e.name or (not ignore_args and a.args != e.args):
+            return False
+    return True
+
+
+def in_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
+    """Expected is a subsequence of actual, found by one greedy forward scan. Empty expected passes."""
+    return len(_greedy_in_order(expected, actual, ignore_args)) == len(expected)
+
+
+def any_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
+    """Each expected call consumes the first still-unused matching actual call. Empty expected passes."""
+    return len(_greedy_any_order(expected, actual, ignore_args)) == len(expected)
+
+
+def trajectory_matches(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], match_type: MatchType, ignore_args: bool
+) -> bool:
+    """ADK's verdict alone, without building an alignment."""
+    if match_type is _EXACT:
+        return exact_match(expected, actual, ignore_args)
+    if match_type is _IN_ORDER:
+        return in_order_match(expected, actual, ignore_args)
+    if match_type is _ANY_ORDER:
+        return any_order_match(expected, actual, ignore_args)
+    raise ValueError(f"unsupported match type {match_type!r}")
+
+
+def _greedy_in_order(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
+) -> list[tuple[int, int]]:
+    """(expected index, actual index) pairs of ADK's forward scan."""
+    pairs: list[tuple[int, int]] = []
+    j = 0
+    n = len(expected)
+    for i, a in enumerate(actual):
+        if j == n:
+            break
+        if calls_match(a, expected[j], ignore_args):
+            pairs.append((j, i))
+            j += 1
+    return pairs
+
+
+def _greedy_any_order(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
+) -> list[tuple[int, int]]:
+    """(expected index, actual index) pairs of ADK's consume-first-match loop; stops at the first miss."""
+    remaining = list(range(len(actual)))
+    pairs: list[tuple[int, int]] = []
+    for j, e in enumerate(expected):
+        for k, i in enumerate(remaining):
+            if calls_match(actual[i], e, ignore_args):
+                pairs.append((j, i))
+                del remaining[k]
+                break
+        else:
+            return pairs
+    return pairs
+
+
+def _all_any_order(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
+) -> list[tuple[int, int]]:
+    """Like ADK's loop but carrying on past a miss, so the display shows every expected call's fate."""
+    remaining = list(range(len(actual)))
+    pairs: list[tuple[int, int]] = []
+    for j, e in enumerate(expected):
+        for k, i in enumerate(remaining):
+            if calls_match(actual[i], e, ignore_args):
+                pairs.append((j, i))
+                del remaining[k]
+                break
+    return pairs
+
+
+def _longest_in_order(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
+) -> list[tuple[int, int]]:
+    """The largest in-order pairing (longest common subsequence), earliest pairs first.
+
+    A failed greedy scan can pair badly (expected [X, A, B] against actual [A, B, X] pairs only X); the
+    longest pairing shows the user the fewest calls out of place.
+    """
+    n, m = len(expected), len(actual)
+    hit = [[calls_match(actual[i], expected[j], ignore_args) for i in range(m)] for j in range(n)]
+    # best[j][i]: longest pairing of expected[j:] with actual[i:]
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for j in range(n - 1, -1, -1):
+        row, below = best[j], best[j + 1]
+        for i in range(m - 1, -1, -1):
+            if hit[j][i]:
+                row[i] = below[i + 1] + 1
+            else:
+                row[i] = below[i] if below[i] >= row[i + 1] else row[i + 1]
+    pairs: list[tuple[int, int]] = []
+    j = i = 0
+    while j < n and i < m:
+        if hit[j][i] and best[j][i] == best[j + 1][i + 1] + 1:
+            pairs.append((j, i))
+            j += 1
+            i += 1
+        elif best[j][i + 1] >= best[j + 1][i]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+# --- argument differences ---------------------------------------------------------------------------
+class ArgDiff(TypedDict, total=False):
+    """One argument path where the expected and actual values differ."""
+
+    path: str  # "sides", "filters.room", "items[2]"; "" is the whole args value (e.g. None vs {})
+    kind: str  # "changed" | "missing" (only expected has it) | "extra" (only actual has it)
+    expected: Any  # absent when kind == "extra"
+    actual: Any  # absent when kind == "missing"
+
+
+def arg_diffs(expected: Any, actual: Any) -> list[ArgDiff]:
+    """Differing paths between two args values, compared with Python `==` (so 1 == 1.0, key order ignored)."""
+    out: list[ArgDiff] = []
+    _diff(expected, actual, "", out)
+    return out
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    # Containers compare their items with an identity shortcut; mirror it so diffs agree with `==`.
+    return actual is expected or actual == expected
+
+
+def _diff(expected: Any, actual: Any, path: str, out: list[ArgDiff]) -> None:
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key, value in expected.items():
+            sub = _key_path(path, key)
+            if key in actual:
+                _diff(value, actual[key], sub, out)
+            else:
+                out.append({"path": sub, "kind": "missing", "expected": _jsonable(value)})
+        for key, value in actual.items():
+            if key not in expected:
+                out.append({"path": _key_path(path, key), "kind": "extra", "actual": _jsonable(value)})
+    elif isinstance(expected, (list, tuple)) and type(expected) is type(actual):
+        for k in range(max(len(expected), len(actual))):
+            sub = f"{path}[{k}]"
+            if k >= len(actual):
+                out.append({"path": sub, "kind": "missing", "expected": _jsonable(expected[k])})
+            elif k >= len(expected):
+                out.append({"path": sub, "kind": "extra", "actual": _jsonable(actual[k])})
+            else:
+                _diff(expected[k], actual[k], sub, out)
+    elif not _same(expected, actual):
+        out.append({"path": path, "kind": "changed", "expected": _jsonable(expected), "actual": _jsonable(actual)})
+
+
+def _key_path(path: str, key: Any) -> str:
+    if isinstance(key, str) and _IDENT.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    quoted = json.dumps(key, ensure_ascii=False) if isinstance(key, str) else repr(key)
+    return f"{path}[{quoted}]"
+
+
+def _jsonable(value: Any) -> Any:
+    """Args of a Python agent may hold any object; records must stay JSON."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+# --- the alignment ----------------------------------------------------------------------------------
+# Steps are plain dicts, not objects: they go straight into result records, and a run aligns every
+# turn of every case, so building them must cost next to nothing.
+class ExpectedStep(TypedDict, total=False):
+    """What became of one expected call."""
+
+    index: int
+    name: str
+    status: str  # "matched" | "missing"
+    actual_index: int | None
+    arg_diffs: list[ArgDiff]  # only on a missing call paired with a same-name call
+
+
+class ActualStep(TypedDict, total=False):
+    """How one actual call was judged."""
+
+    index: int
+    name: str
+    status: str  # "matched" | "extra" | "out_of_order"
+    expected_index: int | None
+    arg_diffs: list[ArgDiff]  # only on an extra call paired with a same-name expected call
+
+
+@dataclass(slots=True)
+class TrajectoryAlignment:
+    """ADK's verdict on one turn's tool calls under one match type, with the call-by-call alignment."""
+
+    match_type: MatchType
+    ignore_args: bool
+    passed: bool
+    expected: list[ExpectedStep]
+    actual: list[ActualStep]
+
+    @property
+    def score(self) -> float:
+        return 1.0 if self.passed else 0.0
+
+    def counts(self) -> dict[str, int]:
+        """Calls per status: "missing" counts expected calls, the other statuses actual calls."""
+        out = {"matched": 0, "missing": 0, "extra": 0, "out_of_order": 0}
+        for e in self.expected:
+            if e["status"] == "missing":
+                out["missing"] += 1
+        for a in self.actual:
+            out[a["status"]] += 1
+        return out
+
+    def summary(self) -> str:
+        """One line saying why the turn failed (or that it passed)."""
+        if self.passed:
+            return f"tool calls match ({self.match_type.name})"
+        missing = [e for e in self.expected if e["status"] == "missing"]
+        groups = (
+            ("other args", [e["name"] for e in missing if e.get("arg_diffs")]),
+            ("missing", [e["name"] for e in missing if e["actual_index"] is None]),
+            ("out of order", [a["name"] for a in self.actual if a["status"] == "out_of_order"]),
+            ("extra", [a["name"] for a in self.actual if a["status"] == "extra" and not a.get("arg_diffs")]),
+        )
+        parts = [f"{label}: {', '.join(names)}" for label, names in groups if names]
+        return f"{self.match_type.name}: " + "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape described in the module docstring (steps are shared, not copied)."""
+        return {
+            "match_type": _NAME[self.match_type],
+            "ignore_args": self.ignore_args,
+            "passed": self.passed,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+def align_trajectory(
+    expected: Sequence[FunctionCall],
+    actual: Sequence[FunctionCall],
+    match_type: MatchType | str | int,
+    ignore_args: bool = False,
+) -> TrajectoryAlignment:
+    """ADK's verdict for `match_type` plus an alignment consistent with it.
+
+    In-order types pair calls along the longest in-order pairing; ANY_ORDER pairs them as ADK's loop
+    consumes them. Either way the turn passes exactly when every expected call is matched (and, for
+    EXACT, every actual call too).
+    """
+    if type(match_type) is not MatchType:
+        match_type = MatchType.parse(match_type)
+    n = len(expected)
+    if match_type is _EXACT:
+        passed = exact_match(expected, actual, ignore_args)
+        if passed:  # the common case: nothing to search for
+            exp_steps: list[ExpectedStep] = [
+                {"index": k, "name": c.name, "status": "matched", "actual_index": k} for k, c in enumerate(expected)
+            ]
+            act_steps: list[ActualStep] = [
+                {"index": k, "name": c.name, "status": "matched", "expected_index": k} for k, c in enumerate(actual)
+            ]
+            return TrajectoryAlignment(match_type, ignore_args, passed, exp_steps, act_steps)
+        pairs = _longest_in_order(expected, actual, ignore_args)
+    elif match_type is _IN_ORDER:
+        # ADK's verdict is this very scan; when it finds every call it is as good as any pairing.
+        pairs = _greedy_in_order(expected, actual, ignore_args)
+        passed = len(pairs) == n
+        if not passed:
+            pairs = _longest_in_order(expected, actual, ignore_args)
+    elif match_type is _ANY_ORDER:
+        # Same pairs as ADK's loop up to its first miss, so "no miss" is ADK's verdict.
+        pairs = _all_any_order(expected, actual, ignore_args)
+        passed = len(pairs) == n
+    else:
+        raise ValueError(f"unsupported match type {match_type!r}")
+
+    exp_steps = [
+        {"index": j, "name": c.name, "status": "missing", "actual_index": None} for j, c in enumerate(expected)
+    ]
+    act_steps = [
+        {"index": i, "name": c.name, "status": "extra", "expected_index": None} for i, c in enumerate(actual)
+    ]
+    for j, i in pairs:
+        exp_steps[j]["status"] = act_steps[i]["status"] = "matched"
+        exp_steps[j]["actual_index"] = i
+        act_steps[i]["expected_index"] = j
+    if len(pairs) < len(expected):
+        _explain_missing(expected, actual, exp_steps, act_steps, ignore_args)
+    return TrajectoryAlignment(match_type, ignore_args, passed, exp_steps, act_steps)
+
+
+def _explain_missing(
+    expected: Sequence[FunctionCall],
+    actual: Sequence[FunctionCall],
+    exp_steps: list[ExpectedStep],
+    act_steps: list[ActualStep],
+    ignore_args: bool,
+) -> None:
+    """Tie each missing expected call to an unpaired actual call: the same call out of order, or else
+    the same tool with other arguments."""
+    free = [a for a in act_steps if a["expected_index"] is None]
+    missing = [e for e in exp_steps if e["status"] == "missing"]
+    for e in missing:
+        for a in free:
+            if a["expected_index"] is None and calls_match(actual[a["index"]], expected[e["index"]], ignore_args):
+                a["status"] = "out_of_order"
+                a["expected_index"], e["actual_index"] = e["index"], a["index"]
+                break
+    for e in missing:
+        if e["actual_index"] is not None:
+            continue
+        want = expected[e["index"]]
+        for a in free:
+            got = actual[a["index"]]
+            if a["expected_index"] is None and got.name == want.name:
+                diffs = arg_diffs(want.args, got.args) or [
+                    {"path": "", "kind": "changed", "expected": _jsonable(want.args), "actual": _jsonable(got.args)}
+                ]
+                a["expected_index"], e["actual_index"] = e["index"], a["index"]
+                a["arg_diffs"] = e["arg_diffs"] = diffs
+                break
+
+
+def align_all_match_types(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool = False
+) -> dict[str, TrajectoryAlignment]:
+    """How EXACT, IN_ORDER and ANY_ORDER would each judge the same turn, keyed by match type name."""
+    return {mt.name: align_trajectory(expected, actual, mt, ignore_args) for mt in MatchType}

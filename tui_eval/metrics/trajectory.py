@@ -1,0 +1,50 @@
+"""tool_trajectory_avg_score: 1.0 per turn whose tool calls match the expected ones, averaged over the case."""
+
+from __future__ import annotations
+
+from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from .alignment import align_trajectory
+from .base import MetricInput, MetricSpec, register
+
+METRIC_NAME = "tool_trajectory_avg_score"
+
+
+def evaluate(inp: MetricInput) -> MetricResult:
+    """Judge each turn under the criterion's match type; keep the alignment for the dashboard."""
+    crit = inp.criterion
+    threshold = crit.threshold
+    criterion = crit.to_dict()
+    if inp.expected is None:
+        return MetricResult.not_evaluated(METRIC_NAME, threshold, "no expected turns", criterion)
+    match_type = crit.match_type
+    match_type_name = match_type.name
+    per_invocation = []
+    total = 0.0  # summed in turn order, then divided, as ADK does: same float result
+    for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
+        alignment = align_trajectory(expected.tool_calls, actual.tool_calls, match_type, crit.ignore_args)
+        score = alignment.score
+        per_invocation.append(
+            InvocationMetricResult(
+                score,
+                status_for(score, threshold),
+                reason=None if alignment.passed else alignment.summary(),
+                details={"alignment": alignment.to_dict(), "match_type": match_type_name},
+            )
+        )
+        total += score
+        inp.progress(i)
+    if not per_invocation:
+        return MetricResult(METRIC_NAME, threshold, None, EvalStatus.NOT_EVALUATED, criterion,
+                            reason="no invocations to score")
+    score = total / len(per_invocation)
+    return MetricResult(METRIC_NAME, threshold, score, status_for(score, threshold), criterion, per_invocation)
+
+
+SPEC = register(
+    MetricSpec(
+        METRIC_NAME,
+        evaluate=evaluate,
+        description="share of turns whose tool calls match the expected trajectory",
+        needs_reference=True,
+    )
+)
