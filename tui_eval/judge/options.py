@@ -1,0 +1,40 @@
+"""JudgeOptions: how the judge service calls LLMs (concurrency, timeout, retries, base URL, cache)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    """$TUI_EVAL_CACHE_DIR, else $XDG_CACHE_HOME/tui-eval/judge, else ~/.cache/tui-eval/judge."""
+    explicit = os.environ.get("TUI_EVAL_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "tui-eval" / "judge"
+
+
+@dataclass(slots=True)
+class JudgeOptions:
+    """Settings of one judge service (one per run)."""
+
+    # Judge calls in flight at once, across every metric and case of the run.
+    concurrency: int = 8
+    # Seconds one call may take before it is abandoned (and retried).
+    timeout: float = 60.0
+    # Retries after the first attempt, on 408/429/5xx, timeouts and transport errors.
+    max_retries: int = 4
+    # A Gemini-compatible endpoint; else $GOOGLE_GEMINI_BASE_URL (or $GOOGLE_VERTEX_BASE_URL on Vertex).
+    base_url: str | None = None
+    cache_dir: Path | None = field(default_factory=default_cache_dir)
+    use_cache: bool = True
+    # Overrides $GOOGLE_API_KEY / $GEMINI_API_KEY.
+    api_key: str | None = None
+    # Backoff before retry n (0-based) is backoff_base * 2**n, capped at backoff_max, with jitter.
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    # A server's Retry-After is honoured up to this many seconds.
+    retry_after_max: float = 60.0

@@ -1,0 +1,447 @@
+"""The judge service: every LLM call of a run goes through here (bounded, retried, timed out, cached)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .cache import JudgeCache, cache_key
+from .options import JudgeOptions
+
+T = TypeVar("T", bound=BaseModel)
+
+NO_CREDENTIALS = "no judge credentials"
+# Status codes worth another try: the request was fine, the server was not (or asked us to wait).
+_RETRYABLE_CODES = frozenset({408, 429})
+# Exceptions from these packages are network trouble (connect, read, protocol), worth another try.
+_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "aiohttp", "h11", "h2", "anyio", "ssl"})
+
+
+class JudgeError(Exception):
+    """A judge sample that produced no usable answer. `reason` is what the user sees."""
+
+    def __init__(self, reason: str, *, text: str | None = None, usage: TokenUsage | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.text = text
+        self.usage = usage or TokenUsage()
+
+
+class JudgeCallError(JudgeError):
+    """The call itself failed (after retries, or permanently)."""
+
+
+class JudgeParseError(JudgeError):
+    """The judge answered, but not with JSON matching the schema."""
+
+
+@dataclass(slots=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.output_tokens + other.output_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
+                "total_tokens": self.total_tokens}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> TokenUsage:
+        if not isinstance(d, dict):
+            return cls()
+        return cls(int(d.get("prompt_tokens") or 0), int(d.get("output_tokens") or 0),
+                   int(d.get("total_tokens") or 0))
+
+
+@dataclass(slots=True)
+class JudgeReply(Generic[T]):
+    """One judge sample: the parsed object (None for free text), the raw text and what it cost."""
+
+    parsed: T | None
+    text: str
+    usage: TokenUsage
+    latency: float
+    cached: bool
+    model: str
+    sample: int
+    # HTTP attempts this answer took (0 when it came from the cache).
+    attempts: int = 0
+
+
+@dataclass
+class JudgeStats:
+    """Counters for one service (a plain dataclass so `vars(stats)` is a dict of numbers)."""
+
+    requests: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    parse_failures: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    call_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class _Failure:
+    description: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+@dataclass(slots=True)
+class _Credentials:
+    vertex: bool = False
+    api_key: str | None = None
+    project: str | None = None
+    location: str | None = None
+    base_url: str | None = None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _find_credentials(options: JudgeOptions) -> tuple[_Credentials | None, str | None]:
+    """What the client will authenticate with, or why there is nothing (read from the environment now)."""
+    env = os.environ
+    if _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI")):
+        project = env.get("GOOGLE_CLOUD_PROJECT")
+        key = options.api_key or env.get("GOOGLE_API_KEY")
+        if not project and not key:
+            return None, f"{NO_CREDENTIALS} (GOOGLE_GENAI_USE_VERTEXAI is set but GOOGLE_CLOUD_PROJECT is not)"
+        return _Credentials(
+            vertex=True,
+            api_key=None if project else key,
+            project=project,
+            location=env.get("GOOGLE_CLOUD_LOCATION") or ("global" if project else None),
+            base_url=options.base_url or env.get("GOOGLE_VERTEX_BASE_URL") or None,
+        ), None
+    key = options.api_key or env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")
+    if not key:
+        return None, NO_CREDENTIALS
+    return _Credentials(api_key=key, base_url=options.base_url or env.get("GOOGLE_GEMINI_BASE_URL") or None), None
+
+
+def _jsonable(value: Any) -> Any:
+    """Contents / configs as plain JSON for the cache key (genai objects are pydantic models)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait: the Retry-After header, else a google.rpc.RetryInfo detail."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    raw = None
+    if headers is not None:
+        try:
+            raw = headers.get("retry-after") or headers.get("Retry-After")
+        except Exception:
+            raw = None
+    if raw:
+        try:
+            return max(0.0, float(raw))
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(raw)
+                return max(0.0, when.timestamp() - time.time())
+            except (TypeError, ValueError):
+                pass
+    details = getattr(exc, "details", None)
+    if isinstance(details, dict):
+        error = details.get("error", details)
+        for item in (error.get("details") or []) if isinstance(error, dict) else []:
+            delay = item.get("retryDelay") if isinstance(item, dict) else None
+            if isinstance(delay, str) and delay.endswith("s"):
+                try:
+                    return max(0.0, float(delay[:-1]))
+                except ValueError:
+                    pass
+    return None
+
+
+def _classify(exc: BaseException) -> _Failure:
+    from google.genai import errors
+
+    if isinstance(exc, errors.APIError):
+        code = getattr(exc, "code", None)
+        status = getattr(exc, "status", None) or ""
+        message = (getattr(exc, "message", None) or "").strip()
+        retryable = isinstance(code, int) and (code in _RETRYABLE_CODES or 500 <= code <= 599)
+        text = f"{code} {status}".strip()
+        if not retryable and message:
+            text += f": {message[:300]}"
+        return _Failure(text, retryable, _retry_after(exc) if retryable else None)
+    if isinstance(exc, (TimeoutError, ConnectionError, OSError)):
+        return _Failure(f"{type(exc).__name__}: {exc}".rstrip(": "), True)
+    if any(c.__module__.split(".")[0] in _TRANSPORT_MODULES for c in type(exc).__mro__):
+        return _Failure(f"{type(exc).__name__}: {exc}".rstrip(": "), True)
+    return _Failure(f"{type(exc).__name__}: {exc}".rstrip(": "), False)
+
+
+def _usage_of(response: Any) -> TokenUsage:
+    meta = getattr(response, "usage_metadata", None)
+    if meta is None:
+        return TokenUsage()
+    prompt = getattr(meta, "prompt_token_count", None) or 0
+    output = (getattr(meta, "candidates_token_count", None) or 0) + (getattr(meta, "thoughts_token_count", None) or 0)
+    total = getattr(meta, "total_token_count", None) or (prompt + output)
+    return TokenUsage(int(prompt), int(output), int(total))
+
+
+def _text_of(response: Any) -> str | None:
+    """The reply's text parts (thoughts excluded), read from the public fields only."""
+    texts: list[str] = []
+    for cand in (getattr(response, "candidates", None) or [])[:1]:
+        content = getattr(cand, "content", None)
+        for part in getattr(content, "parts", None) or []:
+            if getattr(part, "text", None) and not getattr(part, "thought", None):
+                texts.append(part.text)
+    return "".join(texts) if texts else None
+
+
+def _empty_reason(response: Any) -> str:
+    feedback = getattr(response, "prompt_feedback", None)
+    block = getattr(feedback, "block_reason", None)
+    if block:
+        return f"judge returned no text (prompt blocked: {getattr(block, 'value', block)})"
+    cands = getattr(response, "candidates", None) or []
+    finish = getattr(cands[0], "finish_reason", None) if cands else None
+    if finish:
+        return f"judge returned no text (finish reason {getattr(finish, 'value', finish)})"
+    return "judge returned no text"
+
+
+def parse_reply(text: str, schema: type[T]) -> T:
+    """Validate a JSON reply against the schema; JudgeParseError names what was wrong."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise JudgeParseError(f"invalid JSON from judge: {exc}", text=text) from None
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "$"
+        raise JudgeParseError(
+            f"judge reply does not match the schema at {where}: {first.get('msg', exc)}", text=text
+        ) from None
+
+
+class JudgeService:
+    """One per run. `await ask(...)` for a sample; `available` is False without credentials."""
+
+    def __init__(self, options: JudgeOptions | None = None) -> None:
+        self.options = options or JudgeOptions()
+        self._credentials, self._reason = _find_credentials(self.options)
+        self.stats = JudgeStats()
+        self._semaphore = asyncio.Semaphore(max(1, int(self.options.concurrency)))
+        self._cache = (
+            JudgeCache(self.options.cache_dir)
+            if self.options.use_cache and self.options.cache_dir is not None
+            else None
+        )
+        self._client: Any = None
+
+    @property
+    def available(self) -> bool:
+        return self._credentials is not None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return self._reason
+
+    @property
+    def cache(self) -> JudgeCache | None:
+        return self._cache
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            from google import genai
+            from google.genai import types
+
+            creds = self._credentials
+            if creds is None:
+                raise JudgeCallError(self._reason or NO_CREDENTIALS)
+            http = types.HttpOptions(base_url=creds.base_url) if creds.base_url else None
+            if creds.vertex:
+                self._client = genai.Client(vertexai=True, project=creds.project, location=creds.location,
+                                            api_key=creds.api_key, http_options=http)
+            else:
+                self._client = genai.Client(api_key=creds.api_key, http_options=http)
+        return self._client
+
+    async def ask(
+        self,
+        *,
+        model: str,
+        contents: Any,
+        schema: type[T] | None = None,
+        config: dict[str, Any] | None = None,
+        sample: int = 0,
+        system_instruction: str | None = None,
+    ) -> JudgeReply[T]:
+        """One sample. With `schema` the judge must answer JSON matching it (parsed with pydantic);
+        without, the reply is free text. Raises JudgeCallError / JudgeParseError (both JudgeError)."""
+        self.stats.requests += 1
+        key = None
+        if self._cache is not None:
+            key = cache_key(
+                {
+                    "model": model,
+                    "contents": _jsonable(contents),
+                    "system_instruction": system_instruction,
+                    "config": _jsonable(config or {}),
+                    "schema": schema.model_json_schema() if schema is not None else None,
+                    "sample": sample,
+                }
+            )
+            started = time.perf_counter()
+            entry = self._cache.get(key)
+            if entry is not None:
+                try:
+                    parsed = parse_reply(entry["text"], schema) if schema is not None else None
+                except JudgeParseError:
+                    parsed, entry = None, None  # an entry the schema no longer accepts is a miss
+                if entry is not None:
+                    self.stats.cache_hits += 1
+                    return JudgeReply(parsed, entry["text"], TokenUsage.from_dict(entry.get("usage")),
+                                      time.perf_counter() - started, True, model, sample, 0)
+
+        response, latency, attempts = await self._call(model, contents, schema, config, system_instruction)
+        usage = _usage_of(response)
+        self.stats.prompt_tokens += usage.prompt_tokens
+        self.stats.output_tokens += usage.output_tokens
+        self.stats.total_tokens += usage.total_tokens
+        text = _text_of(response)
+        if text is None:
+            self.stats.parse_failures += 1
+            raise JudgeParseError(_empty_reason(response), usage=usage)
+        parsed = None
+        if schema is not None:
+            try:
+                parsed = parse_reply(text, schema)
+            except JudgeParseError as exc:
+                self.stats.parse_failures += 1
+                exc.usage = usage
+                raise
+        if self._cache is not None and key is not None:
+            # Only answers we could use are kept: a re-run re-asks a sample that failed to parse.
+            self._cache.put(key, {"model": model, "sample": sample, "text": text, "usage": usage.to_dict(),
+                                  "latency": latency, "created": time.time()})
+        return JudgeReply(parsed, text, usage, latency, False, model, sample, attempts)
+
+    def _build_config(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
+                      system_instruction: str | None) -> Any:
+        from google.genai import types
+
+        merged: dict[str, Any] = dict(config or {})
+        if schema is not None:
+            merged["response_mime_type"] = "application/json"
+            merged["response_schema"] = schema
+        if system_instruction:
+            merged["system_instruction"] = system_instruction
+        # Judges send no tools; automatic function calling only adds a warning per request.
+        merged["automatic_function_calling"] = {"disable": True}
+        return types.GenerateContentConfig.model_validate(merged)
+
+    async def _call(self, model: str, contents: Any, schema: type[BaseModel] | None,
+                    config: dict[str, Any] | None, system_instruction: str | None) -> tuple[Any, float, int]:
+        """The request with retries. Returns (response, seconds of the successful attempt, attempts)."""
+        opts = self.options
+        try:
+            gen_config = self._build_config(schema, config, system_instruction)
+            client = self._get_client()
+        except JudgeError:
+            raise
+        except Exception as exc:  # a bad judge_model_config: the user's to fix, shown as the reason
+            self.stats.failures += 1
+            raise JudgeCallError(f"bad judge request: {type(exc).__name__}: {exc}") from None
+        retries = 0
+        while True:
+            async with self._semaphore:
+                self.stats.calls += 1
+                started = time.perf_counter()
+                try:
+                    response = await asyncio.wait_for(
+                        client.aio.models.generate_content(model=model, contents=contents, config=gen_config),
+                        timeout=opts.timeout,
+                    )
+                except asyncio.TimeoutError:
+                    failure = _Failure(f"timeout after {opts.timeout:g}s", True)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    invalid = _invalid_body_error(exc)
+                    if invalid is not None:
+                        self.stats.parse_failures += 1
+                        raise JudgeParseError(invalid) from None
+                    failure = _classify(exc)
+                else:
+                    elapsed = time.perf_counter() - started
+                    self.stats.call_seconds += elapsed
+                    return response, elapsed, retries + 1
+                self.stats.call_seconds += time.perf_counter() - started
+            if not failure.retryable or retries >= opts.max_retries:
+                self.stats.failures += 1
+                if failure.retryable and retries:
+                    plural = "retry" if retries == 1 else "retries"
+                    raise JudgeCallError(f"{failure.description} after {retries} {plural}")
+                raise JudgeCallError(failure.description)
+            delay = min(opts.backoff_max, opts.backoff_base * (2**retries))
+            delay *= 0.5 + random.random() / 2  # jitter: concurrent samples must not retry in lockstep
+            if failure.retry_after is not None:
+                delay = max(delay, min(failure.retry_after, opts.retry_after_max))
+            retries += 1
+            self.stats.retries += 1
+            # The slot is released while we wait, so other samples keep the pipe full.
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            await client.aio.aclose()
+        except Exception:
+            pass  # closing is best effort; nothing useful to tell the user
+
+
+def _invalid_body_error(exc: BaseException) -> str | None:
+    """A 200 whose body is not JSON at all (google-genai raises while reading it)."""
+    from google.genai import errors
+
+    unknown = getattr(errors, "UnknownApiResponseError", None)
+    if isinstance(exc, json.JSONDecodeError) or (unknown is not None and isinstance(exc, unknown)):
+        return f"invalid JSON from judge: {str(exc)[:300]}"
+    return None
+
+
+def create_judge_service(options: JudgeOptions | None = None) -> JudgeService:
+    """The service a run uses; cheap to create (no client until the first call)."""
+    return JudgeService(options)
