@@ -1,0 +1,262 @@
+"""Run google-adk agents with ADK's own Runner and in-memory services, one ADK session per eval case.
+
+Each turn's Runner events become the actual Invocation the way google-adk 2.13's EvaluationGenerator
+builds it (invocation_events, final response = the last final-response event), plus what ADK does not
+keep: per tool call latency, measured from the function_call event to its function_response event.
+google-adk is an optional extra, imported only here and only when an ADK agent is loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..schema.load import read_content
+from ..schema.model import (
+    AgentDetails,
+    AppDetails,
+    Content,
+    EvalCase,
+    Invocation,
+    InvocationEvent,
+    InvocationEvents,
+    ToolTiming,
+)
+from .base import Agent, AgentError, AgentSession, CaseContext
+
+try:
+    from google.adk.apps.app import App
+    from google.adk.artifacts.in_memory_artifact_service import InMemoryArtifactService
+    from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.adk.runners import Runner
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.genai import types as genai_types
+except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the extra installed
+    if (exc.name or "").startswith("google"):
+        raise AgentError("this agent needs google-adk, which is not installed: pip install 'tui-eval[adk]'") from exc
+    raise
+
+_USER = "user"
+
+
+def _jsonable(value: Any) -> Any:
+    """genai/ADK pydantic objects as plain JSON data (snake_case, no None fields)."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", exclude_none=True)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _instruction_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    parts = getattr(value, "parts", None)
+    if parts is not None:
+        return "\n".join(p.text for p in parts if getattr(p, "text", None))
+    if isinstance(value, list):
+        return "\n".join(_instruction_text(v) for v in value)
+    return str(value)
+
+
+def _ours(content: Any, path: str) -> Content | None:
+    """A genai Content as our Content (via its JSON shape, so unknown part kinds survive)."""
+    if content is None:
+        return None
+    return read_content(_jsonable(content), path)
+
+
+class _AppDetailsPlugin(BasePlugin):
+    """Records, per agent, the instructions and tool declarations the model was actually sent (ADK's
+    evaluation intercepts model requests the same way)."""
+
+    def __init__(self) -> None:
+        super().__init__(name=f"tui_eval_app_details_{uuid.uuid4().hex[:8]}")
+        self.agents: dict[str, AgentDetails] = {}
+
+    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
+        name = getattr(callback_context, "agent_name", "") or "agent"
+        config = getattr(llm_request, "config", None)
+        if name not in self.agents and config is not None:
+            self.agents[name] = AgentDetails(
+                name=name,
+                instructions=_instruction_text(getattr(config, "system_instruction", None)),
+                tool_declarations=_jsonable(list(getattr(config, "tools", None) or [])),
+            )
+        return None
+
+
+def _static_app_details(root: Any) -> AppDetails:
+    """Instructions of every agent in the tree when no model was called in a turn (tools unknown then)."""
+    details: dict[str, AgentDetails] = {}
+    stack = [root]
+    while stack:
+        agent = stack.pop()
+        name = getattr(agent, "name", None)
+        if not name or name in details:
+            continue
+        instruction = getattr(agent, "instruction", "")
+        details[name] = AgentDetails(name=name, instructions=instruction if isinstance(instruction, str) else "")
+        stack.extend(getattr(agent, "sub_agents", None) or [])
+    return AppDetails(agent_details=details)
+
+
+class AdkAgent(Agent):
+    """A google.adk agent (or App) loaded from an agent folder."""
+
+    def __init__(self, root_agent: Any = None, *, app: Any = None, factory: Any = None, folder: Path | None = None,
+                 sources: list[Path] | None = None) -> None:
+        self.root_agent = root_agent if root_agent is not None else getattr(app, "root_agent", None)
+        self.app = app
+        self._factory = factory  # get_agent_async, awaited on the first session
+        self._exit_stack: Any = None
+        self.home = folder
+        self.name = folder.name if folder is not None else getattr(self.root_agent, "name", "agent")
+        self._sources = sources or []
+
+    @classmethod
+    def from_entry(cls, kind: str, value: Any, *, folder: Path, sources: list[Path]) -> AdkAgent:
+        if kind == "get_agent_async":
+            if not callable(value):
+                raise AgentError(f"{folder}: get_agent_async must be an async function")
+            return cls(factory=value, folder=folder, sources=sources)
+        if isinstance(value, App):
+            return cls(app=value, folder=folder, sources=sources)
+        return cls(value, folder=folder, sources=sources)
+
+    def source_paths(self) -> list[Path]:
+        return list(self._sources)
+
+    def app_details(self) -> AppDetails | None:
+        return _static_app_details(self.root_agent) if self.root_agent is not None else None
+
+    async def _root(self) -> Any:
+        if self.root_agent is None and self._factory is not None:
+            made = await self._factory()
+            # The older ADK convention returns (agent, exit_stack) so tool connections can be closed.
+            if isinstance(made, tuple):
+                made, self._exit_stack = made[0], (made[1] if len(made) > 1 else None)
+            self.root_agent = made
+        if self.root_agent is None:
+            raise AgentError(f"{self.home}: the agent module exposes no root agent")
+        return self.root_agent
+
+    async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:
+        root = await self._root()
+        si = case.session_input
+        app_name = si.app_name if si is not None and si.app_name else self.name
+        user_id = si.user_id if si is not None and si.user_id else "test_user_id"
+        plugin = _AppDetailsPlugin()
+        if self.app is not None:
+            app = self.app.model_copy(update={"plugins": list(self.app.plugins) + [plugin], "root_agent": root})
+        else:
+            # model_construct, as ADK's Runner does for a bare agent: no strict app-name validation.
+            app = App.model_construct(name=app_name, root_agent=root, plugins=[plugin])
+        session_service = InMemorySessionService()
+        runner = Runner(
+            app=app,
+            app_name=app_name,
+            session_service=session_service,
+            artifact_service=InMemoryArtifactService(),
+            memory_service=InMemoryMemoryService(),
+        )
+        session = await session_service.create_session(
+            app_name=app_name,
+            user_id=user_id,
+            state=dict(si.state) if si is not None else {},
+            session_id=(si.session_id if si is not None else None) or f"tui-eval-{uuid.uuid4().hex[:12]}",
+        )
+        return AdkSession(runner, session.id, user_id, plugin, root)
+
+    async def aclose(self) -> None:
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is not None and hasattr(stack, "aclose"):
+            await stack.aclose()
+
+
+class AdkSession(AgentSession):
+    def __init__(self, runner: Any, session_id: str, user_id: str, plugin: _AppDetailsPlugin, root: Any) -> None:
+        self.runner = runner
+        self.session_id = session_id
+        self.user_id = user_id
+        self.plugin = plugin
+        self.root = root
+
+    async def turn(self, user_content: Content, index: int) -> Invocation:
+        message = genai_types.Content.model_validate(user_content.to_dict() | {"role": user_content.role or _USER})
+        created = time.time()
+        t0 = time.perf_counter()
+        self.plugin.agents = {}
+        events: list[Any] = []
+        started: dict[str, tuple[str, float]] = {}
+        timings: list[ToolTiming] = []
+        async for event in self.runner.run_async(user_id=self.user_id, session_id=self.session_id,
+                                                 new_message=message):
+            now = time.perf_counter()
+            events.append(event)
+            for call in event.get_function_calls():
+                started[call.id or f"{call.name}#{len(started)}"] = (call.name or "", now)
+            for response in event.get_function_responses():
+                key = response.id if response.id in started else None
+                if key is None:  # no id: pair with the oldest open call of that name
+                    key = next((k for k, (n, _) in started.items() if n == response.name), None)
+                if key is not None:
+                    name, t_call = started.pop(key)
+                    timings.append(ToolTiming(name=name, seconds=round(now - t_call, 6), call_id=response.id))
+        duration = round(time.perf_counter() - t0, 6)
+        return self._invocation(user_content, events, index, created, duration, timings)
+
+    def _invocation(self, user_content: Content, events: list[Any], index: int, created: float, duration: float,
+                    timings: list[ToolTiming]) -> Invocation:
+        final_event = None
+        kept = []
+        for event in events:
+            if (event.author or "").lower() == _USER:
+                continue
+            content = event.content
+            parts = list(content.parts or []) if content is not None else []
+            if not parts:
+                continue
+            if event.is_final_response():
+                final_event = event
+            if any(p.function_call or p.function_response or p.text or p.inline_data for p in parts):
+                kept.append(event)
+        invocation_events = []
+        for n, event in enumerate(kept):
+            # As ADK: the final response's text lives on final_response, not again among the events.
+            content = None if event is final_event and not event.get_function_calls() else event.content
+            invocation_events.append(
+                InvocationEvent(author=event.author or "agent",
+                                content=_ours(content, f"$.events[{n}].content"))
+            )
+        app_details = (AppDetails(agent_details=dict(self.plugin.agents)) if self.plugin.agents
+                       else _static_app_details(self.root))
+        invocation_id = events[0].invocation_id if events else f"e-{index + 1}"
+        return Invocation(
+            user_content=user_content,
+            invocation_id=invocation_id or f"e-{index + 1}",
+            final_response=_ours(final_event.content, "$.final_response") if final_event is not None else None,
+            intermediate_data=InvocationEvents(invocation_events),
+            creation_timestamp=created,
+            duration=duration,
+            tool_duration=round(sum(t.seconds for t in timings), 6) if timings else None,
+            app_details=app_details,
+            tool_timings=timings,
+        )
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self.runner.close(), 10)
+        except (asyncio.TimeoutError, TimeoutError):
+            pass
