@@ -1,0 +1,307 @@
+"""What every LLM-judged metric shares: sampling through the judge, voting, judge context, aggregation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
+
+from pydantic import BaseModel
+
+from ...schema.config import Criterion
+from ...schema.model import (
+    AppDetails,
+    Content,
+    FunctionCall,
+    FunctionResponse,
+    IntermediateData,
+    Invocation,
+    InvocationEvents,
+    content_text,
+)
+from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from ..base import MetricInput
+
+T = TypeVar("T", bound=BaseModel)
+
+
+# -- sampling -------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Sample(Generic[T]):
+    """One judge sample: the parsed answer, or the reason it was dropped."""
+
+    index: int
+    parsed: T | None = None
+    error: str | None = None
+    raw_text: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    cached: bool = False
+    latency: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.parsed is not None
+
+    def record(self) -> dict[str, Any]:
+        """What the dashboard shows for this sample (verdict fields are merged in by the metric)."""
+        out: dict[str, Any] = {"sample": self.index, "cached": self.cached, "latency": round(self.latency, 4)}
+        if self.usage:
+            out["usage"] = self.usage
+        if self.error is not None:
+            out["error"] = self.error
+            if self.raw_text is not None:
+                out["raw_text"] = self.raw_text[:2000]
+        return out
+
+
+async def ask_samples(
+    judge: Any,
+    *,
+    model: str,
+    prompt: str,
+    schema: type[T],
+    config: dict[str, Any] | None,
+    num_samples: int,
+    first_sample: int = 0,
+) -> list[Sample[T]]:
+    """`num_samples` samples of one prompt, concurrently (the judge service bounds what is in flight).
+    A sample whose call failed or whose reply did not parse is kept with its reason, not raised."""
+    from ...judge import JudgeError
+
+    async def one(i: int) -> Sample[T]:
+        try:
+            reply = await judge.ask(model=model, contents=prompt, schema=schema, config=config, sample=i)
+        except JudgeError as exc:
+            return Sample(i, error=exc.reason, raw_text=exc.text, usage=exc.usage.to_dict())
+        return Sample(i, parsed=reply.parsed, raw_text=reply.text, usage=reply.usage.to_dict(),
+                      cached=reply.cached, latency=reply.latency)
+
+    return list(await asyncio.gather(*(one(first_sample + i) for i in range(num_samples))))
+
+
+def sum_usage(samples: Iterable[Sample[Any]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for s in samples:
+        total.update(s.usage)
+    return {k: total.get(k, 0) for k in ("prompt_tokens", "output_tokens", "total_tokens")}
+
+
+def add_usage(*usages: dict[str, int]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for u in usages:
+        total.update(u)
+    return {k: total.get(k, 0) for k in ("prompt_tokens", "output_tokens", "total_tokens")}
+
+
+def failure_reason(errors: Iterable[str]) -> str:
+    """The NOT_EVALUATED reason when every sample was dropped: each distinct cause once."""
+    distinct = list(dict.fromkeys(errors))
+    if not distinct:
+        return "judge gave no usable answer"
+    return "judge failed: " + "; ".join(distinct)
+
+
+# -- voting ---------------------------------------------------------------------------------------
+
+def majority(positive: int, negative: int) -> bool | None:
+    """True when strictly more positive than negative votes; a tie is negative; no votes is None."""
+    if positive == 0 and negative == 0:
+        return None
+    return positive > negative
+
+
+# -- the judge's view of an invocation -------------------------------------------------------------
+
+def app_details_for(inp: MetricInput, index: int) -> AppDetails | None:
+    """The actual turn's app details, else the expected turn's (recorded eval sets often carry them)."""
+    actual = inp.actual[index]
+    if actual.app_details is not None and actual.app_details.agent_details:
+        return actual.app_details
+    expected = inp.expected[index] if inp.expected is not None and index < len(inp.expected) else None
+    if expected is not None and expected.app_details is not None:
+        return expected.app_details
+    return actual.app_details
+
+
+def response_text(inv: Invocation | None, include_intermediate: bool = False) -> str:
+    """The final response's text; with `include_intermediate`, every earlier text first (as ADK)."""
+    if inv is None:
+        return ""
+    if not include_intermediate:
+        return content_text(inv.final_response)
+    parts = [text for _author, text in inv.intermediate_texts]
+    final = content_text(inv.final_response)
+    if final:
+        parts.append(final)
+    return "\n".join(parts)
+
+
+def first_author(inv: Invocation) -> str | None:
+    data = inv.intermediate_data
+    if isinstance(data, InvocationEvents) and data.invocation_events:
+        return data.invocation_events[0].author
+    return None
+
+
+def developer_instructions(app: AppDetails | None, agent: str | None = None) -> str:
+    """One agent's instructions (the turn's first author, else the first agent), or every agent's."""
+    if app is None or not app.agent_details:
+        return ""
+    if agent is not None:
+        details = app.agent_details.get(agent) or next(iter(app.agent_details.values()))
+        return details.instructions or ""
+    blocks = [f"{name}:\n{d.instructions}" for name, d in app.agent_details.items() if d.instructions]
+    return "\n\n".join(blocks)
+
+
+def tool_declarations_text(app: AppDetails | None) -> str:
+    """Every agent's tool declarations as JSON; a plain sentence when there are none."""
+    if app is None:
+        return "The agent has no tools."
+    tools = {name: list(d.tool_declarations) for name, d in app.agent_details.items() if d.tool_declarations}
+    if not tools:
+        return "The agent has no tools."
+    return _dumps({"tool_declarations": tools})
+
+
+def pair_calls(calls: list[FunctionCall], responses: list[FunctionResponse]
+               ) -> list[tuple[FunctionCall, FunctionResponse | None]]:
+    """Each call with its response: by id where both have one, else the next unclaimed same-name one."""
+    unclaimed = list(responses)
+    out: list[tuple[FunctionCall, FunctionResponse | None]] = []
+    for call in calls:
+        match = None
+        if call.id:
+            match = next((r for r in unclaimed if r.id == call.id), None)
+        if match is None:
+            match = next((r for r in unclaimed if r.name == call.name and not (call.id and r.id)), None)
+        if match is not None:
+            unclaimed.remove(match)
+        out.append((call, match))
+    return out
+
+
+def call_dict(call: FunctionCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": call.name, "args": call.args or {}}
+    if call.id:
+        out["id"] = call.id
+    return out
+
+
+def response_dict(resp: FunctionResponse) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": resp.name, "response": resp.response}
+    if resp.id:
+        out["id"] = resp.id
+    return out
+
+
+def tool_steps_text(inv: Invocation) -> str:
+    """The turn's tool calls with their responses, numbered, as JSON."""
+    steps = [
+        {"step": i, "tool_call": call_dict(call),
+         "tool_response": response_dict(resp) if resp is not None else None}
+        for i, (call, resp) in enumerate(pair_calls(inv.tool_calls, inv.tool_responses))
+    ]
+    if not steps:
+        return "The agent made no tool calls."
+    return _dumps(steps)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@dataclass(slots=True)
+class Step:
+    """What happened in a turn, in order: a text, or tool calls / responses (for step-wise context)."""
+
+    author: str
+    texts: list[str] = field(default_factory=list)
+    calls: list[FunctionCall] = field(default_factory=list)
+    responses: list[FunctionResponse] = field(default_factory=list)
+
+
+def turn_steps(inv: Invocation) -> list[Step]:
+    """The turn's events before the final response. With the tool_uses shape the order of texts and
+    calls is not recorded: calls and responses come first, then the intermediate texts."""
+    data = inv.intermediate_data
+    if isinstance(data, InvocationEvents):
+        steps = []
+        for event in data.invocation_events:
+            content: Content | None = event.content
+            if content is None or not content.parts:
+                continue
+            steps.append(Step(
+                author=event.author,
+                texts=[p.text for p in content.parts if p.text],
+                calls=[p.function_call for p in content.parts if p.function_call],
+                responses=[p.function_response for p in content.parts if p.function_response],
+            ))
+        return steps
+    if isinstance(data, IntermediateData):
+        steps = []
+        if data.tool_uses or data.tool_responses:
+            steps.append(Step(author="agent", calls=list(data.tool_uses), responses=list(data.tool_responses)))
+        for author, parts in data.intermediate_responses:
+            texts = [p.text for p in parts if p.text]
+            if texts:
+                steps.append(Step(author=author, texts=texts))
+        return steps
+    return []
+
+
+# -- running a metric over a case -----------------------------------------------------------------
+
+ScoreFn = Callable[[int], Awaitable[InvocationMetricResult]]
+
+
+async def score_invocations(inp: MetricInput, score_one: ScoreFn) -> list[InvocationMetricResult]:
+    """Score every invocation concurrently; report each to the progress callback as it finishes."""
+
+    async def run(i: int) -> InvocationMetricResult:
+        result = await score_one(i)
+        inp.progress(i)
+        return result
+
+    return list(await asyncio.gather(*(run(i) for i in range(len(inp.actual)))))
+
+
+def not_evaluated(reason: str, details: dict[str, Any] | None = None) -> InvocationMetricResult:
+    return InvocationMetricResult(None, EvalStatus.NOT_EVALUATED, reason, details or {})
+
+
+def invocation_result(score: float | None, crit: Criterion, details: dict[str, Any],
+                      reason: str | None = None) -> InvocationMetricResult:
+    return InvocationMetricResult(score, status_for(score, crit.threshold), reason, details)
+
+
+def case_result(
+    inp: MetricInput,
+    per_invocation: list[InvocationMetricResult],
+    *,
+    scores: list[float] | None = None,
+    details: dict[str, Any] | None = None,
+) -> MetricResult:
+    """Case score = mean of `scores` (default: the evaluated invocations' scores); NOT_EVALUATED with
+    the first invocation's reason when nothing was evaluated."""
+    crit = inp.criterion
+    if scores is None:
+        scores = [r.score for r in per_invocation if r.score is not None]
+    details = dict(details or {})
+    details.setdefault("token_usage", add_usage(*(r.details.get("token_usage", {}) for r in per_invocation)))
+    details.setdefault("judge_model", crit.judge.judge_model)
+    details.setdefault("num_samples", crit.judge.num_samples)
+    details["evaluated_invocations"] = sum(1 for r in per_invocation if r.score is not None)
+    if not scores:
+        reasons = [r.reason for r in per_invocation if r.reason]
+        reason = reasons[0] if reasons else "no invocation could be evaluated"
+        if len(per_invocation) > 1 and reasons:
+            reason = f"no invocation was evaluated: {reasons[0]}"
+        return MetricResult(crit.metric_name, crit.threshold, None, EvalStatus.NOT_EVALUATED, crit.to_dict(),
+                            per_invocation, reason=reason, details=details)
+    score = sum(scores) / len(scores)
+    return MetricResult(crit.metric_name, crit.threshold, score, status_for(score, crit.threshold), crit.to_dict(),
+                        per_invocation, details=details)

@@ -1,0 +1,111 @@
+"""final_response_match_v2: an LLM judge decides whether the final response is as good as the reference."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ...schema.model import content_text
+from ...schema.results import MetricResult
+from ..base import MetricInput
+from .common import (
+    ask_samples,
+    case_result,
+    failure_reason,
+    invocation_result,
+    majority,
+    not_evaluated,
+    response_text,
+    score_invocations,
+    sum_usage,
+)
+
+NAME = "final_response_match_v2"
+
+
+class ResponseMatchVerdict(BaseModel):
+    """The judge's answer; reasoning comes first so the verdict follows from it."""
+
+    reasoning: str = Field(description="Why the agent's response is or is not a valid answer, citing both responses.")
+    verdict: Literal["valid", "invalid"]
+
+
+PROMPT = """\
+You grade an AI agent's answer against a reference answer written by a careful human.
+
+Decide whether the agent's response is a VALID answer to the user's request, using the reference as
+the source of truth for what the correct answer is.
+
+How to judge:
+- The reference may name only the key facts; the agent may add more detail, explanation or
+  context. Extra correct information does not make a response invalid.
+- Accept different wording, ordering and formatting of the same facts: abbreviations or full names
+  (e.g. "TX" and "Texas"), lists or sentences, tables or prose, 1000000 or 1,000,000, unless the
+  user explicitly asked for a specific format.
+- Numbers must agree in value and unit (100 miles is not 100 km). Rounding is acceptable when the
+  user gave no precision and the rounding is reasonable for the quantity.
+- Trust the reference for anything computed (arithmetic, dates, data in tables); do not recompute.
+- If the reference finds an answer, an agent that claims it cannot answer or lacks access is invalid.
+- If the reference asks the user for clarification or declines, the agent is valid only if it also
+  asks for that clarification or declines for the same reason.
+- Missing, wrong or contradicting key facts make the response invalid.
+
+<user_prompt>
+{prompt}
+</user_prompt>
+
+<agent_response>
+{response}
+</agent_response>
+
+<reference_response>
+{reference}
+</reference_response>
+
+Answer in JSON with "reasoning" (a short explanation) and "verdict": "valid" or "invalid".
+"""
+
+
+async def evaluate(inp: MetricInput) -> MetricResult:
+    crit = inp.criterion
+    opts = crit.judge
+    expected = inp.expected or []
+
+    async def score_one(i: int):
+        actual = inp.actual[i]
+        reference_inv = expected[i] if i < len(expected) else None
+        include = crit.include_intermediate_responses_in_final
+        prompt_inv = reference_inv or actual
+        prompt = PROMPT.format(
+            prompt=content_text(prompt_inv.user_content),
+            response=response_text(actual, include),
+            reference=response_text(reference_inv, include),
+        )
+        samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=prompt, schema=ResponseMatchVerdict,
+                                    config=opts.judge_model_config, num_samples=opts.num_samples)
+        votes = {"valid": 0, "invalid": 0}
+        records = []
+        for s in samples:
+            rec = s.record()
+            if s.parsed is not None:
+                votes[s.parsed.verdict] += 1
+                rec.update(verdict=s.parsed.verdict, rationale=s.parsed.reasoning)
+            records.append(rec)
+        errors = [f"sample {s.index}: {s.error}" for s in samples if s.error]
+        details = {
+            "samples": records,
+            "votes": votes,
+            "errors": errors,
+            "token_usage": sum_usage(samples),
+        }
+        outcome = majority(votes["valid"], votes["invalid"])
+        if outcome is None:
+            return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
+        verdict = "valid" if outcome else "invalid"
+        details["verdict"] = verdict
+        # The rationale shown first is one from the winning side.
+        details["rationale"] = next(r["rationale"] for r in records if r.get("verdict") == verdict)
+        return invocation_result(1.0 if outcome else 0.0, crit, details)
+
+    return case_result(inp, await score_invocations(inp, score_one))

@@ -1,0 +1,271 @@
+"""hallucinations_v1: split each response into sentences, then label each against the turn's context."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ...judge import JudgeError
+from ...schema.model import AppDetails, Invocation, content_text
+from ...schema.results import MetricResult
+from ..base import MetricInput
+from .common import (
+    Step,
+    add_usage,
+    app_details_for,
+    ask_samples,
+    call_dict,
+    case_result,
+    developer_instructions,
+    failure_reason,
+    invocation_result,
+    majority,
+    not_evaluated,
+    response_dict,
+    score_invocations,
+    sum_usage,
+    tool_declarations_text,
+    turn_steps,
+)
+
+NAME = "hallucinations_v1"
+POSITIVE = ("supported", "not_applicable")
+NEGATIVE = ("unsupported", "contradictory", "disputed")
+Label = Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
+
+
+class Segmentation(BaseModel):
+    sentences: list[str] = Field(description="Every sentence of the response, copied word for word, in order.")
+
+
+class SentenceLabel(BaseModel):
+    index: int = Field(description="The sentence's number as given in the input.")
+    sentence: str = Field(description="The sentence, copied.")
+    rationale: str = Field(description="A short reason for the label.")
+    label: Label
+    supporting_excerpt: str | None = Field(default=None, description="For supported and disputed: the context excerpt that supports it.")
+    contradicting_excerpt: str | None = Field(default=None, description="For contradictory and disputed: the context excerpt that contradicts it.")
+
+
+class SentenceLabels(BaseModel):
+    sentences: list[SentenceLabel]
+
+
+SEGMENT_PROMPT = """\
+Split the response below into sentences so that each can be fact-checked on its own.
+
+Rules:
+- Cover the WHOLE response; leave nothing out and add nothing.
+- Copy every sentence exactly, word for word, with its own punctuation.
+- Each bullet point or numbered item is its own sentence, and so is each sub-item. A lead-in such as
+  "It has three parts:" is a sentence too.
+- A table stays whole, as one sentence.
+- Do not output fragments that are only symbols or markup.
+
+<response>
+{response}
+</response>
+
+Answer in JSON: {{"sentences": ["...", "..."]}}.
+"""
+
+LABEL_PROMPT = """\
+You check the sentences of an AI agent's response against the context the agent had. Label every
+sentence with exactly one of:
+- "supported": the context fully entails the sentence. Give the supporting excerpt.
+- "unsupported": the context does not entail it (nor contradict it).
+- "contradictory": the context shows it is false. Give the contradicting excerpt.
+- "disputed": the context both supports and contradicts it. Give both excerpts.
+- "not_applicable": the sentence makes no factual claim that needs support (a greeting, an opinion,
+  a question, a plan, a disclaimer, arithmetic on stated numbers).
+
+Be strict: unless a clear excerpt of the context settles it, the label is "unsupported". Do not use
+world knowledge beyond the trivial. Tool outputs count as evidence only when the tool call that
+produced them was appropriate and the output shows no error. Excerpts may be concatenated or
+briefly summarised when long; keep the rationale separate from the excerpt.
+
+<context>
+{context}
+</context>
+
+<sentences>
+{sentences}
+</sentences>
+
+Answer in JSON: {{"sentences": [{{"index", "sentence", "rationale", "label", "supporting_excerpt",
+"contradicting_excerpt"}}, ...]}} with one entry per sentence, using the numbers given above.
+"""
+
+
+@dataclass(slots=True)
+class CheckStep:
+    """One natural-language response to check and the context it may rely on."""
+
+    source: str  # "final" | "intermediate"
+    author: str | None
+    text: str
+    context: str
+
+
+def _context(app: AppDetails | None, inv: Invocation, steps: list[Step]) -> str:
+    import json
+
+    parts = [
+        "Developer instructions:\n" + (developer_instructions(app) or "(none)"),
+        "User prompt:\n" + content_text(inv.user_content),
+        "Tool definitions:\n" + tool_declarations_text(app),
+    ]
+    for step in steps:
+        if step.texts:
+            parts.append(f"{step.author} said:\n" + "\n".join(step.texts))
+        if step.calls:
+            parts.append("tool_calls:\n" + json.dumps([call_dict(c) for c in step.calls], indent=2,
+                                                      ensure_ascii=False, default=str))
+        if step.responses:
+            parts.append("tool_outputs:\n" + json.dumps([response_dict(r) for r in step.responses], indent=2,
+                                                        ensure_ascii=False, default=str))
+    return "\n\n".join(parts)
+
+
+def check_steps(inp: MetricInput, index: int) -> list[CheckStep]:
+    """The responses to check: each intermediate text (when asked) against the events before it, then
+    the final response against everything."""
+    inv = inp.actual[index]
+    app = app_details_for(inp, index)
+    steps = turn_steps(inv)
+    out: list[CheckStep] = []
+    if inp.criterion.evaluate_intermediate_nl_responses:
+        for k, step in enumerate(steps):
+            if step.texts:
+                context = _context(app, inv, steps[:k])
+                for text in step.texts:
+                    out.append(CheckStep("intermediate", step.author, text, context))
+    final = content_text(inv.final_response)
+    if final:
+        out.append(CheckStep("final", None, final, _context(app, inv, steps)))
+    return out
+
+
+def _locate(text: str, sentences: list[str]) -> list[tuple[int, int] | None]:
+    """Where each sentence sits in the response (for inline display), scanning forward."""
+    spans: list[tuple[int, int] | None] = []
+    pos = 0
+    for s in sentences:
+        needle = s.strip()
+        at = text.find(needle, pos) if needle else -1
+        if at < 0:
+            spans.append(None)
+        else:
+            spans.append((at, at + len(needle)))
+            pos = at + len(needle)
+    return spans
+
+
+async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> dict[str, Any]:
+    """Segment once, label num_samples times, vote per sentence. Returns the step's record."""
+    opts = inp.criterion.judge
+    record: dict[str, Any] = {"source": step.source, "author": step.author, "text": step.text, "score": None,
+                              "sentences": [], "errors": [], "samples": []}
+    try:
+        seg = await inp.judge.ask(model=opts.judge_model, contents=SEGMENT_PROMPT.format(response=step.text),
+                                  schema=Segmentation, config=opts.judge_model_config, sample=0)
+    except JudgeError as exc:
+        record["errors"].append(f"segmentation: {exc.reason}")
+        record["token_usage"] = exc.usage.to_dict()
+        record["reason"] = f"judge failed: segmentation: {exc.reason}"
+        return record
+    seg_usage = seg.usage.to_dict()
+    sentences = [s for s in seg.parsed.sentences if s.strip()]  # type: ignore[union-attr]
+    if not sentences:
+        record["token_usage"] = seg_usage
+        record["reason"] = "the judge found no sentences in the response"
+        return record
+    numbered = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(sentences))
+    samples = await ask_samples(inp.judge, model=opts.judge_model,
+                                prompt=LABEL_PROMPT.format(context=step.context, sentences=numbered),
+                                schema=SentenceLabels, config=opts.judge_model_config,
+                                num_samples=opts.num_samples)
+    record["token_usage"] = add_usage(seg_usage, sum_usage(samples))
+    by_sentence: list[list[tuple[int, SentenceLabel]]] = [[] for _ in sentences]
+    for s in samples:
+        rec = s.record()
+        if s.parsed is not None:
+            seen: set[int] = set()
+            sample_labels = []
+            for item in s.parsed.sentences:  # type: ignore[attr-defined]
+                k = item.index - 1
+                if not 0 <= k < len(sentences):
+                    # A judge that renumbered: fall back to the sentence text.
+                    k = next((j for j, t in enumerate(sentences) if t.strip() == item.sentence.strip()), -1)
+                if k < 0 or k in seen:
+                    continue
+                seen.add(k)
+                by_sentence[k].append((s.index, item))
+                sample_labels.append({"index": k, "label": item.label})
+            rec["labels"] = sample_labels
+        record["samples"].append(rec)
+    record["errors"] = [f"sample {s.index}: {s.error}" for s in samples if s.error]
+    spans = _locate(step.text, sentences)
+    positives = 0
+    labelled = 0
+    for k, text in enumerate(sentences):
+        votes = Counter(lab.label for _si, lab in by_sentence[k])
+        pos = sum(votes[label] for label in POSITIVE)
+        neg = sum(votes[label] for label in NEGATIVE)
+        outcome = majority(pos, neg)
+        entry: dict[str, Any] = {"text": text, "label": None, "rationale": None, "excerpt": None,
+                                 "supporting_excerpt": None, "contradicting_excerpt": None,
+                                 "source": step.source, "step": step_no, "votes": dict(votes),
+                                 "span": list(spans[k]) if spans[k] else None,
+                                 "rationales": [{"sample": si, "label": lab.label, "rationale": lab.rationale}
+                                                for si, lab in by_sentence[k]]}
+        if outcome is not None:
+            side = POSITIVE if outcome else NEGATIVE
+            # The commonest label on the winning side; ties go to the first in the side's order.
+            label = max(side, key=lambda lab: (votes[lab], -side.index(lab)))
+            chosen = next(lab for _si, lab in by_sentence[k] if lab.label == label)
+            excerpts = [e for e in (chosen.supporting_excerpt, chosen.contradicting_excerpt) if e]
+            entry.update(label=label, rationale=chosen.rationale, excerpt=" / ".join(excerpts) or None,
+                         supporting_excerpt=chosen.supporting_excerpt,
+                         contradicting_excerpt=chosen.contradicting_excerpt)
+            labelled += 1
+            positives += 1 if outcome else 0
+        record["sentences"].append(entry)
+    if labelled:
+        record["score"] = positives / labelled
+    elif not any(s.ok for s in samples):
+        record["reason"] = failure_reason(s.error for s in samples if s.error)
+    else:
+        record["reason"] = "the judge labelled none of the sentences"
+    return record
+
+
+async def evaluate(inp: MetricInput) -> MetricResult:
+    import asyncio
+
+    crit = inp.criterion
+
+    async def score_one(i: int):
+        steps = check_steps(inp, i)
+        if not steps:
+            return not_evaluated("no natural-language response to check")
+        records = list(await asyncio.gather(*(_check(inp, step, k) for k, step in enumerate(steps))))
+        sentences = [s for r in records for s in r["sentences"]]
+        details: dict[str, Any] = {
+            "steps": [{k: v for k, v in r.items() if k != "sentences"} for r in records],
+            "sentences": sentences,
+            "labels": dict(Counter(s["label"] for s in sentences if s["label"])),
+            "errors": [e for r in records for e in r["errors"]],
+            "token_usage": add_usage(*(r.get("token_usage", {}) for r in records)),
+        }
+        scores = [r["score"] for r in records if r["score"] is not None]
+        if not scores:
+            return not_evaluated(next((r["reason"] for r in records if r.get("reason")),
+                                      "no sentence could be labelled"), details)
+        # As ADK: each checked response scores its share of good sentences; the turn is their mean.
+        return invocation_result(sum(scores) / len(scores), crit, details)
+
+    return case_result(inp, await score_invocations(inp, score_one))

@@ -1,0 +1,316 @@
+"""The rubric metrics: an LLM judge gives a yes/no verdict per rubric on the final response or the tool use."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ...schema.model import Rubric, content_text
+from ...schema.results import MetricResult
+from ..base import MetricInput
+from .common import (
+    app_details_for,
+    ask_samples,
+    case_result,
+    developer_instructions,
+    failure_reason,
+    first_author,
+    invocation_result,
+    majority,
+    not_evaluated,
+    response_text,
+    score_invocations,
+    sum_usage,
+    tool_declarations_text,
+    tool_steps_text,
+)
+
+FINAL_RESPONSE_QUALITY = "FINAL_RESPONSE_QUALITY"
+TOOL_USE_QUALITY = "TOOL_USE_QUALITY"
+
+
+class FinalResponseRubricVerdict(BaseModel):
+    rubric_id: str = Field(description="The id of the property, copied exactly from its [id: ...] tag.")
+    evidence: str = Field(description="Trusted evidence used (tool outputs by step, user prompt), or why there is none.")
+    rationale: str = Field(description="How the evidence supports or contradicts the final answer, or why the property does not apply.")
+    verdict: Literal["yes", "no"]
+
+
+class FinalResponseRubricVerdicts(BaseModel):
+    verdicts: list[FinalResponseRubricVerdict]
+
+
+class ToolUseRubricVerdict(BaseModel):
+    rubric_id: str = Field(description="The id of the property, copied exactly from its [id: ...] tag.")
+    rationale: str = Field(description="Step by step reasoning about the tool calls for this property.")
+    verdict: Literal["yes", "no"]
+
+
+class ToolUseRubricVerdicts(BaseModel):
+    verdicts: list[ToolUseRubricVerdict]
+
+
+FINAL_RESPONSE_PROMPT = """\
+You assess the final answer of an AI agent against a list of properties. For EVERY property give a
+verdict:
+- "yes": the final answer fulfils the property, or the property's condition does not apply.
+- "no": the property applies and the final answer does not fulfil it, or it rests on a claim that
+  the trusted evidence cannot verify.
+
+Work in two stages.
+1. Collect trusted evidence. The only trusted sources are the user prompt, the developer
+   instructions, and the outputs of tool calls that were procedurally sound (the right tool, with
+   sensible arguments, for what the user asked). The agent's own final answer, its summaries and its
+   interpretation of tool outputs are NOT evidence, and neither is the output of a flawed tool call
+   (wrong tool, wrong or missing arguments, a tool that does not exist, a logical error in the
+   sequence). Do not call tools yourself.
+2. Judge the final answer against that evidence. A claim counts as correct only if the evidence
+   verifies it unambiguously. If evidence is missing because the agent skipped a call it could have
+   made, or made it wrongly, the property fails. Accept different wording and numerically equivalent
+   values (minor rounding) as long as the conclusion does not change.
+
+Answer only about the properties listed; do not invent new ones. Copy each property's id exactly.
+
+<developer_instructions>
+{instructions}
+</developer_instructions>
+
+<available_tools>
+{tools}
+</available_tools>
+
+<user_prompt>
+{user_prompt}
+</user_prompt>
+
+<tool_calls_and_responses>
+{steps}
+</tool_calls_and_responses>
+
+<final_answer>
+{final_answer}
+</final_answer>
+
+<properties>
+{rubrics}
+</properties>
+
+Answer in JSON: {{"verdicts": [{{"rubric_id", "evidence", "rationale", "verdict"}}, ...]}} with one entry
+per property.
+"""
+
+
+TOOL_USE_PROMPT = """\
+You assess how an AI agent used its tools to serve a user's request, against a list of properties.
+For EVERY property give a verdict:
+- "yes": the agent's tool use fulfils the property, or the property does not apply.
+- "no": the agent's tool use does not fulfil the property.
+
+For each property: restate what it requires, decide exactly which calls, arguments, orderings and
+responses would satisfy it, check the agent's calls against that one by one, then decide. Judge only
+from the tool declarations, the user prompt and the calls and responses shown. Answer only about the
+properties listed; do not invent new ones. Copy each property's id exactly.
+
+<available_tools>
+{tools}
+</available_tools>
+
+<user_prompt>
+{user_prompt}
+</user_prompt>
+
+<tool_calls_and_responses>
+{steps}
+</tool_calls_and_responses>
+
+<properties>
+{rubrics}
+</properties>
+
+Answer in JSON: {{"verdicts": [{{"rubric_id", "rationale", "verdict"}}, ...]}} with one entry per property.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RubricMetric:
+    name: str
+    rubric_type: str
+    prompt: str
+    schema: type[BaseModel]
+
+
+FINAL_RESPONSE_METRIC = RubricMetric("rubric_based_final_response_quality_v1", FINAL_RESPONSE_QUALITY,
+                                     FINAL_RESPONSE_PROMPT, FinalResponseRubricVerdicts)
+TOOL_USE_METRIC = RubricMetric("rubric_based_tool_use_quality_v1", TOOL_USE_QUALITY, TOOL_USE_PROMPT,
+                               ToolUseRubricVerdicts)
+
+
+class RubricConflict(ValueError):
+    pass
+
+
+def effective_rubrics(inp: MetricInput, index: int, rubric_type: str) -> list[Rubric]:
+    """The criterion's rubrics, plus the case's and this turn's rubrics of the metric's type (as ADK
+    routes them). Raises RubricConflict when one rubric_id names two different rubrics."""
+    chosen: dict[str, Rubric] = {}
+    sources: dict[str, str] = {}
+
+    def add(rubrics: list[Rubric] | None, scope: str, filter_type: bool) -> None:
+        for r in rubrics or []:
+            if filter_type and (r.type or "").strip().upper() != rubric_type:
+                continue
+            if r.rubric_id in chosen:
+                if chosen[r.rubric_id].rubric_content.text_property != r.rubric_content.text_property:
+                    raise RubricConflict(
+                        f"rubric_id {r.rubric_id!r} is defined differently in the {sources[r.rubric_id]} "
+                        f"and the {scope}"
+                    )
+                continue
+            chosen[r.rubric_id] = r
+            sources[r.rubric_id] = scope
+
+    add(inp.criterion.rubrics, "criterion", False)
+    add(inp.case.rubrics, "eval case", True)
+    expected = inp.expected[index] if inp.expected is not None and index < len(inp.expected) else None
+    if expected is not None:
+        add(expected.rubrics, "expected invocation", True)
+    add(inp.actual[index].rubrics, "invocation", True)
+    return list(chosen.values())
+
+
+def _prompt(metric: RubricMetric, inp: MetricInput, index: int, rubrics: list[Rubric]) -> str:
+    actual = inp.actual[index]
+    app = app_details_for(inp, index)
+    agent = first_author(actual)
+    if agent is None and app is not None and app.agent_details:
+        agent = next(iter(app.agent_details))
+    rubric_lines = "\n".join(f"* [id: {r.rubric_id}] {r.rubric_content.text_property or ''}" for r in rubrics)
+    return metric.prompt.format(
+        instructions=developer_instructions(app, agent) if agent else "",
+        tools=tool_declarations_text(app),
+        user_prompt=content_text(actual.user_content),
+        steps=tool_steps_text(actual),
+        final_answer=response_text(actual, inp.criterion.include_intermediate_responses_in_final),
+        rubrics=rubric_lines,
+    )
+
+
+def _normal_id(value: str) -> str:
+    value = value.strip()
+    if value.lower().startswith("[id:") and value.endswith("]"):
+        value = value[4:-1].strip()
+    return value
+
+
+async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResult:
+    crit = inp.criterion
+    opts = crit.judge
+    all_scores: list[float] = []
+    # rubric_id -> every invocation's score, for the case-level rubric_scores.
+    by_rubric: dict[str, list[float]] = {}
+    texts: dict[str, str] = {}
+
+    async def score_one(i: int):
+        try:
+            rubrics = effective_rubrics(inp, i, metric.rubric_type)
+        except RubricConflict as exc:
+            return not_evaluated(str(exc))
+        if not rubrics:
+            return not_evaluated(f"no rubrics: give the criterion 'rubrics', or case/invocation rubrics of type "
+                                 f"{metric.rubric_type}")
+        samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=_prompt(metric, inp, i, rubrics),
+                                    schema=metric.schema, config=opts.judge_model_config,
+                                    num_samples=opts.num_samples)
+        known = {r.rubric_id: r for r in rubrics}
+        votes: dict[str, Counter[str]] = {r.rubric_id: Counter() for r in rubrics}
+        rationales: dict[str, list[dict[str, Any]]] = {r.rubric_id: [] for r in rubrics}
+        unmatched: list[str] = []
+        records = []
+        for s in samples:
+            rec = s.record()
+            if s.parsed is not None:
+                seen: set[str] = set()
+                sample_verdicts = []
+                for v in s.parsed.verdicts:  # type: ignore[attr-defined]
+                    rid = _normal_id(v.rubric_id)
+                    if rid not in known:
+                        unmatched.append(v.rubric_id)
+                        continue
+                    if rid in seen:
+                        continue  # a judge repeating itself gets one vote per sample
+                    seen.add(rid)
+                    votes[rid][v.verdict] += 1
+                    entry = {"sample": s.index, "verdict": v.verdict, "rationale": v.rationale}
+                    if getattr(v, "evidence", None) is not None:
+                        entry["evidence"] = v.evidence
+                    rationales[rid].append(entry)
+                    sample_verdicts.append({"rubric_id": rid, "verdict": v.verdict})
+                rec["verdicts"] = sample_verdicts
+            records.append(rec)
+        rubric_details = []
+        rubric_scores = []
+        for r in rubrics:
+            rid = r.rubric_id
+            outcome = majority(votes[rid]["yes"], votes[rid]["no"])
+            verdict = None if outcome is None else ("yes" if outcome else "no")
+            score = None if outcome is None else (1.0 if outcome else 0.0)
+            rationale = next((e["rationale"] for e in rationales[rid] if e["verdict"] == verdict), None)
+            texts[rid] = r.rubric_content.text_property or ""
+            rubric_details.append({
+                "rubric_id": rid,
+                "text": r.rubric_content.text_property,
+                "type": r.type,
+                "verdict": verdict,
+                "score": score,
+                "votes": {"yes": votes[rid]["yes"], "no": votes[rid]["no"]},
+                "rationale": rationale,
+                "rationales": rationales[rid],
+            })
+            rubric_scores.append({"rubric_id": rid, "rationale": rationale, "score": score})
+        errors = [f"sample {s.index}: {s.error}" for s in samples if s.error]
+        details: dict[str, Any] = {
+            "rubrics": rubric_details,
+            "rubric_scores": rubric_scores,
+            "samples": records,
+            "errors": errors,
+            "token_usage": sum_usage(samples),
+        }
+        if unmatched:
+            details["unmatched_rubric_ids"] = sorted(set(unmatched))
+        scored = [rs["score"] for rs in rubric_scores if rs["score"] is not None]
+        if not scored:
+            if not any(s.ok for s in samples):
+                return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
+            return not_evaluated("the judge gave no verdict for any rubric", details)
+        for rs in rubric_scores:
+            if rs["score"] is not None:
+                all_scores.append(rs["score"])
+                by_rubric.setdefault(rs["rubric_id"], []).append(rs["score"])
+        return invocation_result(sum(scored) / len(scored), crit, details)
+
+    per_invocation = await score_invocations(inp, score_one)
+    case_rubric_scores = [
+        {
+            "rubric_id": rid,
+            "score": sum(scores) / len(scores),
+            "rationale": f"mean over {len(scores)} invocation(s); see each invocation for the judge's rationale",
+        }
+        for rid, scores in by_rubric.items()
+    ]
+    details = {
+        "rubric_scores": case_rubric_scores,
+        "rubrics": [{"rubric_id": rs["rubric_id"], "text": texts.get(rs["rubric_id"], ""), "score": rs["score"]}
+                    for rs in case_rubric_scores],
+    }
+    return case_result(inp, per_invocation, scores=all_scores, details=details)
+
+
+async def evaluate_final_response_quality(inp: MetricInput) -> MetricResult:
+    return await evaluate_rubrics(FINAL_RESPONSE_METRIC, inp)
+
+
+async def evaluate_tool_use_quality(inp: MetricInput) -> MetricResult:
+    return await evaluate_rubrics(TOOL_USE_METRIC, inp)
