@@ -140,6 +140,10 @@ async def score_case(
         return result
 
     names = list(config.criteria)
+    specs = [get_metric(n) for n in names]
+    if sum(1 for s in specs if s is not None and s.needs_judge) < 2:
+        # Deterministic metrics never suspend: awaiting them in turn skips a Task per metric per case.
+        return [await one(n) for n in names]
     return list(await asyncio.gather(*(one(n) for n in names)))
 
 

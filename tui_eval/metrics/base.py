@@ -54,6 +54,19 @@ class MetricSpec:
 
 _REGISTRY: dict[str, MetricSpec] = {}
 
+# Which module registers which metric: a run imports only the metrics its config names, so a
+# deterministic-only run never pays for the judge stack (pydantic models, google-genai).
+_MODULES: dict[str, str] = {
+    "tool_trajectory_avg_score": "tui_eval.metrics.trajectory",
+    "response_match_score": "tui_eval.metrics.response_match",
+    "final_response_match_v2": "tui_eval.metrics.llm",
+    "rubric_based_final_response_quality_v1": "tui_eval.metrics.llm",
+    "rubric_based_tool_use_quality_v1": "tui_eval.metrics.llm",
+    "hallucinations_v1": "tui_eval.metrics.llm",
+    "safety_v1": "tui_eval.metrics.llm",
+    "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
+}
+
 
 def register(spec: MetricSpec) -> MetricSpec:
     _REGISTRY[spec.name] = spec
@@ -61,36 +74,26 @@ def register(spec: MetricSpec) -> MetricSpec:
 
 
 def get_metric(name: str) -> MetricSpec | None:
-    _ensure_loaded()
-    return _REGISTRY.get(name)
+    spec = _REGISTRY.get(name)
+    if spec is None and name in _MODULES:
+        _import(_MODULES[name])
+        spec = _REGISTRY.get(name)
+    return spec
 
 
 def registered_metrics() -> dict[str, MetricSpec]:
-    _ensure_loaded()
+    for module in dict.fromkeys(_MODULES.values()):
+        _import(module)
     return dict(_REGISTRY)
 
 
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    """Import the metric modules once; each registers itself. Heavy deps inside them load lazily."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+def _import(module: str) -> None:
     import importlib
 
-    for module in (
-        "tui_eval.metrics.trajectory",
-        "tui_eval.metrics.response_match",
-        "tui_eval.metrics.llm",
-        "tui_eval.metrics.user_simulator_quality",
-    ):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            # A metric module not written yet is simply absent from the registry; an import
-            # error inside an existing module is a bug and must surface.
-            if exc.name != module:
-                raise
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        # A metric module not written yet is simply absent from the registry; an import
+        # error inside an existing module is a bug and must surface.
+        if exc.name != module:
+            raise

@@ -7,10 +7,11 @@ them) and raising SchemaError with the JSON path of the first fault.
 
 from __future__ import annotations
 
+import gc
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -42,11 +43,30 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
-def _aliases(*names: str) -> dict[str, str]:
+class Aliases(dict[str, str]):
     """key as written -> field name, accepting snake_case and camelCase spellings."""
-    out = {n: n for n in names}
-    out.update({_camel(n): n for n in names})
-    return out
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        super().__init__({n: n for n in names})
+        self.update({_camel(n): n for n in names})
+        self.snake = frozenset(names)
+
+
+def _aliases(*names: str) -> Aliases:
+    return Aliases(names)
+
+
+# A JSON path is a str (the root, "$") or a chain (parent, key) with key a field name or an index.
+# Chains are built only where a fault is found, so a 40 MB file pays for no path strings.
+JPath = Any
+
+
+def render_path(path: JPath) -> str:
+    parts: list[str] = []
+    while isinstance(path, tuple):
+        path, key = path
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return str(path) + "".join(reversed(parts))
 
 
 def _type_name(value: Any) -> str:
@@ -55,108 +75,138 @@ def _type_name(value: Any) -> str:
     )
 
 
-def _expect(value: Any, kind: type | tuple[type, ...], path: str, what: str) -> Any:
-    if not isinstance(value, kind) or (kind in (int, float, (int, float)) and isinstance(value, bool)):
-        raise SchemaError(path, f"expected {what}, got {_type_name(value)}")
+def _fail(path: JPath, what: str, value: Any) -> NoReturn:
+    raise SchemaError(render_path(path), f"expected {what}, got {_type_name(value)}")
+
+
+def _obj(value: Any, path: JPath) -> dict[str, Any]:
+    if type(value) is not dict:
+        _fail(path, "an object", value)
     return value
 
 
-def _obj(value: Any, path: str) -> dict[str, Any]:
-    return _expect(value, dict, path, "an object")
+def _list(value: Any, path: JPath) -> list[Any]:
+    if type(value) is not list:
+        _fail(path, "an array", value)
+    return value
 
 
-def _str(value: Any, path: str) -> str:
-    return _expect(value, str, path, "a string")
+def _str(value: Any, path: JPath) -> str:
+    if type(value) is not str:
+        _fail(path, "a string", value)
+    return value
 
 
-def _opt_str(value: Any, path: str) -> str | None:
-    return None if value is None else _str(value, path)
+def _opt_str(value: Any, path: JPath) -> str | None:
+    if value is not None and type(value) is not str:
+        _fail(path, "a string", value)
+    return value
 
 
-def _num(value: Any, path: str) -> float:
-    return float(_expect(value, (int, float), path, "a number"))
+def _num(value: Any, path: JPath) -> float:
+    if type(value) is float:
+        return value
+    if type(value) is not int:
+        _fail(path, "a number", value)
+    return float(value)
 
 
-def _opt_num(value: Any, path: str) -> float | None:
+def _opt_num(value: Any, path: JPath) -> float | None:
     return None if value is None else _num(value, path)
 
 
-def _list(value: Any, path: str) -> list[Any]:
-    return _expect(value, list, path, "an array")
+_EMPTY: dict[str, Any] = {}
 
 
 def _fields(
-    data: dict[str, Any], path: str, aliases: dict[str, str], *, extra: str = "forbid"
+    data: dict[str, Any], path: JPath, aliases: Aliases, *, extra: str = "forbid"
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split an object into known fields (by snake name) and the rest; reject the rest if forbidden."""
+    """Split an object into known fields (by snake name) and the rest; reject the rest if forbidden.
+
+    The common case, every key already a snake_case field name, returns `data` itself (read-only).
+    """
+    if data.keys() <= aliases.snake:
+        return data, _EMPTY
     known: dict[str, Any] = {}
     rest: dict[str, Any] = {}
     for key, value in data.items():
         name = aliases.get(key)
         if name is None:
             if extra == "forbid":
-                raise SchemaError(f"{path}.{key}", f"unknown key {key!r}")
+                raise SchemaError(render_path((path, key)), f"unknown key {key!r}")
             if extra == "allow":
                 rest[key] = value
             continue
         if name in known:
-            raise SchemaError(f"{path}.{key}", f"{name!r} is given twice (snake_case and camelCase)")
+            raise SchemaError(render_path((path, key)), f"{name!r} is given twice (snake_case and camelCase)")
         known[name] = value
     return known, rest
 
 
-def _require(known: dict[str, Any], name: str, path: str) -> Any:
-    if name not in known:
-        raise SchemaError(path, f"missing required key {name!r}")
-    return known[name]
+def _require(known: dict[str, Any], name: str, path: JPath) -> Any:
+    try:
+        return known[name]
+    except KeyError:
+        raise SchemaError(render_path(path), f"missing required key {name!r}") from None
 
 
 _FC = _aliases("id", "name", "args", "partial_args", "will_continue")
 _FR = _aliases("id", "name", "response", "will_continue", "scheduling", "parts")
+_FC_BASIC = frozenset(("id", "name", "args"))
+_FR_BASIC = frozenset(("id", "name", "response"))
 
 
-def read_function_call(data: Any, path: str) -> FunctionCall:
-    known, _ = _fields(_obj(data, path), path, _FC)
-    args = known.get("args")
-    if args is not None:
-        _obj(args, path + ".args")
-    extra = {k: v for k, v in known.items() if k not in ("id", "name", "args") and v is not None}
-    name = known.get("name")
-    return FunctionCall(
-        name=_str(name, path + ".name") if name is not None else "",
-        args=args,
-        id=_opt_str(known.get("id"), path + ".id"),
-        extra=extra,
-    )
+def read_function_call(data: Any, path: JPath) -> FunctionCall:
+    if type(data) is not dict:
+        _fail(path, "an object", data)
+    known = data if data.keys() <= _FC_BASIC else _fields(data, path, _FC)[0]
+    get = known.get
+    name, args, call_id = get("name"), get("args"), get("id")
+    if args is not None and type(args) is not dict:
+        _fail((path, "args"), "an object", args)
+    if name is not None and type(name) is not str:
+        _fail((path, "name"), "a string", name)
+    if call_id is not None and type(call_id) is not str:
+        _fail((path, "id"), "a string", call_id)
+    if known is data:
+        return FunctionCall(name or "", args, call_id)
+    extra = {k: v for k, v in known.items() if k not in _FC_BASIC and v is not None}
+    return FunctionCall(name or "", args, call_id, extra)
 
 
-def read_function_response(data: Any, path: str) -> FunctionResponse:
-    known, _ = _fields(_obj(data, path), path, _FR)
-    response = known.get("response")
-    if response is not None:
-        _obj(response, path + ".response")
-    extra = {k: v for k, v in known.items() if k not in ("id", "name", "response") and v is not None}
-    name = known.get("name")
-    return FunctionResponse(
-        name=_str(name, path + ".name") if name is not None else "",
-        response=response,
-        id=_opt_str(known.get("id"), path + ".id"),
-        extra=extra,
-    )
+def read_function_response(data: Any, path: JPath) -> FunctionResponse:
+    if type(data) is not dict:
+        _fail(path, "an object", data)
+    known = data if data.keys() <= _FR_BASIC else _fields(data, path, _FR)[0]
+    get = known.get
+    name, response, call_id = get("name"), get("response"), get("id")
+    if response is not None and type(response) is not dict:
+        _fail((path, "response"), "an object", response)
+    if name is not None and type(name) is not str:
+        _fail((path, "name"), "a string", name)
+    if call_id is not None and type(call_id) is not str:
+        _fail((path, "id"), "a string", call_id)
+    if known is data:
+        return FunctionResponse(name or "", response, call_id)
+    extra = {k: v for k, v in known.items() if k not in _FR_BASIC and v is not None}
+    return FunctionResponse(name or "", response, call_id, extra)
 
 
-def read_part(data: Any, path: str) -> Part:
+def read_part(data: Any, path: JPath) -> Part:
     data = _obj(data, path)
+    text = data.get("text")
+    if len(data) == 1 and type(text) is str:  # the overwhelmingly common text-only part
+        return Part(text)
     part = Part()
     for key, value in data.items():
         if key == "text":
-            part.text = _opt_str(value, path + ".text")
+            part.text = _opt_str(value, (path, "text"))
         elif key in ("function_call", "functionCall"):
             if value is not None:
-                part.function_call = read_function_call(value, f"{path}.{key}")
+                part.function_call = read_function_call(value, (path, key))
         elif key in ("function_response", "functionResponse"):
             if value is not None:
-                part.function_response = read_function_response(value, f"{path}.{key}")
+                part.function_response = read_function_response(value, (path, key))
         elif value is not None:
             # Other genai Part fields (inline_data, thought, ...) are kept as written, unread.
             part.extra[key] = value
@@ -166,15 +216,29 @@ def read_part(data: Any, path: str) -> Part:
 _CONTENT = _aliases("parts", "role")
 
 
-def read_content(data: Any, path: str) -> Content:
-    known, _ = _fields(_obj(data, path), path, _CONTENT)
+def read_content(data: Any, path: JPath) -> Content:
+    if type(data) is not dict:
+        _fail(path, "an object", data)
+    known = data if data.keys() <= _CONTENT.snake else _fields(data, path, _CONTENT)[0]
     parts = known.get("parts")
-    if parts is not None:
-        parts = [read_part(p, f"{path}.parts[{i}]") for i, p in enumerate(_list(parts, path + ".parts"))]
-    return Content(parts=parts, role=_opt_str(known.get("role"), path + ".role"))
+    role = known.get("role")
+    if role is not None and type(role) is not str:
+        _fail((path, "role"), "a string", role)
+    if parts is None:
+        return Content(None, role)
+    if type(parts) is not list:
+        _fail((path, "parts"), "an array", parts)
+    out = []
+    for i, p in enumerate(parts):
+        # Inline the overwhelmingly common text-only part: this loop runs for every turn's contents.
+        if type(p) is dict and len(p) == 1 and type(text := p.get("text")) is str:
+            out.append(Part(text))
+        else:
+            out.append(read_part(p, ((path, "parts"), i)))
+    return Content(out, role)
 
 
-def _opt_content(data: Any, path: str) -> Content | None:
+def _opt_content(data: Any, path: JPath) -> Content | None:
     return None if data is None else read_content(data, path)
 
 
@@ -183,51 +247,48 @@ _ID2 = _aliases("invocation_events")
 _EVENT = _aliases("author", "content", "grounding_metadata", "usage_metadata", "model_version")
 
 
-def read_intermediate_data(data: Any, path: str) -> IntermediateData | InvocationEvents | None:
+def read_intermediate_data(data: Any, path: JPath) -> IntermediateData | InvocationEvents | None:
     if data is None:
         return None
     data = _obj(data, path)
-    shape1 = [k for k in data if k in _ID1]
-    shape2 = [k for k in data if k in _ID2]
-    if shape1 and shape2:
-        raise SchemaError(
-            path,
-            f"mixes both intermediate_data shapes ({shape1[0]!r} and {shape2[0]!r}); use one",
-        )
+    shape2 = [] if data.keys() <= _ID1.keys() else [k for k in data if k in _ID2]
     if shape2:
+        shape1 = [k for k in data if k in _ID1]
+        if shape1:
+            raise SchemaError(
+                render_path(path),
+                f"mixes both intermediate_data shapes ({shape1[0]!r} and {shape2[0]!r}); use one",
+            )
         known, _ = _fields(data, path, _ID2)
         events = []
-        for i, ev in enumerate(_list(known["invocation_events"], path + ".invocation_events")):
-            epath = f"{path}.invocation_events[{i}]"
+        epath_list = (path, "invocation_events")
+        for i, ev in enumerate(_list(known["invocation_events"], epath_list)):
+            epath = (epath_list, i)
             ek, _ = _fields(_obj(ev, epath), epath, _EVENT, extra="ignore")
             events.append(
                 InvocationEvent(
-                    author=_str(_require(ek, "author", epath), epath + ".author"),
-                    content=_opt_content(ek.get("content"), epath + ".content"),
-                    extra={
-                        k: v
-                        for k, v in ek.items()
-                        if k not in ("author", "content") and v is not None
-                    },
+                    author=_str(_require(ek, "author", epath), (epath, "author")),
+                    content=_opt_content(ek.get("content"), (epath, "content")),
+                    extra={k: v for k, v in ek.items() if k not in ("author", "content") and v is not None},
                 )
             )
         return InvocationEvents(events)
-    known, _ = _fields(data, path, _ID1)
-    tool_uses = [
-        read_function_call(c, f"{path}.tool_uses[{i}]")
-        for i, c in enumerate(_list(known.get("tool_uses", []), path + ".tool_uses"))
-    ]
+    known = data if data.keys() <= _ID1.snake else _fields(data, path, _ID1)[0]
+    upath = (path, "tool_uses")
+    tool_uses = [read_function_call(c, (upath, i)) for i, c in enumerate(_list(known.get("tool_uses", []), upath))]
+    rpath = (path, "tool_responses")
     tool_responses = [
-        read_function_response(r, f"{path}.tool_responses[{i}]")
-        for i, r in enumerate(_list(known.get("tool_responses", []), path + ".tool_responses"))
+        read_function_response(r, (rpath, i)) for i, r in enumerate(_list(known.get("tool_responses", []), rpath))
     ]
     responses: list[tuple[str, list[Part]]] = []
-    for i, pair in enumerate(_list(known.get("intermediate_responses", []), path + ".intermediate_responses")):
-        ppath = f"{path}.intermediate_responses[{i}]"
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise SchemaError(ppath, "expected an [author, [parts]] pair")
-        author = _str(pair[0], ppath + "[0]")
-        parts = [read_part(p, f"{ppath}[1][{j}]") for j, p in enumerate(_list(pair[1], ppath + "[1]"))]
+    ipath = (path, "intermediate_responses")
+    for i, pair in enumerate(_list(known.get("intermediate_responses", []), ipath)):
+        ppath = (ipath, i)
+        if type(pair) is not list or len(pair) != 2:
+            raise SchemaError(render_path(ppath), "expected an [author, [parts]] pair")
+        author = _str(pair[0], (ppath, 0))
+        parts_path = (ppath, 1)
+        parts = [read_part(p, (parts_path, j)) for j, p in enumerate(_list(pair[1], parts_path))]
         responses.append((author, parts))
     return IntermediateData(tool_uses, tool_responses, responses)
 
@@ -236,40 +297,40 @@ _RUBRIC = _aliases("rubric_id", "rubric_content", "description", "type")
 _RUBRIC_CONTENT = _aliases("text_property")
 
 
-def read_rubric(data: Any, path: str) -> Rubric:
+def read_rubric(data: Any, path: JPath) -> Rubric:
     known, _ = _fields(_obj(data, path), path, _RUBRIC)
-    cpath = path + ".rubric_content"
+    cpath = (path, "rubric_content")
     ck, _ = _fields(_obj(_require(known, "rubric_content", path), cpath), cpath, _RUBRIC_CONTENT)
     return Rubric(
-        rubric_id=_str(_require(known, "rubric_id", path), path + ".rubric_id"),
-        rubric_content=RubricContent(_opt_str(ck.get("text_property"), cpath + ".text_property")),
-        description=_opt_str(known.get("description"), path + ".description"),
-        type=_opt_str(known.get("type"), path + ".type"),
+        rubric_id=_str(_require(known, "rubric_id", path), (path, "rubric_id")),
+        rubric_content=RubricContent(_opt_str(ck.get("text_property"), (cpath, "text_property"))),
+        description=_opt_str(known.get("description"), (path, "description")),
+        type=_opt_str(known.get("type"), (path, "type")),
     )
 
 
-def read_rubrics(data: Any, path: str) -> list[Rubric] | None:
+def read_rubrics(data: Any, path: JPath) -> list[Rubric] | None:
     if data is None:
         return None
-    return [read_rubric(r, f"{path}[{i}]") for i, r in enumerate(_list(data, path))]
+    return [read_rubric(r, (path, i)) for i, r in enumerate(_list(data, path))]
 
 
 _AGENT_DETAILS = _aliases("name", "instructions", "tool_declarations")
 
 
-def read_app_details(data: Any, path: str) -> AppDetails | None:
+def read_app_details(data: Any, path: JPath) -> AppDetails | None:
     if data is None:
         return None
     known, _ = _fields(_obj(data, path), path, _aliases("agent_details"))
     details = {}
-    dpath = path + ".agent_details"
+    dpath = (path, "agent_details")
     for name, agent in _obj(known.get("agent_details", {}), dpath).items():
-        apath = f"{dpath}.{name}"
+        apath = (dpath, name)
         ak, _ = _fields(_obj(agent, apath), apath, _AGENT_DETAILS)
         details[name] = AgentDetails(
-            name=_str(_require(ak, "name", apath), apath + ".name"),
-            instructions=_str(ak.get("instructions", ""), apath + ".instructions"),
-            tool_declarations=_list(ak.get("tool_declarations", []), apath + ".tool_declarations"),
+            name=_str(_require(ak, "name", apath), (apath, "name")),
+            instructions=_str(ak.get("instructions", ""), (apath, "instructions")),
+            tool_declarations=_list(ak.get("tool_declarations", []), (apath, "tool_declarations")),
         )
     return AppDetails(details)
 
@@ -288,20 +349,26 @@ _INVOCATION = _aliases(
 )
 
 
-def read_invocation(data: Any, path: str) -> Invocation:
+def read_invocation(data: Any, path: JPath) -> Invocation:
     known, _ = _fields(_obj(data, path), path, _INVOCATION)
-    return Invocation(
-        user_content=read_content(_require(known, "user_content", path), path + ".user_content"),
-        invocation_id=_str(known.get("invocation_id", ""), path + ".invocation_id"),
-        final_response=_opt_content(known.get("final_response"), path + ".final_response"),
-        intermediate_data=read_intermediate_data(known.get("intermediate_data"), path + ".intermediate_data"),
-        creation_timestamp=_num(known.get("creation_timestamp", 0.0), path + ".creation_timestamp"),
-        duration=_opt_num(known.get("duration"), path + ".duration"),
-        model_duration=_opt_num(known.get("model_duration"), path + ".model_duration"),
-        tool_duration=_opt_num(known.get("tool_duration"), path + ".tool_duration"),
-        rubrics=read_rubrics(known.get("rubrics"), path + ".rubrics"),
-        app_details=read_app_details(known.get("app_details"), path + ".app_details"),
+    get = known.get
+    final = get("final_response")
+    inter = get("intermediate_data")
+    ts = get("creation_timestamp", 0.0)
+    inv = Invocation(
+        read_content(_require(known, "user_content", path), (path, "user_content")),
+        _str(get("invocation_id", ""), (path, "invocation_id")),
+        None if final is None else read_content(final, (path, "final_response")),
+        None if inter is None else read_intermediate_data(inter, (path, "intermediate_data")),
+        ts if type(ts) is float else _num(ts, (path, "creation_timestamp")),
     )
+    if len(known) > 5:  # the rarer fields
+        inv.duration = _opt_num(get("duration"), (path, "duration"))
+        inv.model_duration = _opt_num(get("model_duration"), (path, "model_duration"))
+        inv.tool_duration = _opt_num(get("tool_duration"), (path, "tool_duration"))
+        inv.rubrics = read_rubrics(get("rubrics"), (path, "rubrics"))
+        inv.app_details = read_app_details(get("app_details"), (path, "app_details"))
+    return inv
 
 
 _SESSION = _aliases("app_name", "user_id", "session_id", "state")
@@ -317,49 +384,49 @@ _CASE = _aliases(
 )
 
 
-def read_eval_case(data: Any, path: str) -> EvalCase:
+def read_eval_case(data: Any, path: JPath) -> EvalCase:
     known, extra = _fields(_obj(data, path), path, _CASE, extra="allow")
-    eval_id = _str(_require(known, "eval_id", path), path + ".eval_id")
+    eval_id = _str(_require(known, "eval_id", path), (path, "eval_id"))
     conversation = known.get("conversation")
     scenario = known.get("conversation_scenario")
     if (conversation is None) == (scenario is None):
-        raise SchemaError(path, "exactly one of 'conversation' and 'conversation_scenario' must be given")
+        raise SchemaError(
+            render_path(path), "exactly one of 'conversation' and 'conversation_scenario' must be given"
+        )
     if conversation is not None:
-        conversation = [
-            read_invocation(inv, f"{path}.conversation[{i}]")
-            for i, inv in enumerate(_list(conversation, path + ".conversation"))
-        ]
+        cpath = (path, "conversation")
+        conversation = [read_invocation(inv, (cpath, i)) for i, inv in enumerate(_list(conversation, cpath))]
     if scenario is not None:
-        spath = path + ".conversation_scenario"
+        spath = (path, "conversation_scenario")
         sk, _ = _fields(_obj(scenario, spath), spath, _SCENARIO)
         scenario = ConversationScenario(
-            starting_prompt=_str(_require(sk, "starting_prompt", spath), spath + ".starting_prompt"),
-            conversation_plan=_str(_require(sk, "conversation_plan", spath), spath + ".conversation_plan"),
+            starting_prompt=_str(_require(sk, "starting_prompt", spath), (spath, "starting_prompt")),
+            conversation_plan=_str(_require(sk, "conversation_plan", spath), (spath, "conversation_plan")),
             user_persona=sk.get("user_persona"),
         )
     session_input = known.get("session_input")
     if session_input is not None:
-        spath = path + ".session_input"
+        spath = (path, "session_input")
         sk, sextra = _fields(_obj(session_input, spath), spath, _SESSION, extra="allow")
         session_input = SessionInput(
-            app_name=_str(_require(sk, "app_name", spath), spath + ".app_name"),
-            user_id=_str(_require(sk, "user_id", spath), spath + ".user_id"),
-            state=_obj(sk.get("state", {}), spath + ".state"),
-            session_id=_opt_str(sk.get("session_id"), spath + ".session_id"),
-            extra=sextra,
+            app_name=_str(_require(sk, "app_name", spath), (spath, "app_name")),
+            user_id=_str(_require(sk, "user_id", spath), (spath, "user_id")),
+            state=_obj(sk.get("state", {}), (spath, "state")),
+            session_id=_opt_str(sk.get("session_id"), (spath, "session_id")),
+            extra=dict(sextra),
         )
     final_state = known.get("final_session_state", {})
     if final_state is not None:
-        _obj(final_state, path + ".final_session_state")
+        _obj(final_state, (path, "final_session_state"))
     return EvalCase(
         eval_id=eval_id,
         conversation=conversation,
         conversation_scenario=scenario,
         session_input=session_input,
-        creation_timestamp=_num(known.get("creation_timestamp", 0.0), path + ".creation_timestamp"),
-        rubrics=read_rubrics(known.get("rubrics"), path + ".rubrics"),
+        creation_timestamp=_num(known.get("creation_timestamp", 0.0), (path, "creation_timestamp")),
+        rubrics=read_rubrics(known.get("rubrics"), (path, "rubrics")),
         final_session_state=final_state,
-        extra=extra,
+        extra=dict(extra),
     )
 
 
@@ -377,9 +444,9 @@ def read_eval_set(data: Any) -> EvalSet:
                 hint = f" (top-level keys are snake_case: use {snake!r})"
             raise SchemaError(f"$.{key}", f"unknown top-level key {key!r}{hint}")
     eval_set_id = _str(_require(data, "eval_set_id", "$"), "$.eval_set_id")
+    cases_path = ("$", "eval_cases")
     cases = [
-        read_eval_case(c, f"$.eval_cases[{i}]")
-        for i, c in enumerate(_list(_require(data, "eval_cases", "$"), "$.eval_cases"))
+        read_eval_case(c, (cases_path, i)) for i, c in enumerate(_list(_require(data, "eval_cases", "$"), cases_path))
     ]
     seen: set[str] = set()
     for i, case in enumerate(cases):
@@ -486,6 +553,17 @@ def eval_set_id_for(path: Path) -> str:
 def parse_eval_set(raw: bytes, path: str | Path) -> tuple[EvalSet, bool]:
     """Parse bytes into an EvalSet; returns (eval_set, is_legacy). Raises LoadError."""
     path = Path(path)
+    # Building ~10^5 small objects triggers the cyclic GC over and over, for nothing: none are garbage.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse(raw, path)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _parse(raw: bytes, path: Path) -> tuple[EvalSet, bool]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
