@@ -311,7 +311,7 @@ class NativeAgent(Agent):
         state = dict(self.initial_state)
         if si is not None:
             state.update(si.state)
-        seed = stable_seed(self.agent_name, case.eval_id, si.user_id if si else "", si.session_id if si else "")
+        seed = stable_seed(self.agent_name, case.eval_id, si.user_id if si else "", (si.session_id if si else None) or "")
         tool_ctx = ToolContext(state=state, rng=random.Random(seed), agent_name=self.agent_name)
         return NativeSession(self, tool_ctx, mode)
 

@@ -1,0 +1,226 @@
+"""The LLM-backed user simulator for conversation_scenario cases, asking through the judge service.
+
+As google-adk's LlmBackedUserSimulator: the first user message is the scenario's starting_prompt; each
+later one is written by an LLM that follows the conversation_plan (and user_persona, and the config's
+custom_instructions) in reaction to the agent's last reply; the conversation ends when the LLM answers
+with the stop signal or after `max_allowed_invocations` user messages (the starting prompt counts).
+
+Without a judge (no credentials) only the starting prompt is sent: that turn needs no LLM, so the agent's
+real first reply is kept and shown, and the conversation stops there instead of being invented. The
+case's metrics then say why they could not run ("no judge credentials"), so it is NOT_EVALUATED, never
+PASSED. A simulator call that fails (judge error after retries, empty reply) fails the case's inference
+with the reason, as ADK's simulator raising does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Callable, Protocol
+
+from ..schema.config import EvalConfig
+from ..schema.model import Content, EvalCase, Invocation
+from .base import AgentError, AgentSession
+
+DEFAULT_STOP_SIGNAL = "</finished>"
+SIMULATOR_METRIC = "per_turn_user_simulator_quality_v1"
+
+
+class SimulatorJudge(Protocol):
+    """The part of the judge service (tui_eval.judge.JudgeService) the simulator uses."""
+
+    @property
+    def available(self) -> bool: ...
+
+    @property
+    def unavailable_reason(self) -> str | None: ...
+
+    async def ask(self, *, model: str, contents: Any, schema: Any = None, config: dict[str, Any] | None = None,
+                  sample: int = 0, system_instruction: str | None = None) -> Any: ...
+
+
+SIMULATOR_PROMPT = """You play the user in a conversation with an AI agent, to test the agent.
+React to what the agent just said, as a real person with the goals below would.
+
+First work out what the agent's last message was: a question to you, a task done, a task it could not
+do, or something wrong. Then do exactly one of these:
+- ANSWER the agent's question, using only information from the conversation plan. Give nothing it did
+  not ask for; if the plan does not have what it asks, say you don't know. Do not move on yet.
+- ADVANCE to the next request of the conversation plan once the current one is done; skip requests the
+  agent already fulfilled.
+- CHANGE your current request when the conversation plan says to, in natural words.
+- CORRECT the agent when it is wrong or failed; the first time it fails a request, ask it to try again.
+- END the conversation when every request of the plan is done, when the agent failed the same request
+  twice, when it did something wrong it says it cannot undo, or when it hands you over to a human. To end
+  it, answer with only {stop_signal} and nothing else. Do not end it before then.
+
+Write only the next user message: short, natural and conversational, one request at a time.
+{persona}
+# Conversation plan
+
+{conversation_plan}
+
+# Conversation so far
+
+{conversation_history}
+"""
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z_.]*)\s*\}\}")
+
+
+def stop_signal_for(config: EvalConfig) -> str:
+    """The stop signal: the user-simulator metric's, when configured, else ADK's default."""
+    crit = config.criteria.get(SIMULATOR_METRIC)
+    return crit.stop_signal if crit is not None else DEFAULT_STOP_SIGNAL
+
+
+def resolve_persona(persona: Any) -> dict[str, Any] | None:
+    """A user_persona as a dict (description, behaviors). A string names one of google-adk's pre-built
+    personas; without google-adk it stays a bare description."""
+    if persona is None:
+        return None
+    if isinstance(persona, dict):
+        return persona
+    if isinstance(persona, str):
+        try:
+            from google.adk.evaluation.simulation.pre_built_personas import get_default_persona_registry
+
+            return get_default_persona_registry().get_persona(persona).model_dump(mode="json")
+        except Exception:  # google-adk absent or an unknown id: the id is all we know
+            return {"id": persona, "description": persona, "behaviors": []}
+    return {"description": str(persona), "behaviors": []}
+
+
+def persona_text(persona: Any, *, rubrics: bool = False) -> str:
+    """The persona for a prompt: its description and each behaviour's instructions (or, for the
+    quality judge, each behaviour's violation rubrics)."""
+    p = resolve_persona(persona)
+    if not p:
+        return ""
+    lines = [str(p.get("description") or p.get("id") or "").strip()]
+    for b in p.get("behaviors") or []:
+        if not isinstance(b, dict):
+            continue
+        lines.append(f"\n## {b.get('name', '')}\n{b.get('description', '')}".rstrip())
+        key = "violation_rubrics" if rubrics else "behavior_instructions"
+        items = b.get(key) or b.get("violationRubrics" if rubrics else "behaviorInstructions") or []
+        if items:
+            lines.append(("Violations:" if rubrics else "Instructions:") + "\n" + "\n".join(f"- {i}" for i in items))
+    return "\n".join(x for x in lines if x).strip()
+
+
+def invocation_author(inv: Invocation) -> str:
+    """Who answered the turn (the first agent author seen), for transcripts."""
+    for author, _text in inv.intermediate_texts:
+        if author:
+            return author
+    data = inv.intermediate_data
+    for event in getattr(data, "invocation_events", None) or []:
+        if event.author and event.author != "user":
+            return event.author
+    return "agent"
+
+
+def transcript(invocations: list[Invocation], *, intermediate: bool = True) -> str:
+    """The conversation as `author: text` lines: user messages, agent texts, final responses."""
+    lines: list[str] = []
+    for inv in invocations:
+        user = inv.user_content.text
+        if user:
+            lines.append(f"user: {user}")
+        if intermediate:
+            lines.extend(f"{author}: {text}" for author, text in inv.intermediate_texts)
+        final = inv.final_response.text if inv.final_response is not None else ""
+        if final:
+            lines.append(f"{invocation_author(inv)}: {final}")
+    return "\n\n".join(lines)
+
+
+def _render_custom(template: str, values: dict[str, str]) -> str:
+    """ADK's custom_instructions use Jinja placeholders ({{ conversation_plan }} ...); we fill the
+    documented ones without depending on Jinja."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def simulator_prompt(case: EvalCase, config: EvalConfig, history: list[Invocation], stop_signal: str) -> str:
+    scenario = case.conversation_scenario
+    assert scenario is not None
+    persona = persona_text(scenario.user_persona)
+    values = {
+        "stop_signal": stop_signal,
+        "conversation_plan": scenario.conversation_plan,
+        "conversation_history": transcript(history),
+        "persona": persona,
+        "persona.description": persona,
+    }
+    custom = config.user_simulator.custom_instructions
+    if custom:
+        return _render_custom(custom, values)
+    block = f"\n# Your persona\n\n{persona}\n" if persona else ""
+    return SIMULATOR_PROMPT.format(
+        stop_signal=stop_signal,
+        persona=block,
+        conversation_plan=scenario.conversation_plan,
+        conversation_history=values["conversation_history"],
+    )
+
+
+async def next_user_message(
+    case: EvalCase, config: EvalConfig, judge: SimulatorJudge, history: list[Invocation], stop_signal: str
+) -> str | None:
+    """The simulated user's next message, or None when it sent the stop signal."""
+    from ..judge import JudgeError
+
+    prompt = simulator_prompt(case, config, history, stop_signal)
+    try:
+        reply = await judge.ask(
+            model=config.user_simulator.model,
+            contents=prompt,
+            config=config.user_simulator.model_configuration,
+            sample=0,
+        )
+    except JudgeError as exc:
+        raise AgentError(f"user simulator failed at turn {len(history) + 1}: {exc.reason}") from None
+    text = (reply.text or "").strip()
+    if stop_signal.lower() in text.lower():
+        return None
+    if not text:
+        raise AgentError(f"user simulator returned an empty message at turn {len(history) + 1}")
+    return text
+
+
+async def simulate_conversation(
+    case: EvalCase,
+    session: AgentSession,
+    config: EvalConfig,
+    judge: SimulatorJudge | None,
+    *,
+    on_turn: Callable[[int, Invocation], None] | None = None,
+    turn_timeout: float = 120.0,
+) -> list[Invocation]:
+    """Play a scenario case against an agent session; report each finished turn to `on_turn`."""
+    scenario = case.conversation_scenario
+    if scenario is None:
+        raise AgentError(f"case {case.eval_id!r} has no conversation_scenario")
+    stop_signal = stop_signal_for(config)
+    limit = config.user_simulator.max_allowed_invocations
+    can_simulate = judge is not None and judge.available
+    history: list[Invocation] = []
+    while len(history) < limit:
+        if not history:
+            text: str | None = scenario.starting_prompt
+        elif not can_simulate:
+            break  # offline: the starting prompt is all we can send without inventing the user
+        else:
+            text = await next_user_message(case, config, judge, history, stop_signal)  # type: ignore[arg-type]
+            if text is None:
+                break
+        index = len(history)
+        try:
+            inv = await asyncio.wait_for(session.turn(Content.from_text(text or ""), index), turn_timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise AgentError(f"turn {index + 1} timed out after {turn_timeout:g} s") from None
+        history.append(inv)
+        if on_turn is not None:
+            on_turn(index, inv)
+    return history
