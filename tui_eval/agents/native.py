@@ -397,7 +397,8 @@ class NativeSession(AgentSession):
             view = PolicyTurn(user_content.text, list(self._texts), list(results), self.tool_ctx.state, index)
             t0 = time.perf_counter()
             try:
-                answer = policy(view)
+                # In a thread like the tools: a policy that hangs must not block the per-turn timeout.
+                answer = await run_blocking(policy, view)
             except Exception as exc:
                 raise AgentError(f"agent {self.agent.agent_name!r} policy failed: {type(exc).__name__}: {exc}") from exc
             record.model_seconds += time.perf_counter() - t0

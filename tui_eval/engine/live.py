@@ -1,0 +1,481 @@
+"""The live loop: watch eval files, configs and agent sources, and re-run or re-score exactly what changed.
+
+Both faces drive it: the dashboard folds its events into state, `tui-eval watch` prints them. It sits on
+a Workspace (what is loaded, last good versions) and Runs (inference and scoring):
+- an edited eval case re-runs that case only; added cases run; removed cases drop;
+- a config whose criteria changed re-scores the stored inferences of its eval files, without the agent;
+- an edited agent source reloads the agent fresh and re-runs its cases (unless `rerun_on_agent_change`
+  is off: then the agent is only marked stale and reloaded before the next run);
+- a half-written file keeps its last good version (stale) and reports the error; the next save wins;
+- an agent that cannot be imported, raises or hangs makes its cases FAILED with the error; the loop
+  goes on.
+`handle_changes(paths)` does one batch and is what tests call; `watch()` wraps it in watchfiles'
+awatch with a trailing debounce of our own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Union
+
+from ..agents.base import Agent, AgentError, AgentSession, CaseContext
+from ..schema.config import CONFIG_FILE_NAME
+from ..schema.errors import LoadError
+from ..schema.load import EVAL_FILE_SUFFIXES
+from ..schema.model import EvalCase, Invocation
+from ..schema.results import CaseResult
+from .events import CaseFinished, CaseKey, Event, Log, RunError
+from .runner import Run, RunOptions, RunRecord
+from .workspace import SKIP_DIRS, FileChange, Workspace
+
+DEFAULT_DEBOUNCE = 0.15
+
+
+# ---- events of the live loop (besides the engine's own) -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """A file could not be loaded. `stale`: its last good version is still used and shown."""
+
+    path: str
+    message: str
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CasesRemoved:
+    keys: tuple[CaseKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReloaded:
+    """An agent was (re)loaded; `error` says why it could not be, and its cases will fail with it."""
+
+    ref: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStale:
+    """An agent's source changed while re-runs on agent edits are off: it reloads before the next run."""
+
+    ref: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRunStarted:
+    reason: str
+    keys: tuple[CaseKey, ...]
+    rescore: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRunFinished:
+    """A re-run (or re-score) finished; the latest result of each key is in `LiveSession.results`."""
+
+    reason: str
+    keys: tuple[CaseKey, ...]
+    rescore: bool
+    records: tuple[RunRecord, ...]
+    wall_seconds: float
+
+
+LiveEvent = Union[FileProblem, CasesRemoved, AgentReloaded, AgentStale, LiveRunStarted, LiveRunFinished]
+Sink = Callable[[Union[Event, LiveEvent]], None]
+
+
+class BrokenAgent(Agent):
+    """Stands in for an agent that could not be loaded: every case fails with the load error."""
+
+    def __init__(self, ref: str, error: str) -> None:
+        self.name = Path(ref).name or "agent"
+        self.error = error
+
+    async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:
+        raise AgentError(self.error)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What one batch of file changes asks for."""
+
+    run: dict[CaseKey, None] = field(default_factory=dict)
+    rescore: dict[CaseKey, None] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    reload_agents: set[str] = field(default_factory=set)
+
+
+class LiveSession:
+    """The live state of a folder under evaluation: workspace, loaded agents and the latest results."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        agent_ref: str | None = None,
+        config_override: str | Path | None = None,
+        options: RunOptions | None = None,
+        store: Any = None,
+        on_event: Sink | None = None,
+        rerun_on_agent_change: bool = True,
+        debounce: float = DEFAULT_DEBOUNCE,
+        only_files: Iterable[str | Path] | None = None,
+    ) -> None:
+        if agent_ref is not None and not agent_ref.startswith("replay:"):
+            agent_ref = str(Path(agent_ref).resolve())
+        self.workspace = Workspace(Path(root), agent_ref=agent_ref, config_override=config_override)
+        self.agent_ref = agent_ref
+        self.options = options or RunOptions()
+        self.store = store
+        self.on_event = on_event
+        self.rerun_on_agent_change = rerun_on_agent_change
+        self.debounce = debounce
+        self.only_files = {Path(p).resolve() for p in only_files} if only_files is not None else None
+        #: The latest result of every case (a re-run replaces only the cases it ran).
+        self.results: dict[CaseKey, CaseResult] = {}
+        self.runs: list[Run] = []
+        self._agents: dict[str, Agent] = {}
+        self._stale_agents: set[str] = set()
+        # Files that belong to a loaded agent but are not under an agent folder of the workspace
+        # (a replay recording, an --agent folder outside the root).
+        self._sources: dict[Path, str] = {}
+        self._lock = asyncio.Lock()
+        self._stop: asyncio.Event | None = None
+
+    # ---- events ----------------------------------------------------------------------------
+
+    def emit(self, event: Event | LiveEvent) -> None:
+        if isinstance(event, CaseFinished):
+            self.results[event.key] = event.result
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # a consumer's bug must not stop the loop
+                pass
+
+    # ---- agents ----------------------------------------------------------------------------
+
+    async def agent(self, ref: str) -> Agent:
+        """The loaded agent for a reference; loads it (fresh) when absent or stale. Never raises:
+        an agent that cannot be loaded becomes a BrokenAgent whose cases fail with the error."""
+        if ref in self._agents and ref not in self._stale_agents:
+            return self._agents[ref]
+        return await self.reload_agent(ref)
+
+    async def reload_agent(self, ref: str) -> Agent:
+        from ..agents import load_agent
+
+        old = self._agents.pop(ref, None)
+        self._stale_agents.discard(ref)
+        if old is not None:
+            try:
+                await old.aclose()
+            except Exception:
+                pass
+        try:
+            # Importing user code (and google-adk) can take a while: keep the event loop free.
+            agent: Agent = await asyncio.to_thread(load_agent, ref)
+        except (AgentError, LoadError) as exc:
+            agent = BrokenAgent(ref, str(exc))
+        except Exception as exc:  # a bug in a loader must not stop the loop either
+            agent = BrokenAgent(ref, f"{type(exc).__name__}: {exc}")
+        self._agents[ref] = agent
+        for path in agent.source_paths():
+            self._sources[Path(path).resolve()] = ref
+        self.emit(AgentReloaded(ref, agent.error if isinstance(agent, BrokenAgent) else None))
+        return agent
+
+    # ---- the initial scan and explicit runs --------------------------------------------------
+
+    def _wanted(self, path: Path) -> bool:
+        return self.only_files is None or Path(path).resolve() in self.only_files
+
+    async def start(self, *, run: bool = True) -> list[RunRecord]:
+        """Load everything below the root; then (by default) run every case."""
+        changes = self.workspace.scan()
+        if self.only_files is not None:
+            for path in list(self.workspace.eval_files):
+                if not self._wanted(path):
+                    del self.workspace.eval_files[path]
+        for change in changes:
+            self._report_problem(change)
+        if not run:
+            return []
+        return await self.run_keys(self.all_keys(), "initial run")
+
+    def all_keys(self) -> list[CaseKey]:
+        return [CaseKey(str(path), case.eval_id) for path, case in self.workspace.cases()]
+
+    def stored_inference(self, key: CaseKey) -> list[Invocation] | None:
+        """The actual invocations of a case's latest result, when its inference succeeded."""
+        result = self.results.get(key)
+        if result is None or result.error is not None or not result.actual:
+            return None
+        return result.actual
+
+    async def run_keys(self, keys: Iterable[CaseKey], reason: str, *, rescore: bool = False) -> list[RunRecord]:
+        """Run (or, with `rescore`, re-score from stored inferences where there are some) these cases,
+        one Run per agent, all at once. Returns the records."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return []
+        async with self._lock:
+            t0 = time.perf_counter()
+            self.emit(LiveRunStarted(reason, tuple(keys), rescore))
+            groups: dict[str | None, list[CaseKey]] = {}
+            for key in keys:
+                groups.setdefault(self.workspace.agent_for(Path(key.eval_file)), []).append(key)
+            jobs = []
+            for ref, group in groups.items():
+                if ref is None:
+                    files = sorted({k.eval_file for k in group})
+                    self.emit(RunError(f"no agent for {', '.join(files)}: pass --agent or keep the eval file "
+                                       "inside an agent folder"))
+                    continue
+                jobs.append(self._run_group(ref, group, rescore))
+            records = [r for r in await asyncio.gather(*jobs) if r is not None]
+            self.emit(LiveRunFinished(reason, tuple(keys), rescore, tuple(records), time.perf_counter() - t0))
+            return records
+
+    async def _run_group(self, ref: str, keys: list[CaseKey], rescore: bool) -> RunRecord | None:
+        inferences: dict[CaseKey, list[Invocation]] = {}
+        if rescore:
+            for key in keys:
+                stored = self.stored_inference(key)
+                if stored is not None:
+                    inferences[key] = stored
+        try:
+            plan = self.workspace.plan_for(keys=keys)
+        except LoadError as exc:  # a broken config with no last good version
+            self.emit(RunError(str(exc)))
+            return None
+        if not plan.targets:
+            return None
+        # A pure re-score never touches the agent (not even to load it).
+        needs_agent = any(CaseKey(str(t.eval_file), c.eval_id) not in inferences
+                          for t in plan.targets for c in t.cases)
+        agent = await self.agent(ref) if needs_agent else None
+        run = Run(plan, agent, options=self.options, on_event=self.emit, store=self.store, inferences=inferences)
+        self.runs.append(run)
+        try:
+            return await run.execute()
+        finally:
+            self.runs.remove(run)
+
+    def cancel(self) -> None:
+        """Cancel every run in progress (finished cases are kept)."""
+        for run in list(self.runs):
+            run.cancel()
+
+    # ---- reacting to changes -----------------------------------------------------------------
+
+    def _report_problem(self, change: FileChange) -> None:
+        if change.error is None:
+            return
+        state: Any = (self.workspace.eval_files.get(change.path) if change.kind == "eval"
+                      else self.workspace.configs.get(change.path))
+        self.emit(FileProblem(str(change.path), str(change.error), bool(state is not None and state.stale)))
+
+    def _agent_ref_for_source(self, path: Path) -> str | None:
+        """The agent whose source this file is, if any."""
+        ref = self._sources.get(path)
+        if ref is not None:
+            return ref
+        agent_dir = self.workspace.agent_dir_of(path) if path.suffix == ".py" else None
+        if agent_dir is None:
+            return None
+        if self.agent_ref is not None:
+            # Every eval file runs with the explicit agent: only its own folder counts.
+            return self.agent_ref if Path(self.agent_ref) == agent_dir else None
+        return str(agent_dir)
+
+    def _keys_of_agent(self, ref: str) -> list[CaseKey]:
+        return [CaseKey(str(p), c.eval_id) for p, c in self.workspace.cases()
+                if self.workspace.agent_for(p) == ref]
+
+    def _on_eval(self, change: FileChange, batch: _Batch) -> None:
+        path = str(change.path)
+        if change.error is not None:
+            self._report_problem(change)
+            return
+        removed = tuple(CaseKey(path, i) for i in change.removed_cases)
+        for key in removed:
+            self.results.pop(key, None)
+        if removed:
+            self.emit(CasesRemoved(removed))
+        edited = change.changed_cases + change.added_cases
+        for eval_id in edited:
+            batch.run[CaseKey(path, eval_id)] = None
+        if edited:
+            batch.reasons.append(f"{change.path.name}: {', '.join(edited)}")
+
+    def _on_config(self, change: FileChange, batch: _Batch) -> None:
+        if change.error is not None:
+            self._report_problem(change)
+            return
+        state = self.workspace.configs.get(change.path)
+        if state is not None and state.config is not None:
+            for warning in state.config.warnings:
+                self.emit(Log(f"{change.path}: {warning}", "warning"))
+        if not change.criteria_changed:
+            return
+        files = [p for p in self.workspace.eval_files_of_config(change.path) if self._wanted(p)]
+        keys = [CaseKey(str(p), c.eval_id) for p, c in self.workspace.cases() if p in files]
+        for key in keys:
+            batch.rescore[key] = None
+        if keys:
+            batch.reasons.append(f"{change.path.name} criteria: re-score {_plural(len(files), 'eval file')}")
+
+    def _on_agent(self, ref: str, path: Path, batch: _Batch) -> None:
+        if not self.rerun_on_agent_change:
+            if ref in self._agents:
+                self._stale_agents.add(ref)
+            self.emit(AgentStale(ref, str(path)))
+            return
+        batch.reload_agents.add(ref)
+        for key in self._keys_of_agent(ref):
+            batch.run[key] = None
+        batch.reasons.append(f"agent {Path(ref).name}: {path.name}")
+
+    async def handle_changes(self, paths: Iterable[str | Path]) -> list[RunRecord]:
+        """React to one batch of changed (or deleted) files: reload them, then re-run and re-score
+        what they affect. Never raises for a bad file or a broken agent: those are reported as events."""
+        batch = _Batch()
+        resolved = list(dict.fromkeys(Path(p).resolve() for p in paths))
+        if any(p.name in ("agent.py", "__init__.py") and p.parent not in self.workspace.agent_dirs
+               for p in resolved):
+            self.workspace.discover()  # a new agent folder appeared
+        for path in resolved:
+            try:
+                ref = self._agent_ref_for_source(path)
+                kind = self.workspace.classify(path)
+                if kind == "eval" and self._wanted(path):
+                    self._on_eval(self.workspace.reload(path), batch)
+                elif kind == "config":
+                    self._on_config(self.workspace.reload(path), batch)
+                if ref is not None:
+                    self._on_agent(ref, path, batch)
+            except Exception as exc:  # one file's trouble must not lose the others
+                self.emit(RunError(f"{path}: {type(exc).__name__}: {exc}"))
+        for ref in sorted(batch.reload_agents):
+            await self.reload_agent(ref)
+        records: list[RunRecord] = []
+        reason = "; ".join(batch.reasons) or "files changed"
+        rescore = [k for k in batch.rescore if k not in batch.run]
+        if batch.run:
+            records += await self.run_keys(batch.run, reason)
+        if rescore:
+            records += await self.run_keys(rescore, reason, rescore=True)
+        return records
+
+    # ---- watching ----------------------------------------------------------------------------
+
+    def watch_paths(self) -> list[Path]:
+        """The folders to watch: the root, plus an explicit agent or replay file outside it."""
+        root = self.workspace.root
+        paths = [root if root.is_dir() else root.parent]
+        extra: list[Path] = []
+        if self.agent_ref is not None:
+            ref = self.agent_ref.removeprefix("replay:")
+            extra.append(Path(ref).resolve())
+        if self.workspace.config_override is not None:
+            extra.append(self.workspace.config_override)
+        for path in extra:
+            folder = path if path.is_dir() else path.parent
+            if not any(folder == p or p in folder.parents for p in paths):
+                paths.append(folder)
+        return paths
+
+    def relevant(self, path: str | Path) -> bool:
+        """Whether a changed path can matter: eval files, configs, Python sources, agent sources;
+        never our own history, caches, VCS folders or editors' hidden temp files."""
+        p = Path(path)
+        name = p.name
+        if name.startswith(".") or name.endswith("~"):
+            return False
+        for base in self.watch_paths():
+            try:
+                rel = p.relative_to(base)
+            except ValueError:
+                continue
+            if any(part in SKIP_DIRS or part.startswith(".") for part in rel.parts[:-1]):
+                return False
+            break
+        if name.endswith(EVAL_FILE_SUFFIXES) or name == CONFIG_FILE_NAME or name.endswith(".py"):
+            return True
+        resolved = p.resolve()
+        return resolved in self._sources or resolved == self.workspace.config_override
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def watch(self, *, ready: asyncio.Event | None = None) -> None:
+        """Watch until `stop()`: each burst of saves becomes one `handle_changes` call once the files
+        have been quiet for `debounce` seconds (editors save in several steps)."""
+        from watchfiles import awatch
+
+        stop = self._stop = asyncio.Event()
+        queue: asyncio.Queue[set[Path]] = asyncio.Queue()
+
+        async def read() -> None:
+            async for changes in awatch(
+                *self.watch_paths(),
+                watch_filter=lambda _change, path: self.relevant(path),
+                stop_event=stop,
+                step=20,
+                rust_timeout=200,
+                yield_on_timeout=True,
+            ):
+                if changes:
+                    queue.put_nowait({Path(p) for _, p in changes})
+                elif ready is not None and not ready.is_set():
+                    ready.set()  # the watcher is up and has seen no change yet
+
+        reader = asyncio.create_task(read())
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            while not stop.is_set():
+                getter = asyncio.create_task(queue.get())
+                done, _ = await asyncio.wait({getter, stopper, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    if reader in done and not stop.is_set():
+                        reader.result()  # the watcher died: raise its error
+                    break
+                pending = set(getter.result())
+                while True:  # trailing debounce: wait for the burst to end
+                    try:
+                        pending |= await asyncio.wait_for(queue.get(), self.debounce)
+                    except (TimeoutError, asyncio.TimeoutError):
+                        break
+                try:
+                    await self.handle_changes(sorted(pending))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # keep watching whatever happened
+                    self.emit(RunError(f"live update failed: {type(exc).__name__}: {exc}"))
+        finally:
+            stop.set()
+            stopper.cancel()
+            reader.cancel()
+            await asyncio.gather(reader, stopper, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        self.stop()
+        self.cancel()
+        for agent in list(self._agents.values()):
+            try:
+                await agent.aclose()
+            except Exception:
+                pass
+        self._agents.clear()

@@ -1,0 +1,188 @@
+"""`tui-eval watch`: run everything once, then re-run what each save changes and print it, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from .engine.events import Log, RunError
+from .engine.live import (
+    AgentReloaded,
+    AgentStale,
+    CasesRemoved,
+    FileProblem,
+    LiveRunFinished,
+    LiveSession,
+)
+from .engine.runner import RunOptions, RunRecord
+from .engine.store import ResultStore
+from .report import metric_line, print_summary
+from .schema.results import EvalStatus
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def _targets(args: argparse.Namespace) -> tuple[Path, str | None, list[Path] | None]:
+    """(root folder, agent reference, eval files to restrict to) from the command line."""
+    from .agents import is_agent_ref
+    from .engine.plan import split_target
+
+    targets = list(args.targets)
+    agent = args.agent
+    if agent is None and len(targets) > 1 and is_agent_ref(targets[0]):
+        agent = targets.pop(0)
+    if len(targets) == 1 and Path(targets[0]).is_dir():
+        return Path(targets[0]), agent, None
+    files = []
+    for target in targets:
+        path = Path(split_target(target)[0])
+        if path.is_dir():
+            raise ValueError(f"{target}: give one folder, or eval files (not both)")
+        if not path.is_file():
+            raise ValueError(f"{target}: no such file or folder")
+        files.append(path.resolve())
+    root = Path(os.path.commonpath([str(f.parent) for f in files]))
+    return root, agent, files
+
+
+def _counts(record_results: list[Any]) -> str:
+    counts = {s: 0 for s in EvalStatus}
+    for case in record_results:
+        counts[case.status] += 1
+    return (f"{counts[EvalStatus.PASSED]} passed, {counts[EvalStatus.FAILED]} failed, "
+            f"{counts[EvalStatus.NOT_EVALUATED]} not evaluated")
+
+
+class _Printer:
+    """Turns live events into lines: one per re-run, then why each case that did not pass failed."""
+
+    def __init__(self, session: LiveSession, out: TextIO, err: TextIO) -> None:
+        self.session = session
+        self.out = out
+        self.err = err
+        self.quiet_runs = True  # the initial run prints a full summary instead
+
+    def _line(self, text: str, stream: TextIO | None = None) -> None:
+        print(text, file=stream or self.out, flush=True)
+
+    def __call__(self, event: Any) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        if isinstance(event, FileProblem):
+            tail = " (keeping its last good version)" if event.stale else ""
+            self._line(f"[{stamp}] ! {event.message}{tail}", self.err)
+        elif isinstance(event, AgentReloaded) and event.error:
+            self._line(f"[{stamp}] ! agent {Path(event.ref).name}: {event.error}", self.err)
+        elif isinstance(event, AgentStale):
+            self._line(f"[{stamp}] agent {Path(event.ref).name} changed ({Path(event.path).name}); "
+                       "re-run on agent edits is off", self.out)
+        elif isinstance(event, CasesRemoved):
+            self._line(f"[{stamp}] removed: {', '.join(str(k.eval_id) for k in event.keys)}")
+        elif isinstance(event, RunError):
+            self._line(f"[{stamp}] error: {event.message}", self.err)
+        elif isinstance(event, Log) and event.level in ("warning", "error"):
+            self._line(f"[{stamp}] {event.level}: {event.message}", self.err)
+        elif isinstance(event, LiveRunFinished) and not self.quiet_runs:
+            self._finished(event, stamp)
+
+    def _finished(self, event: LiveRunFinished, stamp: str) -> None:
+        results = [self.session.results[k] for k in event.keys if k in self.session.results]
+        verb = "re-scored" if event.rescore else "re-ran"
+        self._line(f"[{stamp}] {event.reason} -> {verb} {len(results)} case(s): {_counts(results)} "
+                   f"({event.wall_seconds:.2f} s)")
+        for case in results:
+            if case.status == EvalStatus.PASSED:
+                continue
+            mark = "FAIL" if case.status == EvalStatus.FAILED else "N/E "
+            self._line(f"  {mark} {Path(case.eval_set_file).name}:{case.eval_id}")
+            if case.error:
+                self._line(f"       agent error: {case.error}")
+                continue
+            for m in case.metrics:
+                if m.status != EvalStatus.PASSED:
+                    self._line(f"       {metric_line(m)}")
+
+
+def _merge(records: list[RunRecord]) -> RunRecord:
+    merged = RunRecord(run_id="initial", started=min((r.started for r in records), default=time.time()))
+    for r in records:
+        merged.results.extend(r.results)
+        merged.saved.extend(r.saved)
+        merged.cancelled = merged.cancelled or r.cancelled
+    return merged
+
+
+async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
+    loop = asyncio.get_running_loop()
+
+    def interrupt() -> None:
+        session.cancel()
+        session.stop()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        loop.add_signal_handler(signal.SIGTERM, interrupt)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+        pass
+    try:
+        watcher = asyncio.create_task(session.watch())
+        await asyncio.sleep(0)  # start watching before the first run, so no save is missed
+        records = await session.start()
+        if records:
+            print_summary(_merge(records), out)
+        elif not session.workspace.eval_files:
+            print("no eval files found yet; waiting for some to appear", file=out)
+        printer.quiet_runs = False
+        names = ", ".join(str(p) for p in session.watch_paths())
+        print(f"watching {names} for changes (Ctrl-C to stop)", file=out, flush=True)
+        await watcher
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        await session.aclose()
+
+
+def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the live loop headlessly until interrupted. Exit 0 when stopped, 2 for bad arguments."""
+    if args.concurrency < 1 or args.judge_concurrency < 1:
+        print("error: --concurrency and --judge-concurrency must be at least 1", file=err)
+        return EXIT_BAD_INPUT
+    try:
+        root, agent, files = _targets(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return EXIT_BAD_INPUT
+    if args.config and not Path(args.config).is_file():
+        print(f"error: {args.config}: no such config file", file=err)
+        return EXIT_BAD_INPUT
+    options = RunOptions(
+        concurrency=args.concurrency,
+        turn_timeout=args.turn_timeout,
+        judge_concurrency=args.judge_concurrency,
+        judge_cache=not args.no_judge_cache,
+    )
+    session = LiveSession(
+        root,
+        agent_ref=agent,
+        config_override=args.config,
+        options=options,
+        store=ResultStore(),
+        rerun_on_agent_change=not args.no_rerun_on_agent_change,
+        debounce=args.debounce,
+        only_files=files,
+    )
+    printer = _Printer(session, out, err)
+    session.on_event = printer
+    try:
+        asyncio.run(_watch(session, printer, out))
+    except KeyboardInterrupt:
+        pass
+    print("stopped watching", file=out)
+    return EXIT_OK
