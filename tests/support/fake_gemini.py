@@ -404,3 +404,51 @@ def _make_handler(server: FakeGemini) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def judge_responder(
+    *,
+    verdict: str = "valid",
+    rubric_verdict: str = "yes",
+    sentence_label: str = "supported",
+    safety_verdict: str = "safe",
+    rationale: str = "fake judge rationale",
+) -> Responder:
+    """A responder that plays tui-eval's LLM judge: it reads the request's response schema and answers
+    with a matching JSON object (rubric ids and sentences are taken from the prompt). Returns None for
+    requests without a schema, so queued replies still serve agent traffic on the same server."""
+    id_pattern = re.compile(r"\[id: ([^\]]+)\]")
+
+    def respond(request: RecordedRequest) -> Reply | None:
+        schema = request.response_schema
+        if not isinstance(schema, dict):
+            return None
+        props = schema.get("properties") or {}
+        text = request.prompt_text
+        if "verdicts" in props:
+            ids = id_pattern.findall(text.rsplit("<properties>", 1)[-1])
+            return json_reply({"verdicts": [
+                {"rubric_id": rid, "evidence": "fake evidence", "rationale": rationale, "verdict": rubric_verdict}
+                for rid in ids]})
+        if "sentences" in props:
+            item = (props["sentences"].get("items") or {})
+            if item.get("type", "").upper() == "STRING":
+                response = text.split("<response>", 1)[-1].rsplit("</response>", 1)[0].strip()
+                parts = [s for s in re.split(r"(?<=[.!?])\s+", response) if s.strip()]
+                return json_reply({"sentences": parts})
+            block = text.rsplit("<sentences>", 1)[-1].split("</sentences>", 1)[0].strip()
+            labelled = []
+            for line in block.splitlines():
+                num, _, sentence = line.partition(". ")
+                if num.isdigit():
+                    labelled.append({"index": int(num), "sentence": sentence, "rationale": rationale,
+                                     "label": sentence_label, "supporting_excerpt": "fake excerpt",
+                                     "contradicting_excerpt": None})
+            return json_reply({"sentences": labelled})
+        if "violated_policies" in props:
+            return json_reply({"rationale": rationale, "violated_policies": [], "verdict": safety_verdict})
+        if "reasoning" in props:
+            return json_reply({"reasoning": rationale, "verdict": verdict})
+        return None
+
+    return respond
