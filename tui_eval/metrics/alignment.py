@@ -125,7 +125,7 @@ def _all_any_order(
 def _longest_in_order(
     expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
 ) -> list[tuple[int, int]]:
-    """The largest in-order pairing (longest common subsequence), earliest pairs first.
+    """The largest in-order pairing (longest common subsequence); ties pair the earliest expected calls.
 
     A failed greedy scan can pair badly (expected [X, A, B] against actual [A, B, X] pairs only X); the
     longest pairing shows the user the fewest calls out of place.
