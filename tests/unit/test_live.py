@@ -1,0 +1,295 @@
+"""The live loop, driven directly through handle_changes (no real time) and once through watchfiles."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tui_eval.engine.events import CaseFinished, CaseKey, CaseStarted
+from tui_eval.engine.live import (
+    AgentReloaded,
+    AgentStale,
+    CasesRemoved,
+    FileProblem,
+    LiveRunFinished,
+    LiveSession,
+)
+from tui_eval.engine.runner import RunOptions
+from tui_eval.schema.results import EvalStatus
+
+AGENT = '''
+from pathlib import Path
+from tui_eval.agents.native import NativeAgent
+
+VALUES = {VALUES}
+LOG = Path({log!r})
+
+
+def lookup(key: str) -> str:
+    """Look a key up."""
+    {tool_body}
+    return VALUES.get(key, "unknown")
+
+
+def policy(turn):
+    LOG.open("a").write(turn.user_text + "\\n")  # proves when the agent really ran
+    if turn.last("lookup") is None:
+        return [("lookup", {{"key": turn.user_text.split()[-1]}})]
+    return f"{{turn.results[0].args['key']}} is {{turn.results[0].response['result']}}"
+
+
+root_agent = NativeAgent("bot", "look things up", tools=[lookup], policy=policy)
+'''
+
+
+def _agent_source(log: Path, values: dict[str, str], tool_body: str = "pass") -> str:
+    return AGENT.format(VALUES=repr(values), log=str(log), tool_body=tool_body)
+
+
+def _case(eval_id: str, key: str, answer: str) -> dict[str, Any]:
+    return {
+        "eval_id": eval_id,
+        "conversation": [{
+            "invocation_id": "",
+            "user_content": {"role": "user", "parts": [{"text": f"lookup {key}"}]},
+            "final_response": {"role": "model", "parts": [{"text": answer}]},
+            "intermediate_data": {"tool_uses": [{"name": "lookup", "args": {"key": key}}],
+                                  "tool_responses": [], "intermediate_responses": []},
+        }],
+        "session_input": {"app_name": "bot", "user_id": "u", "state": {}},
+    }
+
+
+class Env:
+    def __init__(self, tmp_path: Path) -> None:
+        self.root = tmp_path / "ws"
+        self.bot = self.root / "bot"
+        self.bot.mkdir(parents=True)
+        self.log = tmp_path / "calls.log"
+        self.eval_file = (self.bot / "bot.evalset.json").resolve()
+        self.config = self.bot / "test_config.json"
+        self.cases = [_case("a", "apple", "apple is red"), _case("b", "banana", "banana is yellow"),
+                      _case("c", "cherry", "cherry is dark red")]
+        (self.bot / "agent.py").write_text(_agent_source(self.log, {"apple": "red", "banana": "yellow",
+                                                                    "cherry": "dark red"}))
+        self.write_eval()
+        self.write_config({"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8})
+        self.events: list[Any] = []
+
+    def write_eval(self) -> None:
+        self.eval_file.write_text(json.dumps({"eval_set_id": "bot", "eval_cases": self.cases}, indent=1))
+
+    def write_config(self, criteria: dict[str, Any]) -> None:
+        self.config.write_text(json.dumps({"criteria": criteria}))
+
+    def agent_calls(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def key(self, eval_id: str) -> CaseKey:
+        return CaseKey(str(self.eval_file), eval_id)
+
+    def session(self, **kw: Any) -> LiveSession:
+        kw.setdefault("options", RunOptions(turn_timeout=5, save=False))
+        return LiveSession(self.root, on_event=self.events.append, **kw)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def started(self) -> list[str]:
+        return [e.key.eval_id for e in self.of(CaseStarted)]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    return Env(tmp_path)
+
+
+def status(live: LiveSession, env: Env, eval_id: str) -> EvalStatus:
+    return live.results[env.key(eval_id)].status
+
+
+async def test_initial_run_then_an_edited_case_reruns_only_that_case(env: Env) -> None:
+    live = env.session()
+    await live.start()
+    assert sorted(env.started()) == ["a", "b", "c"]
+    assert all(status(live, env, i) == EvalStatus.PASSED for i in "abc")
+    before = {k: v for k, v in live.results.items()}
+
+    env.events.clear()
+    env.cases[1]["conversation"][0]["final_response"]["parts"][0]["text"] = "bananas are blue"
+    env.write_eval()
+    await live.handle_changes([env.eval_file])
+    assert env.started() == ["b"]
+    assert status(live, env, "b") == EvalStatus.FAILED
+    # nothing from the earlier run is lost
+    assert live.results[env.key("a")] is before[env.key("a")]
+    [done] = env.of(LiveRunFinished)
+    assert done.keys == (env.key("b"),) and not done.rescore and "bot.evalset.json: b" in done.reason
+
+
+async def test_added_case_runs_and_removed_case_drops(env: Env) -> None:
+    live = env.session()
+    await live.start()
+    env.events.clear()
+    env.cases = [env.cases[0], env.cases[2], _case("d", "date", "date is unknown")]
+    env.write_eval()
+    await live.handle_changes([env.eval_file])
+    assert env.started() == ["d"]
+    assert env.key("b") not in live.results and status(live, env, "d") == EvalStatus.PASSED
+    [removed] = env.of(CasesRemoved)
+    assert removed.keys == (env.key("b"),)
+
+
+async def test_config_edit_rescores_without_calling_the_agent(env: Env) -> None:
+    live = env.session()
+    await live.start()
+    calls = len(env.agent_calls())
+    assert calls == 6  # three cases, two policy steps each
+    inferences = {k: v.actual for k, v in live.results.items()}
+    env.events.clear()
+    env.write_config({"tool_trajectory_avg_score": 1.0, "response_match_score": 1.0})
+    cherry_before = live.results[env.key("c")]
+    (env.bot / "agent.py").write_text("raise RuntimeError('the agent must not be loaded for a re-score')\n")
+
+    await live.handle_changes([env.config])
+    assert len(env.agent_calls()) == calls  # the agent never ran
+    assert not env.of(AgentReloaded)
+    [done] = env.of(LiveRunFinished)
+    assert done.rescore and sorted(k.eval_id for k in done.keys) == ["a", "b", "c"]
+    for key, result in live.results.items():
+        assert result.actual is inferences[key]  # the stored inference, re-scored
+        assert result.metric("response_match_score").threshold == 1.0
+    assert live.results[env.key("c")] is not cherry_before
+    # the same criteria again: nothing to do
+    env.events.clear()
+    await live.handle_changes([env.config])
+    assert not env.of(LiveRunFinished)
+
+
+async def test_agent_source_edit_reloads_and_reruns(env: Env) -> None:
+    live = env.session()
+    await live.start()
+    env.events.clear()
+    (env.bot / "agent.py").write_text(_agent_source(env.log, {"apple": "green", "banana": "yellow",
+                                                              "cherry": "dark red"}))
+    await live.handle_changes([env.bot / "agent.py"])
+    assert sorted(env.started()) == ["a", "b", "c"]
+    assert [e.error for e in env.of(AgentReloaded)] == [None]
+    assert status(live, env, "a") == EvalStatus.FAILED  # "apple is green" drifted from "apple is red"
+    assert live.results[env.key("a")].actual[0].final_response.text == "apple is green"
+    assert status(live, env, "b") == EvalStatus.PASSED
+
+
+async def test_syntax_error_fails_the_cases_with_the_error_then_a_fix_passes(env: Env) -> None:
+    live = env.session()
+    await live.start()
+    env.events.clear()
+    good = (env.bot / "agent.py").read_text()
+    (env.bot / "agent.py").write_text(good.replace("def policy(turn):", "def policy(turn)"))
+    await live.handle_changes([env.bot / "agent.py"])
+    [reloaded] = env.of(AgentReloaded)
+    assert reloaded.error is not None and f"{env.bot / 'agent.py'}:" in reloaded.error
+    for eval_id in "abc":
+        result = live.results[env.key(eval_id)]
+        assert result.status == EvalStatus.FAILED
+        assert "SyntaxError" in (result.error or "") and "agent.py:" in (result.error or "")
+
+    (env.bot / "agent.py").write_text(good)
+    await live.handle_changes([env.bot / "agent.py"])
+    assert all(status(live, env, i) == EvalStatus.PASSED for i in "abc")
+
+
+async def test_half_written_eval_file_keeps_the_last_good_version(env: Env) -> None:
+    live = env.session()
+    await live.start()
+    before = dict(live.results)
+    env.events.clear()
+    full = env.eval_file.read_text()
+    env.eval_file.write_text(full[: len(full) // 2])
+    await live.handle_changes([env.eval_file])
+    [problem] = env.of(FileProblem)
+    assert problem.stale and "half-saved" in problem.message and str(env.eval_file) in problem.message
+    assert live.workspace.eval_files[env.eval_file].stale
+    assert live.results == before and not env.of(LiveRunFinished)
+
+    # the next (complete) save is picked up against the last good version
+    env.cases[2]["conversation"][0]["final_response"]["parts"][0]["text"] = "cherry is dark red indeed"
+    env.write_eval()
+    await live.handle_changes([env.eval_file])
+    assert env.started() == ["c"]
+    assert not live.workspace.eval_files[env.eval_file].stale
+
+
+async def test_hanging_agent_times_out_and_the_loop_goes_on(env: Env) -> None:
+    live = env.session(options=RunOptions(turn_timeout=0.3, save=False))
+    await live.start()
+    (env.bot / "agent.py").write_text(_agent_source(env.log, {"apple": "red"}, "import time; time.sleep(5)"))
+    await live.handle_changes([env.bot / "agent.py"])
+    for eval_id in "abc":
+        result = live.results[env.key(eval_id)]
+        assert result.status == EvalStatus.FAILED and result.error == "turn 1 timed out after 0.3 s"
+    # still alive: an eval edit is handled as usual
+    env.events.clear()
+    env.cases[0]["conversation"][0]["final_response"]["parts"][0]["text"] = "apple"
+    env.write_eval()
+    await live.handle_changes([env.eval_file])
+    assert env.started() == ["a"]
+
+
+async def test_live_toggle_off_marks_the_agent_stale_instead_of_rerunning(env: Env) -> None:
+    live = env.session(rerun_on_agent_change=False)
+    await live.start()
+    env.events.clear()
+    (env.bot / "agent.py").write_text(_agent_source(env.log, {"apple": "green"}))
+    await live.handle_changes([env.bot / "agent.py"])
+    assert env.started() == [] and len(env.of(AgentStale)) == 1
+    # the next run (here an eval edit) reloads the agent first
+    env.cases[0]["conversation"][0]["final_response"]["parts"][0]["text"] = "apple is green"
+    env.write_eval()
+    await live.handle_changes([env.eval_file])
+    assert env.started() == ["a"] and status(live, env, "a") == EvalStatus.PASSED
+
+
+async def test_eval_file_outside_any_agent_is_reported_not_run(env: Env, tmp_path: Path) -> None:
+    loose = env.root / "loose"
+    loose.mkdir()
+    (loose / "x.evalset.json").write_text(json.dumps({"eval_set_id": "x", "eval_cases": [env.cases[0]]}))
+    live = env.session()
+    await live.start()
+    assert sorted(env.started()) == ["a", "b", "c"]
+    from tui_eval.engine.events import RunError
+
+    assert any("no agent for" in e.message for e in env.of(RunError))
+
+
+async def test_watch_with_real_file_events(env: Env) -> None:
+    live = env.session(debounce=0.05)
+    await live.start()
+    env.events.clear()
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(live.watch(ready=ready))
+    try:
+        await asyncio.wait_for(ready.wait(), 5)
+        env.cases[0]["conversation"][0]["final_response"]["parts"][0]["text"] = "apple is red!"
+        env.write_eval()
+        # our own history writes (.adk) and hidden temp files are ignored
+        (env.bot / ".adk").mkdir()
+        (env.bot / ".adk" / "x.evalset.json").write_text("{}")
+        for _ in range(100):
+            if env.of(LiveRunFinished):
+                break
+            await asyncio.sleep(0.05)
+        [done] = env.of(LiveRunFinished)
+        assert done.keys == (env.key("a"),)
+        assert any(isinstance(e, CaseFinished) for e in env.events)
+    finally:
+        live.stop()
+        await asyncio.wait_for(watcher, 5)
+    assert not live.relevant(env.bot / ".adk" / "eval_history" / "x.evalset.json")
+    assert not live.relevant(env.bot / ".bot.evalset.json.123.tmp")
+    assert live.relevant(env.eval_file) and live.relevant(env.bot / "agent.py")
