@@ -537,3 +537,15 @@ async def test_no_credentials_llm_not_evaluated_deterministic_still_run() -> Non
     for name, r in results.items():
         if name != "tool_trajectory_avg_score":
             assert r.status == EvalStatus.NOT_EVALUATED and r.reason == "no judge credentials", name
+
+
+async def test_turn_without_timestamp_keeps_rubrics_and_app_details(fake_gemini: FakeGemini,
+                                                                    judge: JudgeService) -> None:
+    """Hand-written turns often leave out creation_timestamp; their rubrics and app_details still count."""
+    fake_gemini.responder = rubric_responder(lambda rid, n: "yes")
+    raw = turn("q", "a", rubrics=[rubric("inv_only", "From the turn", "FINAL_RESPONSE_QUALITY")])
+    del raw["creation_timestamp"], raw["intermediate_data"], raw["invocation_id"]
+    result = await run_metric("rubric_based_final_response_quality_v1", judged(samples=1), case([raw]), judge)
+    assert result.score == 1.0
+    assert rubric_ids_in(fake_gemini.requests[0]) == ["inv_only"]
+    assert "Always use get_weather" in fake_gemini.requests[0].prompt_text

@@ -349,6 +349,13 @@ _INVOCATION = _aliases(
 )
 
 
+# An invocation with only these keys has none of the rarer fields (a count is not enough: a hand-written
+# turn may leave out creation_timestamp and still carry rubrics or app_details).
+_COMMON_INVOCATION_KEYS = frozenset(
+    {"invocation_id", "user_content", "final_response", "intermediate_data", "creation_timestamp"}
+)
+
+
 def read_invocation(data: Any, path: JPath) -> Invocation:
     known, _ = _fields(_obj(data, path), path, _INVOCATION)
     get = known.get
@@ -362,7 +369,7 @@ def read_invocation(data: Any, path: JPath) -> Invocation:
         None if inter is None else read_intermediate_data(inter, (path, "intermediate_data")),
         ts if type(ts) is float else _num(ts, (path, "creation_timestamp")),
     )
-    if len(known) > 5:  # the rarer fields
+    if not known.keys() <= _COMMON_INVOCATION_KEYS:  # the rarer fields
         inv.duration = _opt_num(get("duration"), (path, "duration"))
         inv.model_duration = _opt_num(get("model_duration"), (path, "model_duration"))
         inv.tool_duration = _opt_num(get("tool_duration"), (path, "tool_duration"))
