@@ -281,3 +281,15 @@ def test_judge_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_service_survives_a_new_event_loop(fake_gemini: FakeGemini, tmp_path: Path) -> None:
+    fake_gemini.default = json_reply({"reasoning": "r", "verdict": "valid"})
+    judge = make_service(fake_gemini, tmp_path, use_cache=False, concurrency=2)
+
+    async def burst() -> None:
+        await asyncio.gather(*(judge.ask(model="m", contents=f"q{i}", schema=Verdict) for i in range(4)))
+
+    asyncio.run(burst())
+    asyncio.run(burst())  # a second run on a fresh loop (the dashboard's worker threads do this)
+    assert fake_gemini.calls == 8 and fake_gemini.max_in_flight <= 2

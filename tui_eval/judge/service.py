@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import random
@@ -154,6 +155,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=64)
+def _schema_json(schema: type[BaseModel]) -> str:
+    """The schema as it goes into the cache key (pydantic's JSON schema generation is slow: memoised)."""
+    return json.dumps(schema.model_json_schema(), sort_keys=True)
+
+
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait: the Retry-After header, else a google.rpc.RetryInfo detail."""
     headers = getattr(getattr(exc, "response", None), "headers", None)
@@ -261,6 +268,7 @@ class JudgeService:
         self._credentials, self._reason = _find_credentials(self.options)
         self.stats = JudgeStats()
         self._semaphore = asyncio.Semaphore(max(1, int(self.options.concurrency)))
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._cache = (
             JudgeCache(self.options.cache_dir)
             if self.options.use_cache and self.options.cache_dir is not None
@@ -317,7 +325,7 @@ class JudgeService:
                     "contents": _jsonable(contents),
                     "system_instruction": system_instruction,
                     "config": _jsonable(config or {}),
-                    "schema": schema.model_json_schema() if schema is not None else None,
+                    "schema": _schema_json(schema) if schema is not None else None,
                     "sample": sample,
                 }
             )
@@ -374,6 +382,14 @@ class JudgeService:
                     config: dict[str, Any] | None, system_instruction: str | None) -> tuple[Any, float, int]:
         """The request with retries. Returns (response, seconds of the successful attempt, attempts)."""
         opts = self.options
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # A service reused from another event loop (a second run in a worker thread): the semaphore
+            # and the client's connection pool belong to the old loop, so start both afresh.
+            if self._loop is not None:
+                self._semaphore = asyncio.Semaphore(max(1, int(opts.concurrency)))
+                self._client = None
+            self._loop = loop
         try:
             gen_config = self._build_config(schema, config, system_instruction)
             client = self._get_client()
