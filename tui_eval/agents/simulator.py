@@ -118,7 +118,8 @@ def invocation_author(inv: Invocation) -> str:
     for event in getattr(data, "invocation_events", None) or []:
         if event.author and event.author != "user":
             return event.author
-    return "agent"
+    agents = list(inv.app_details.agent_details) if inv.app_details is not None else []
+    return agents[0] if len(agents) == 1 else "agent"
 
 
 def transcript(invocations: list[Invocation], *, intermediate: bool = True) -> str:
