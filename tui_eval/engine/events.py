@@ -1,6 +1,6 @@
 """The typed event stream of a run, consumed alike by the CLI and the dashboard.
 
-Events are small frozen dataclasses posted in order from the engine's event loop. Consumers that
+Events are small slotted dataclasses (treat them as immutable) posted in order from the engine's event loop. Consumers that
 redraw (the dashboard) should fold them into state and repaint on a timer, not once per event.
 """
 
@@ -23,7 +23,7 @@ class CaseKey:
         return f"{self.eval_file}:{self.eval_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunStarted:
     run_id: str
     total_cases: int
@@ -32,12 +32,12 @@ class RunStarted:
     eval_files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CaseStarted:
     key: CaseKey
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InvocationInferred:
     """The agent answered one turn of a case."""
 
@@ -46,7 +46,7 @@ class InvocationInferred:
     invocation: Invocation
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MetricProgress:
     """One invocation was scored by one metric (or the metric finished for the case when `index` is None)."""
 
@@ -59,13 +59,13 @@ class MetricProgress:
     status: EvalStatus | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CaseFinished:
     key: CaseKey
     result: CaseResult
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunFinished:
     run_id: str
     counts: dict[EvalStatus, int]
@@ -75,7 +75,7 @@ class RunFinished:
     saved: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunError:
     """Something went wrong outside any one case (saving results, loading the agent...)."""
 
@@ -84,7 +84,7 @@ class RunError:
     fatal: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Log:
     message: str
     level: str = "info"

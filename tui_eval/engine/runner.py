@@ -14,7 +14,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..agents.base import Agent, AgentError, CaseContext
 from ..metrics.base import MetricInput, get_metric
@@ -54,9 +54,14 @@ class RunOptions:
     save: bool = True
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class RunRecord:
     """What a run produced: one EvalSetResult per eval set and repetition, in plan order."""
+
+    def __repr__(self) -> str:
+        # asyncio.run() reprs its main task (and so this result) while restoring the SIGINT
+        # handler; a full repr of thousands of cases took seconds.
+        return f"RunRecord({self.run_id!r}, {sum(len(r.case_results) for r in self.results)} cases)"
 
     run_id: str
     started: float
@@ -250,7 +255,7 @@ class Run:
         self.store = store
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.record = RunRecord(self.run_id, started=time.time())
-        self._tasks: list[asyncio.Task[CaseResult | None]] = []
+        self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._owns_judge = False
         self._progress: ScoreProgress | None = None
@@ -285,17 +290,19 @@ class Run:
                 tuple(str(t.eval_file) for t in plan.targets),
             )
         )
-        sem = asyncio.Semaphore(max(1, self.options.concurrency))
         slots: list[tuple[EvalTarget, list[CaseResult | None], int]] = []
+        jobs: list[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]] = []
         for rep in range(plan.num_runs):
             for target in plan.targets:
                 cases = target.cases
                 results: list[CaseResult | None] = [None] * len(cases)
                 slots.append((target, results, rep))
-                for i, case in enumerate(cases):
-                    self._tasks.append(
-                        asyncio.ensure_future(self._guarded(sem, target, case, results, i, progress))
-                    )
+                jobs.extend((target, case, results, i) for i, case in enumerate(cases))
+        # A fixed pool of workers pulling from one iterator: thousands of cases cost thousands of
+        # loop iterations, not thousands of Tasks queued on a semaphore.
+        pending = iter(jobs)
+        workers = min(max(1, self.options.concurrency), len(jobs)) if jobs else 0
+        self._tasks = [asyncio.ensure_future(self._worker(pending, progress)) for _ in range(workers)]
         if self._cancelled:
             for task in self._tasks:
                 task.cancel()
@@ -339,16 +346,12 @@ class Run:
         )
         return self.record
 
-    async def _guarded(
+    async def _worker(
         self,
-        sem: asyncio.Semaphore,
-        target: EvalTarget,
-        case: EvalCase,
-        results: list[CaseResult | None],
-        index: int,
+        pending: Iterator[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]],
         progress: ScoreProgress,
     ) -> None:
-        async with sem:
+        for target, case, results, index in pending:
             if self._cancelled:
                 return
             results[index] = await self._run_case(target, case, progress)
@@ -386,8 +389,10 @@ class Run:
             else:
                 for i, expected in enumerate(case.conversation or []):
                     try:
-                        inv = await asyncio.wait_for(session.turn(expected.user_content, i), timeout)
-                    except (TimeoutError, asyncio.TimeoutError):
+                        # asyncio.timeout, unlike wait_for, runs the turn in this task: no Task per turn.
+                        async with asyncio.timeout(timeout):
+                            inv = await session.turn(expected.user_content, i)
+                    except TimeoutError:
                         raise AgentError(f"turn {i + 1} timed out after {timeout:g} s") from None
                     actual.append(inv)
                     self.emit(InvocationInferred(key, i, inv))

@@ -132,9 +132,13 @@ class MetricResult:
         )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class CaseResult:
     """Everything a run learnt about one eval case."""
+
+    def __repr__(self) -> str:
+        # Compact on purpose: asyncio and logging repr results, and a full one holds every turn.
+        return f"CaseResult({self.eval_set_id!r}, {self.eval_id!r}, {self.status.name})"
 
     eval_set_id: str
     eval_id: str
@@ -236,9 +240,12 @@ def _timing_record(inv: Invocation) -> dict[str, Any]:
     }
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class EvalSetResult:
     """All case results of one eval set in one run."""
+
+    def __repr__(self) -> str:
+        return f"EvalSetResult({self.eval_set_result_id!r}, {len(self.case_results)} cases)"
 
     eval_set_result_id: str
     eval_set_id: str
