@@ -1,0 +1,77 @@
+"""`tui-eval watch` as a user runs it: initial summary, one line per re-run on save, Ctrl-C exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
+
+
+class Lines:
+    """The process's stdout, line by line, with a deadline on each wait."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.seen: list[str] = []
+        self._q: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._q.put(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no line with {text!r} in:\n" + "\n".join(self.seen))
+
+
+def test_watch_reruns_an_edited_case_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    folder = tmp_path / "hello_world"
+    shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
+    )
+    lines = Lines(proc)
+    try:
+        lines.wait_for("4 passed, 5 failed, 0 not evaluated")
+        lines.wait_for("watching")
+        eval_file = folder / "hello_world.evalset.json"
+        data = json.loads(eval_file.read_text())
+        case = next(c for c in data["eval_cases"] if c["eval_id"] == "ten_sided_wording")
+        n = case["conversation"][0]["intermediate_data"]["tool_responses"][0]["response"]["result"]
+        case["conversation"][0]["final_response"]["parts"][0]["text"] = f"I rolled a 10-sided die and got {n}."
+        eval_file.write_text(json.dumps(data, indent=2))
+        line = lines.wait_for("re-ran")
+        assert "ten_sided_wording" in line and "1 case(s): 1 passed, 0 failed" in line
+
+        eval_file.write_text(json.dumps(data)[:100])  # half-saved
+        lines.wait_for("keeping its last good version")
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        lines.wait_for("stopped watching")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (folder / ".adk" / "eval_history").is_dir()  # each run is saved as eval history
