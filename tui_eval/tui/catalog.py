@@ -1,0 +1,211 @@
+"""The dashboard's read model: eval files, their cases and latest results, under the current filter.
+
+Widgets read it (data flows down); only the app's UI thread changes it. It never runs or scores anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .state import Results
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.events import CaseKey
+    from ..engine.workspace import EvalFileState, Workspace
+    from ..schema.model import EvalCase
+    from ..schema.results import CaseResult, MetricResult
+
+PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
+
+
+@dataclass(slots=True)
+class Filter:
+    """What the browser shows: failed cases only, one metric's view, a search text."""
+
+    failed_only: bool = False
+    metric: str | None = None
+    query: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.failed_only or self.metric is not None or bool(self.query)
+
+    def describe(self) -> str:
+        parts = []
+        if self.failed_only:
+            parts.append("failed only")
+        if self.metric:
+            parts.append(f"metric {self.metric}")
+        if self.query:
+            parts.append(f"search {self.query!r}")
+        return ", ".join(parts)
+
+
+@dataclass(slots=True)
+class Catalog:
+    """Eval files in display order plus the latest results and what is running now."""
+
+    root: Path
+    workspace: Workspace | None = None
+    files: list[Path] = field(default_factory=list)
+    results: Results = field(default_factory=Results)
+    running: set[Any] = field(default_factory=set)
+    filter: Filter = field(default_factory=Filter)
+
+    # ---- files -------------------------------------------------------------------------------
+
+    def add_file(self, path: Path) -> bool:
+        """Track an eval file (kept sorted); False if it was known already."""
+        if path in self.files:
+            return False
+        self.files.append(path)
+        self.files.sort(key=lambda p: self.relpath(p).lower())
+        return True
+
+    def remove_file(self, path: Path) -> None:
+        if path in self.files:
+            self.files.remove(path)
+
+    def file_state(self, path: Path) -> EvalFileState | None:
+        if self.workspace is None:
+            return None
+        return self.workspace.eval_files.get(path)
+
+    def relpath(self, path: Path) -> str:
+        try:
+            rel = Path(path).relative_to(self.root if self.root.is_dir() else self.root.parent)
+        except ValueError:
+            return str(path)
+        return str(rel)
+
+    def set_label(self, path: Path) -> str:
+        """A short name for an eval file: its name without the suffix, with its folder if that is ambiguous."""
+        from ..schema.load import EVAL_FILE_SUFFIXES
+
+        def stem(p: Path) -> str:
+            for suffix in EVAL_FILE_SUFFIXES:
+                if p.name.endswith(suffix):
+                    return p.name[: -len(suffix)]
+            return p.name
+
+        mine = stem(path)
+        if sum(1 for p in self.files if stem(p) == mine) > 1:
+            rel = self.relpath(path)
+            return rel[: len(rel) - (len(path.name) - len(mine))]
+        return mine
+
+    def display_agent(self, ref: str | None) -> str:
+        """An agent reference as the user would write it from the root (`replay:` paths made relative)."""
+        if ref is None:
+            return "none (start with --agent)"
+        if ref.startswith("replay:"):
+            return "replay:" + self.relpath(Path(ref.removeprefix("replay:")).resolve())
+        return self.relpath(Path(ref))
+
+    def error_text(self, error: object) -> str:
+        """A LoadError with its path relative to the root (as the user sees the tree)."""
+        path = getattr(error, "path", None)
+        if path is None:
+            return str(error)
+        text = str(error)
+        return self.relpath(Path(path)) + text[len(str(path)):] if text.startswith(str(path)) else text
+
+    def cases(self, path: Path) -> list[EvalCase]:
+        state = self.file_state(path)
+        if state is None or state.eval_set is None:
+            return []
+        return state.eval_set.eval_cases
+
+    def case(self, key: CaseKey) -> EvalCase | None:
+        state = self.file_state(Path(key.eval_file))
+        if state is None or state.eval_set is None:
+            return None
+        return state.eval_set.case(key.eval_id)
+
+    def key(self, path: Path, eval_id: str) -> CaseKey:
+        from ..engine.events import CaseKey
+
+        return CaseKey(str(path), eval_id)
+
+    def all_keys(self) -> list[CaseKey]:
+        return [self.key(p, c.eval_id) for p in self.files for c in self.cases(p)]
+
+    # ---- results -----------------------------------------------------------------------------
+
+    def result(self, key: CaseKey) -> CaseResult | None:
+        return self.results.get(key)
+
+    def case_status(self, key: CaseKey) -> int | None:
+        result = self.results.get(key)
+        if result is None:
+            return None
+        if self.filter.metric:
+            metric = result.metric(self.filter.metric)
+            return int(metric.status) if metric is not None else None
+        return int(result.status)
+
+    def case_score(self, key: CaseKey) -> float | None:
+        """The score shown beside a case: the filtered metric's, else the worst metric's score."""
+        result = self.results.get(key)
+        if result is None:
+            return None
+        if self.filter.metric:
+            metric = result.metric(self.filter.metric)
+            return metric.score if metric is not None else None
+        scores = [m.score for m in result.metrics if m.score is not None]
+        return min(scores) if scores else None
+
+    def turn_status(self, key: CaseKey, index: int) -> int | None:
+        """A turn's status: failed if any metric failed it, else passed if any passed it."""
+        result = self.results.get(key)
+        if result is None:
+            return None
+        metrics: list[MetricResult] = result.metrics
+        if self.filter.metric:
+            metrics = [m for m in metrics if m.metric_name == self.filter.metric]
+        statuses = [int(m.per_invocation[index].status) for m in metrics if index < len(m.per_invocation)]
+        if not statuses:
+            return NOT_EVALUATED if result.metrics or result.error else None
+        if FAILED in statuses:
+            return FAILED
+        return PASSED if PASSED in statuses else NOT_EVALUATED
+
+    def counts(self, path: Path) -> dict[int | None, int]:
+        out: dict[int | None, int] = {PASSED: 0, FAILED: 0, NOT_EVALUATED: 0, None: 0}
+        for case in self.cases(path):
+            out[self.case_status(self.key(path, case.eval_id))] += 1
+        return out
+
+    # ---- filtering ---------------------------------------------------------------------------
+
+    def matches(self, path: Path, case: EvalCase) -> bool:
+        f = self.filter
+        key = self.key(path, case.eval_id)
+        if f.failed_only and self.case_status(key) != FAILED:
+            return False
+        if f.metric and not f.failed_only:
+            result = self.results.get(key)
+            if result is None or result.metric(f.metric) is None:
+                return False
+        if f.query:
+            needle = f.query.lower()
+            if needle in case.eval_id.lower():
+                return True
+            for inv in case.conversation or []:
+                if needle in inv.user_content.text.lower():
+                    return True
+            if case.conversation_scenario is not None and needle in case.conversation_scenario.starting_prompt.lower():
+                return True
+            return False
+        return True
+
+    def visible_cases(self, path: Path) -> list[EvalCase]:
+        cases = self.cases(path)
+        if not self.filter.active:
+            return cases
+        return [c for c in cases if self.matches(path, c)]
+
+    def failed_keys(self) -> list[CaseKey]:
+        return [k for k in self.all_keys() if (r := self.results.get(k)) is not None and int(r.status) == FAILED]

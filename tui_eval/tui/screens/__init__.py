@@ -1,0 +1,1 @@
+"""Screens of the dashboard: the browser, a turn, the run history, help and confirmations."""

@@ -1,0 +1,68 @@
+"""The help screen: what the dashboard does and every key, generated from the screens' own bindings."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+FLOWS = """\
+Browse eval sets > cases > turns with their last status and score (this session's runs, else the newest
+saved run). Filter to failed cases (f), view one metric (m), search (/), or jump anywhere with the
+command palette (ctrl+p).
+Run the highlighted file or case (r), everything (R) or the failures (F). Runs happen in the background;
+x cancels and keeps what finished.
+Open a turn (enter) for the response word diff, the tool-trajectory diff (m switches EXACT, IN_ORDER,
+ANY_ORDER), hallucination labels (s picks a sentence), rubric verdicts with votes, and why a metric
+was not evaluated.
+Accept the actual turn or case as the new expected one (a / A) or delete it (d / D); the eval file is
+rewritten atomically after you confirm. Saved files reload by themselves; live mode (l) re-runs what
+changed. h opens the run history: compare two runs, regressions first."""
+
+
+def _binding_rows(app: object, title: str, bindings: list[BindingType]) -> list[Content]:
+    rows = [Content.styled(title, "bold $text-accent")]
+    for b in bindings:
+        if not isinstance(b, Binding) or not b.description:
+            continue
+        keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(","))  # type: ignore[attr-defined]
+        rows.append(Content.assemble((f"  {keys:<14}", "bold"), b.description))
+    return rows
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys and flows; any of escape, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        from ..app import EvalApp
+        from .history import CompareScreen, HistoryScreen
+        from .main import MainScreen
+        from .turn import TurnScreen
+
+        lines: list[Content] = [Content.styled("tui-eval", "bold"), Content(FLOWS), Content("")]
+        for title, bindings in (
+            ("Browser", MainScreen.BINDINGS),
+            ("Turn view", TurnScreen.BINDINGS),
+            ("History", HistoryScreen.BINDINGS),
+            ("Comparison", CompareScreen.BINDINGS),
+            ("Everywhere", EvalApp.BINDINGS),
+        ):
+            lines.extend(_binding_rows(self.app, title, list(bindings)))
+            lines.append(Content(""))
+        lines.append(Content.styled("Tree: ↑ ↓ move, → ← expand / collapse, enter opens. Text panes scroll "
+                                    "with ↑ ↓ pgup pgdn; tab moves focus.", "$text-muted"))
+        with VerticalScroll(id="help-body"):
+            yield Static(Content("\n").join(lines))
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").border_title = "Help"
+        self.query_one("#help-body").border_subtitle = "escape closes"

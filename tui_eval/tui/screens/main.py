@@ -1,0 +1,270 @@
+"""The main screen: the eval browser, the summary of what is highlighted, the run panel and search."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Static, Tree
+
+from ..text import plain
+from ..widgets.browser import CaseEntry, Entry, EvalBrowser, SetEntry, TurnEntry
+from ..widgets.run_panel import RunPanel
+from ..widgets.summary import Summary
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.events import CaseKey
+    from ..app import EvalApp
+    from ..catalog import Catalog
+
+
+class MainScreen(Screen[None]):
+    """Browse eval files > cases > turns, start and watch runs, filter and search."""
+
+    app: EvalApp
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "run_selection", "Run", id="run.selection", tooltip="Run the highlighted file or case"),
+        Binding("R", "run_all", "Run all", id="run.all"),
+        Binding("F", "run_failed", "Run failed", id="run.failed"),
+        Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        Binding("f", "toggle_failed", "Failed only", id="filter.failed"),
+        Binding("m", "cycle_metric", "Metric", id="filter.metric"),
+        Binding("slash", "search", "Search", id="filter.search"),
+        Binding("escape", "clear_filters", "Clear filters", show=False, id="filter.clear"),
+        Binding("o", "open_turn", "Open turn", show=False, id="turn.open"),
+        Binding("a", "accept", "Accept as expected", show=False, id="edit.accept"),
+        Binding("d", "delete", "Delete", show=False, id="edit.delete"),
+        Binding("h", "history", "History", id="history.open"),
+        Binding("l", "toggle_live", "Live", id="live.toggle"),
+        Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
+    ]
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__(id="main")
+        self.catalog = catalog
+        self._search_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="topbar")
+        with Horizontal(id="body"):
+            yield EvalBrowser(self.catalog, id="browser")
+            with VerticalScroll(id="summary-scroll"):
+                yield Summary(self.catalog, id="summary")
+        yield Input(placeholder="search cases by id or user message (enter: done, esc: clear)", id="search", classes="-hidden")
+        yield RunPanel(id="run-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.browser.border_title = "Eval sets"
+        self.query_one("#summary-scroll").border_title = "Summary"
+        self.summary.show(None)
+        self.refresh_topbar()
+
+    # ---- parts -------------------------------------------------------------------------------
+
+    @property
+    def browser(self) -> EvalBrowser:
+        return self.query_one(EvalBrowser)
+
+    @property
+    def summary(self) -> Summary:
+        return self.query_one(Summary)
+
+    @property
+    def run_panel(self) -> RunPanel:
+        return self.query_one(RunPanel)
+
+    @property
+    def selected(self) -> Entry:
+        node = self.browser.cursor_node
+        return node.data if node is not None else None
+
+    def refresh_topbar(self) -> None:
+        app = self.app
+        cat = self.catalog
+        parts: list[Content | tuple[str, str] | str] = [("tui-eval ", "bold $text-accent"), plain(cat.relpath(cat.root) if cat.root.is_file() else cat.root.name or str(cat.root))]
+        if app.inbox.loading:
+            parts.append((f"  loading… {app.inbox.loaded_files} files", "$text-muted"))
+        else:
+            ws = cat.workspace
+            if app.agent_ref:
+                agents = "agent " + cat.display_agent(app.agent_ref)
+            else:
+                n = len(ws.agent_dirs) if ws is not None else 0
+                agents = f"{n} agent{'s' if n != 1 else ''}"
+            parts.append((f"  {len(cat.files)} eval files · ", "$text-muted"))
+            parts.append(plain(agents, "$text-muted"))
+        if cat.filter.active:
+            parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
+        parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))
+        if app.live and not app.agent_reruns:
+            parts.append((" (no agent re-runs)", "$text-muted"))
+        self.query_one("#topbar", Static).update(Content.assemble(*parts))
+
+    # ---- browser events ----------------------------------------------------------------------
+
+    @on(Tree.NodeHighlighted, "#browser")
+    def _highlighted(self, event: Tree.NodeHighlighted[Entry]) -> None:
+        self.summary.show(event.node.data)
+
+    @on(Tree.NodeSelected, "#browser")
+    def _selected(self, event: Tree.NodeSelected[Entry]) -> None:
+        if isinstance(event.node.data, TurnEntry):
+            self.app.open_turn(event.node.data.key, event.node.data.index)
+
+    def refresh_keys(self, keys: set[CaseKey]) -> None:
+        """New results or running state for these cases: repaint their lines and the summary."""
+        if not keys:
+            return
+        self.browser.refresh_keys(keys)
+        entry = self.summary.entry
+        if isinstance(entry, (CaseEntry, TurnEntry)) and entry.key in keys:
+            self.summary.refresh_entry()
+        elif isinstance(entry, SetEntry) and any(str(entry.path) == k.eval_file for k in keys):
+            self.summary.refresh_entry()
+
+    def files_changed(self) -> None:
+        self.browser.sync_files()
+        if self.summary.entry is None and self.browser.cursor_node is not None:
+            self.summary.show(self.browser.cursor_node.data)
+        else:
+            self.summary.refresh_entry()
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        running = self.app.run_state is not None and self.app.run_state.active
+        if action == "cancel_run":
+            return running  # hidden from the footer unless a run is going
+        if action in ("run_selection", "run_all", "run_failed"):
+            return None if running or self.catalog.workspace is None else True
+        if action in ("accept", "delete", "open_turn"):
+            entry = self.selected
+            if action == "open_turn":
+                return isinstance(entry, TurnEntry) or None
+            if action == "accept":
+                return isinstance(entry, (CaseEntry, TurnEntry)) and self.catalog.result(entry.key) is not None or None
+            return isinstance(entry, (CaseEntry, TurnEntry)) or None
+        return True
+
+    def action_run_selection(self) -> None:
+        entry = self.selected
+        if isinstance(entry, SetEntry):
+            self.app.start_run(f"Run {entry.path.name}", files=[entry.path])
+        elif isinstance(entry, (CaseEntry, TurnEntry)):
+            self.app.start_run(f"Run {entry.key.eval_id}", keys=[entry.key])
+
+    def action_run_all(self) -> None:
+        self.app.start_run("Run all", files=list(self.catalog.files))
+
+    def action_run_failed(self) -> None:
+        keys = self.catalog.failed_keys()
+        if not keys:
+            self.app.notify("No failed cases to run.")
+            return
+        self.app.start_run(f"Run {len(keys)} failed", keys=keys)
+
+    def action_cancel_run(self) -> None:
+        self.app.cancel_run()
+
+    def action_toggle_failed(self) -> None:
+        self.catalog.filter.failed_only = not self.catalog.filter.failed_only
+        self.apply_filter()
+
+    def action_cycle_metric(self) -> None:
+        names = self.app.metric_names()
+        if not names:
+            self.app.notify("No metrics yet: run something first.")
+            return
+        current = self.catalog.filter.metric
+        cycle = [None, *names]
+        self.set_metric(cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else None)
+
+    def set_metric(self, name: str | None) -> None:
+        self.catalog.filter.metric = name
+        self.apply_filter()
+
+    def apply_filter(self) -> None:
+        self.browser.rebuild()
+        self.refresh_topbar()
+        node = self.browser.cursor_node
+        self.summary.show(node.data if node is not None else None)
+
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.remove_class("-hidden")
+        search.focus()
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        # Debounced: a 5,000-case tree is not rebuilt on every keystroke.
+        self._search_timer = self.set_timer(0.15, lambda: self._set_query(event.value))
+
+    def _set_query(self, value: str) -> None:
+        if value != self.catalog.filter.query:
+            self.catalog.filter.query = value
+            self.apply_filter()
+
+    @on(Input.Submitted, "#search")
+    def _search_done(self, event: Input.Submitted) -> None:
+        self._set_query(event.value)
+        if not event.value:
+            event.input.add_class("-hidden")
+        self.browser.focus()
+
+    def action_clear_filters(self) -> None:
+        search = self.query_one("#search", Input)
+        had = self.catalog.filter.active or not search.has_class("-hidden")
+        search.value = ""
+        search.add_class("-hidden")
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        self.catalog.filter.failed_only = False
+        self.catalog.filter.metric = None
+        self.catalog.filter.query = ""
+        if had:
+            self.apply_filter()
+        self.browser.focus()
+
+    def action_open_turn(self) -> None:
+        entry = self.selected
+        if isinstance(entry, TurnEntry):
+            self.app.open_turn(entry.key, entry.index)
+
+    def action_accept(self) -> None:
+        entry = self.selected
+        if isinstance(entry, TurnEntry):
+            self.app.accept_turn(entry.key, entry.index)
+        elif isinstance(entry, CaseEntry):
+            self.app.accept_case(entry.key)
+
+    def action_delete(self) -> None:
+        entry = self.selected
+        if isinstance(entry, TurnEntry):
+            self.app.delete_turn(entry.key, entry.index)
+        elif isinstance(entry, CaseEntry):
+            self.app.delete_case(entry.key)
+
+    def action_history(self) -> None:
+        self.app.open_history()
+
+    def action_toggle_live(self) -> None:
+        self.app.set_live(not self.app.live)
+
+    def action_toggle_agent_reruns(self) -> None:
+        self.app.set_agent_reruns(not self.app.agent_reruns)
+
+    def select_key(self, key: CaseKey, turn: int | None = None) -> None:
+        """Show a case in the browser (clearing filters that hide it)."""
+        if not self.browser.select_key(key, turn=turn):
+            self.action_clear_filters()
+            self.browser.select_key(key, turn=turn)
+        self.browser.focus()

@@ -1,0 +1,272 @@
+"""The turn view: the user message, response word diff, trajectory diff and every judge's verdict on one turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..text import one_line, plain, status_content, word_diff
+from ..verdicts import (
+    HALLUCINATIONS,
+    MATCH_TYPES,
+    RUBRIC_METRICS,
+    TRAJECTORY,
+    compute_alignments,
+    configured_match_type,
+    invocation_result,
+    hallucination_blocks,
+    joined,
+    legend,
+    not_evaluated_lines,
+    rubric_lines,
+    rubric_texts,
+    sentence_detail,
+    sentences_of,
+    turn_metric_lines,
+    vote_lines,
+)
+from ..widgets.trajectory import TrajectoryDiff
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.events import CaseKey
+    from ...schema.model import Invocation
+    from ..app import EvalApp
+
+_JUDGE_VOTE_METRICS = ("final_response_match_v2", "safety_v1")
+
+
+class TurnScreen(Screen[None]):
+    """Everything known about one turn of one case."""
+
+    app: EvalApp
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="turn.back"),
+        Binding("n", "step(1)", "Next turn", id="turn.next"),
+        Binding("p", "step(-1)", "Prev turn", id="turn.prev"),
+        Binding("m", "cycle_match_type", "Match type", id="turn.match_type"),
+        Binding("s", "sentence(1)", "Next sentence", id="turn.sentence_next"),
+        Binding("S", "sentence(-1)", "Prev sentence", show=False, id="turn.sentence_prev"),
+        Binding("a", "accept_turn", "Accept turn", id="edit.accept_turn"),
+        Binding("A", "accept_case", "Accept case", show=False, id="edit.accept_case"),
+        Binding("d", "delete_turn", "Delete turn", show=False, id="edit.delete_turn"),
+        Binding("D", "delete_case", "Delete case", show=False, id="edit.delete_case"),
+        Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
+    ]
+
+    def __init__(self, key: CaseKey, index: int) -> None:
+        super().__init__(id="turn")
+        self.key = key
+        self.index = index
+        self.match_type: str | None = None
+        self.sentence = 0
+        self._alignments: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="turn-title")
+        with VerticalScroll(id="turn-body"):
+            yield Static("User", classes="section-title")
+            yield Static(id="turn-user", classes="section")
+            yield Static("Response", classes="section-title")
+            yield Static(id="turn-response", classes="section")
+            yield Static("Tool trajectory", classes="section-title", id="trajectory-title")
+            yield TrajectoryDiff(id="trajectory")
+            yield Static("Hallucinations", classes="section-title", id="hallucinations-title")
+            yield Static(id="turn-hallucinations", classes="section")
+            yield Static("Judges", classes="section-title", id="judges-title")
+            yield Static(id="turn-judges", classes="section")
+            yield Static("Not evaluated and errors", classes="section-title", id="problems-title")
+            yield Static(id="turn-problems", classes="section")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#turn-body").border_title = "Turn"
+        self.render_turn()
+        self.query_one("#turn-body").focus()
+
+    # ---- data --------------------------------------------------------------------------------
+
+    def _turns(self) -> tuple[Invocation | None, Invocation | None, int]:
+        cat = self.app.catalog
+        case = cat.case(self.key)
+        result = cat.result(self.key)
+        expected_list = (result.expected if result is not None and result.expected is not None else None) or (
+            case.conversation if case is not None else None) or []
+        actual_list = result.actual if result is not None else []
+        i = self.index
+        expected = expected_list[i] if i < len(expected_list) else None
+        actual = actual_list[i] if i < len(actual_list) else None
+        return expected, actual, max(len(expected_list), len(actual_list))
+
+    def refresh_keys(self, keys: set[CaseKey]) -> None:
+        if self.key in keys:
+            self.render_turn()
+
+    # ---- rendering ---------------------------------------------------------------------------
+
+    def render_turn(self) -> None:
+        cat = self.app.catalog
+        result = cat.result(self.key)
+        case = cat.case(self.key)
+        expected, actual, n = self._turns()
+        status = cat.turn_status(self.key, self.index)
+        title = Content.assemble(
+            plain(cat.relpath(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
+            plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
+            status_content(status, word=True),
+            (f"   {cat.results.origin(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
+        )
+        self.query_one("#turn-title", Static).update(title)
+
+        user = (expected or actual).user_content.text if (expected or actual) else ""
+        self.query_one("#turn-user", Static).update(plain(user))
+
+        # Response: the word diff, then the metrics that judge this turn.
+        exp_text = expected.final_response.text if expected is not None and expected.final_response else ""
+        act_text = actual.final_response.text if actual is not None and actual.final_response else ""
+        lines: list[Content] = []
+        if actual is None:
+            lines += [Content.styled("expected", "bold $text-muted"), plain(exp_text)]
+        else:
+            left, right = word_diff(exp_text, act_text)
+            lines += [Content.styled("expected", "bold $text-muted"), left,
+                      Content.styled("actual", "bold $text-muted"), right]
+            for author, text in actual.intermediate_texts:
+                lines.append(Content.assemble((f"intermediate ({one_line(author, 30)}) ", "$text-muted"), plain(text)))
+        if expected is not None and result is not None and result.expected is not None and case is not None:
+            current = case.conversation[self.index] if case.conversation and self.index < len(case.conversation) else None
+            if current is not None and current.to_dict() != expected.to_dict():
+                lines.append(Content.styled("⚠ the eval file changed since this result: run again to re-score", "$text-warning"))
+        if result is not None:
+            lines.append(Content(""))
+            lines.extend(turn_metric_lines(result, self.index))
+        self.query_one("#turn-response", Static).update(joined(lines))
+
+        self._render_trajectory(result, expected, actual)
+        self._render_hallucinations(result, actual)
+        self._render_judges(result, case, expected)
+        problems = not_evaluated_lines(result, self.index) if result is not None else []
+        if result is not None and result.error:
+            problems.insert(0, plain(f"agent error: {result.error}", "$text-error"))
+        self._section("problems", joined(problems) if problems else None)
+
+    def _section(self, name: str, content: Content | None) -> None:
+        body = self.query_one(f"#turn-{name}", Static)
+        title = self.query_one(f"#{name}-title", Static)
+        body.update(content or Content(""))
+        hidden = content is None
+        body.set_class(hidden, "-hidden")
+        title.set_class(hidden, "-hidden")
+
+    def _render_trajectory(self, result: Any, expected: Invocation | None, actual: Invocation | None) -> None:
+        traj = self.query_one(TrajectoryDiff)
+        stored = None
+        if result is not None:
+            inv = invocation_result(result, TRAJECTORY, self.index)
+            stored = inv.details.get("alignment") if inv is not None else None
+        configured, ignore_args = configured_match_type(result, stored)
+        exp_calls = expected.tool_calls if expected is not None else []
+        act_calls = actual.tool_calls if actual is not None else []
+        if actual is None:
+            self._alignments = {}
+        else:
+            self._alignments = compute_alignments(exp_calls, act_calls, ignore_args)
+            if stored:
+                self._alignments[configured] = stored  # what the metric really said wins
+        shown = self.match_type or configured
+        if not self._alignments:
+            # No run yet: list the expected calls alone.
+            self._alignments = {shown: {"expected": [{"index": i, "name": c.name, "status": "matched"} for i, c in enumerate(exp_calls)], "actual": []}}
+        traj.show(self._alignments, shown, configured, exp_calls, act_calls, ignore_args)
+
+    def _render_hallucinations(self, result: Any, actual: Invocation | None) -> None:
+        inv = invocation_result(result, HALLUCINATIONS, self.index) if result is not None else None
+        sentences = sentences_of(inv.details) if inv is not None else []
+        if inv is None or (not sentences and inv.reason is None):
+            self._section("hallucinations", None)
+            return
+        if not sentences:
+            self._section("hallucinations", plain(inv.reason or "no sentences", "$text-warning"))
+            return
+        self.sentence = max(0, min(self.sentence, len(sentences) - 1))
+        text = actual.final_response.text if actual is not None and actual.final_response else ""
+        lines = [Content.assemble(status_chip_text(inv), legend())]
+        lines.extend(hallucination_blocks(inv.details, text, self.sentence))
+        lines.append(Content(""))
+        lines.extend(sentence_detail(self.sentence, len(sentences), sentences[self.sentence]))
+        lines.append(Content.styled("s / S: next / previous sentence", "$text-muted italic"))
+        self._section("hallucinations", joined(lines))
+
+    def _render_judges(self, result: Any, case: Any, expected: Invocation | None) -> None:
+        if result is None:
+            self._section("judges", None)
+            return
+        lines: list[Content] = []
+        for name in RUBRIC_METRICS:
+            metric = result.metric(name)
+            inv = invocation_result(result, name, self.index)
+            if metric is None or inv is None:
+                continue
+            verdicts = rubric_lines(inv.details, rubric_texts(result, case, expected, metric))
+            if verdicts:
+                lines.append(Content.assemble((name, "bold"), (f"  score {inv.score:.2f}" if inv.score is not None else "", "$text-muted")))
+                lines.extend(verdicts)
+        for name in _JUDGE_VOTE_METRICS:
+            inv = invocation_result(result, name, self.index)
+            if inv is not None:
+                lines.extend(vote_lines(name, inv))
+        self._section("judges", joined(lines) if lines else None)
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("accept_turn", "accept_case"):
+            return self.app.catalog.result(self.key) is not None or None
+        if action == "rerun":
+            return not (self.app.run_state is not None and self.app.run_state.active) or None
+        return True
+
+    def action_step(self, delta: int) -> None:
+        _e, _a, n = self._turns()
+        new = self.index + delta
+        if 0 <= new < n:
+            self.index = new
+            self.sentence = 0
+            self.render_turn()
+            self.query_one("#turn-body", VerticalScroll).scroll_home(animate=False)
+
+    def action_cycle_match_type(self) -> None:
+        names = [n for n in MATCH_TYPES if n in self._alignments] or list(MATCH_TYPES)
+        current = self.match_type or configured_match_type(self.app.catalog.result(self.key), None)[0]
+        self.match_type = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.render_turn()
+
+    def action_sentence(self, delta: int) -> None:
+        self.sentence = max(0, self.sentence + delta)
+        self.render_turn()
+
+    def action_accept_turn(self) -> None:
+        self.app.accept_turn(self.key, self.index)
+
+    def action_accept_case(self) -> None:
+        self.app.accept_case(self.key)
+
+    def action_delete_turn(self) -> None:
+        self.app.delete_turn(self.key, self.index)
+
+    def action_delete_case(self) -> None:
+        self.app.delete_case(self.key)
+
+    def action_rerun(self) -> None:
+        self.app.start_run(f"Run {self.key.eval_id}", keys=[self.key])
+
+
+def status_chip_text(inv: Any) -> Content:
+    score = f" score {inv.score:.2f}  " if inv.score is not None else "  "
+    return Content.assemble(status_content(int(inv.status)), (score, "$text-muted"))

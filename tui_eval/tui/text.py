@@ -1,0 +1,125 @@
+"""Rendering helpers: user data as literal Content, status glyphs, scores and the word diff."""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from typing import Any
+
+from textual.content import Content
+
+# C0 controls (but newline and tab), DEL and C1 controls, shown as their Unicode pictures or \xNN so an
+# escape sequence in agent output is seen, never obeyed.
+_CONTROL = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
+_CONTROL[0x7F] = "\u2421"
+_CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+def literal(value: Any) -> str:
+    """A string safe to render: control characters made visible."""
+    return str(value).translate(_CONTROL)
+
+
+def plain(value: Any, style: str = "") -> Content:
+    """User, agent or judge text as Content: never markup, never escape sequences."""
+    content = Content(literal(value))
+    return content.stylize(style) if style else content
+
+
+def one_line(value: Any, width: int = 60) -> str:
+    """A literal single-line preview of a text, cut with an ellipsis."""
+    text = " ".join(literal(value).split())
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+STATUS_GLYPH = {1: "✔", 2: "✘", 3: "–"}
+STATUS_WORD = {1: "passed", 2: "failed", 3: "not evaluated"}
+STATUS_STYLE = {1: "$text-success", 2: "$text-error", 3: "$text-warning"}
+NO_RESULT_GLYPH = "·"
+RUNNING_GLYPH = "◌"
+
+
+def status_content(status: int | None, *, word: bool = False) -> Content:
+    """A coloured status glyph (and word): ✔ passed, ✘ failed, – not evaluated, · no result."""
+    if status is None:
+        return Content.styled(NO_RESULT_GLYPH + (" no result" if word else ""), "$text-muted")
+    glyph = STATUS_GLYPH[int(status)]
+    text = f"{glyph} {STATUS_WORD[int(status)]}" if word else glyph
+    return Content.styled(text, STATUS_STYLE[int(status)])
+
+
+def fmt_score(score: float | None) -> str:
+    """A score as two decimals, or a dash when there is none."""
+    if score is None:
+        return "—"
+    return f"{score:.2f}"
+
+
+def fmt_value(value: Any, width: int = 200) -> str:
+    """A JSON-ish one-line rendering of an argument value (literal, cut to width)."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return one_line(text, width)
+
+
+def call_signature(name: str, args: Any, width: int = 200) -> str:
+    """`name(key=value, ...)` of a tool call, literal and cut to width."""
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={fmt_value(v, width)}" for k, v in args.items())
+    elif args is None:
+        inner = ""
+    else:
+        inner = fmt_value(args, width)
+    return one_line(f"{name}({inner})", width)
+
+
+_WORD = re.compile(r"\S+")
+# Past this many words a diff costs more than it tells; show the texts undiffed.
+MAX_DIFF_WORDS = 4000
+REMOVED_STYLE = "strike $text-error"
+ADDED_STYLE = "underline $text-success"
+
+
+def word_diff(expected: str, actual: str) -> tuple[Content, Content]:
+    """Expected and actual as Content, words only in expected struck out, words only in actual underlined."""
+    exp_text, act_text = literal(expected), literal(actual)
+    exp_words = [(m.start(), m.end()) for m in _WORD.finditer(exp_text)]
+    act_words = [(m.start(), m.end()) for m in _WORD.finditer(act_text)]
+    left, right = Content(exp_text), Content(act_text)
+    if len(exp_words) + len(act_words) > MAX_DIFF_WORDS:
+        return left, right
+    a = [exp_text[s:e] for s, e in exp_words]
+    b = [act_text[s:e] for s, e in act_words]
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if i2 > i1:
+            left = left.stylize(REMOVED_STYLE, exp_words[i1][0], exp_words[i2 - 1][1])
+        if j2 > j1:
+            right = right.stylize(ADDED_STYLE, act_words[j1][0], act_words[j2 - 1][1])
+    return left, right
+
+
+def join_lines(lines: list[Content | str]) -> Content:
+    """Lines joined with newlines (str lines are taken literally)."""
+    return Content("\n").join(line if isinstance(line, Content) else plain(line) for line in lines)
+
+
+def rich_style(app: Any, var: str, **attributes: Any) -> Any:
+    """A Rich Style coloured by a theme variable (for Rich Text cells, e.g. in a DataTable)."""
+    from rich.style import Style
+    from textual.color import Color
+
+    color = None
+    value = app.theme_variables.get(var) if var else None
+    if value:
+        try:
+            color = Color.parse(value).rich_color
+        except Exception:  # a variable that is not a plain colour ("auto 60%")
+            color = None
+    return Style(color=color, **attributes)

@@ -1,0 +1,300 @@
+"""The eval browser: a lazy tree of eval files > cases > turns with each one's last status and score."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Iterable, Union
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, fmt_score, literal, one_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.events import CaseKey
+    from ..catalog import Catalog
+
+
+@dataclass(frozen=True, slots=True)
+class SetEntry:
+    """A tree node for one eval file."""
+
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class CaseEntry:
+    """A tree node for one eval case."""
+
+    key: CaseKey
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEntry:
+    """A tree node for one turn (invocation) of a case."""
+
+    key: CaseKey
+    index: int
+
+
+Entry = Union[SetEntry, CaseEntry, TurnEntry, None]
+_STATUS_CLASS = {1: "browser--passed", 2: "browser--failed", 3: "browser--not-evaluated", None: "browser--none"}
+
+
+class EvalBrowser(Tree[Entry]):
+    """Eval files, cases and turns. Cases load when a file is expanded, turns when a case is."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "browser--passed",
+        "browser--failed",
+        "browser--not-evaluated",
+        "browser--none",
+        "browser--running",
+        "browser--muted",
+        "browser--error",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right,l", "expand_node", "Expand", show=False, id="browser.expand"),
+        Binding("left,h", "collapse_node", "Collapse", show=False, id="browser.collapse"),
+    ]
+
+    def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
+        super().__init__("eval files", id=id)
+        self.catalog = catalog
+        self.show_root = False
+        self.guide_depth = 2
+        self._set_nodes: dict[Path, TreeNode[Entry]] = {}
+        self._case_nodes: dict[CaseKey, TreeNode[Entry]] = {}
+        self._populated: set[int] = set()
+
+    # ---- building ----------------------------------------------------------------------------
+
+    def sync_files(self) -> None:
+        """Add nodes for eval files the catalog knows and the tree does not (keeping catalog order)."""
+        visible = [p for p in self.catalog.files if not self.catalog.filter.active or self.catalog.visible_cases(p)]
+        for i, path in enumerate(visible):
+            if path in self._set_nodes:
+                continue
+            after = next((self._set_nodes[p] for p in reversed(visible[:i]) if p in self._set_nodes), None)
+            before = None if after is not None else next((self._set_nodes[p] for p in visible[i + 1:] if p in self._set_nodes), None)
+            if after is not None:
+                node = self.root.add(Text(literal(path.name)), SetEntry(path), after=after)
+            elif before is not None:
+                node = self.root.add(Text(literal(path.name)), SetEntry(path), before=before)
+            else:
+                node = self.root.add(Text(literal(path.name)), SetEntry(path))
+            self._set_nodes[path] = node
+            if self.catalog.filter.active:
+                node.expand()
+        if self.cursor_node is None and self.root.children:
+            self.move_cursor(self.root.children[0])
+
+    def rebuild(self) -> None:
+        """Rebuild every node after the filter changed, keeping the cursor on the same case if it is still shown."""
+        keep = self.cursor_node.data if self.cursor_node is not None else None
+        self.clear()
+        self._set_nodes.clear()
+        self._case_nodes.clear()
+        self._populated.clear()
+        self.sync_files()
+        if isinstance(keep, (CaseEntry, TurnEntry)):
+            self.select_key(keep.key, quiet=True)
+        elif isinstance(keep, SetEntry) and keep.path in self._set_nodes:
+            self.move_cursor(self._set_nodes[keep.path])
+
+    def remove_file(self, path: Path) -> None:
+        node = self._set_nodes.pop(path, None)
+        if node is not None:
+            for key in [k for k in self._case_nodes if Path(k.eval_file) == path]:
+                del self._case_nodes[key]
+            self._populated.discard(id(node))
+            node.remove()
+
+    def reload_file(self, path: Path) -> None:
+        """A file was reloaded: re-list its cases if they were shown, keeping expansion and cursor."""
+        node = self._set_nodes.get(path)
+        if node is None:
+            self.sync_files()
+            return
+        if id(node) in self._populated:
+            keep = self.cursor_node.data if self.cursor_node is not None else None
+            expanded = {k for k, n in self._case_nodes.items() if Path(k.eval_file) == path and n.is_expanded}
+            self._populate_set(node, force=True)
+            for key in expanded:
+                if key in self._case_nodes:
+                    self._case_nodes[key].expand()
+            if isinstance(keep, (CaseEntry, TurnEntry)) and Path(keep.key.eval_file) == path:
+                self.select_key(keep.key, quiet=True, turn=keep.index if isinstance(keep, TurnEntry) else None)
+        node.refresh()
+
+    def _populate_set(self, node: TreeNode[Entry], force: bool = False) -> None:
+        if id(node) in self._populated and not force:
+            return
+        entry = node.data
+        assert isinstance(entry, SetEntry)
+        for key in [k for k in self._case_nodes if Path(k.eval_file) == entry.path]:
+            self._case_nodes.pop(key, None)
+        node.remove_children()
+        self._populated.add(id(node))
+        for case in self.catalog.visible_cases(entry.path):
+            key = self.catalog.key(entry.path, case.eval_id)
+            turns = len(case.conversation or [])
+            result = self.catalog.result(key)
+            if result is not None:
+                turns = max(turns, len(result.actual))
+            child = node.add(Text(literal(case.eval_id)), CaseEntry(key), allow_expand=turns > 0)
+            self._case_nodes[key] = child
+
+    def _populate_case(self, node: TreeNode[Entry]) -> None:
+        if id(node) in self._populated:
+            return
+        entry = node.data
+        assert isinstance(entry, CaseEntry)
+        self._populated.add(id(node))
+        node.remove_children()
+        case = self.catalog.case(entry.key)
+        result = self.catalog.result(entry.key)
+        turns = len(case.conversation or []) if case is not None else 0
+        if result is not None:
+            turns = max(turns, len(result.actual))
+        for i in range(turns):
+            node.add_leaf(Text(str(i + 1)), TurnEntry(entry.key, i))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
+        if isinstance(event.node.data, SetEntry):
+            self._populate_set(event.node)
+        elif isinstance(event.node.data, CaseEntry):
+            self._populate_case(event.node)
+
+    # ---- updating ----------------------------------------------------------------------------
+
+    def refresh_keys(self, keys: Iterable[CaseKey]) -> None:
+        """Repaint the lines of these cases (and their files and turns) after new results."""
+        files: set[Path] = set()
+        for key in keys:
+            files.add(Path(key.eval_file))
+            node = self._case_nodes.get(key)
+            if node is None:
+                continue
+            if id(node) in self._populated:
+                result = self.catalog.result(key)
+                if result is not None and len(result.actual) > len(node.children):
+                    self._populated.discard(id(node))
+                    if node.is_expanded:
+                        self._populate_case(node)
+                for child in node.children:
+                    child.refresh()
+            elif not node.allow_expand:
+                node.allow_expand = True
+            node.refresh()
+        for path in files:
+            set_node = self._set_nodes.get(path)
+            if set_node is not None:
+                set_node.refresh()
+
+    def select_key(self, key: CaseKey, *, quiet: bool = False, turn: int | None = None) -> bool:
+        """Move the cursor to a case (or one of its turns), expanding its file. False if it is not shown."""
+        set_node = self._set_nodes.get(Path(key.eval_file))
+        if set_node is None:
+            return False
+        self._populate_set(set_node)
+        set_node.expand()
+        node = self._case_nodes.get(key)
+        if node is None:
+            return False
+        if turn is not None:
+            self._populate_case(node)
+            node.expand()
+            if 0 <= turn < len(node.children):
+                node = node.children[turn]
+        self.move_cursor(node)
+        if not quiet:
+            self.scroll_to_node(node)
+        return True
+
+    def action_expand_node(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.allow_expand and not node.is_expanded:
+            node.expand()
+        elif node is not None and node.children:
+            self.move_cursor(node.children[0])
+
+    def action_collapse_node(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    # ---- rendering ---------------------------------------------------------------------------
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(name, partial=True)
+
+    def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
+        entry = node.data
+        if isinstance(entry, SetEntry):
+            label = self._set_label(entry.path)
+        elif isinstance(entry, CaseEntry):
+            label = self._case_label(entry.key)
+        elif isinstance(entry, TurnEntry):
+            label = self._turn_label(entry)
+        else:
+            label = node._label.copy()
+        label.stylize(style)
+        if node._allow_expand:
+            icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+            return Text.assemble((icon, base_style + Style(bold=True)), label)
+        return label
+
+    def _glyph(self, status: int | None, running: bool) -> tuple[str, Style]:
+        if running:
+            return RUNNING_GLYPH, self._style("browser--running")
+        glyph = STATUS_GLYPH.get(status, NO_RESULT_GLYPH) if status is not None else NO_RESULT_GLYPH
+        return glyph, self._style(_STATUS_CLASS[status])
+
+    def _set_label(self, path: Path) -> Text:
+        catalog = self.catalog
+        state = catalog.file_state(path)
+        counts = catalog.counts(path)
+        text = Text(literal(catalog.set_label(path)))
+        muted = self._style("browser--muted")
+        n = sum(counts.values())
+        text.append(f" ({n})", muted)
+        for status in (1, 2, 3):
+            if counts[status]:
+                text.append(f" {STATUS_GLYPH[status]}{counts[status]}", self._style(_STATUS_CLASS[status]))
+        if state is not None and state.error is not None:
+            text.append(" ⚠ stale" if state.eval_set is not None else " ⚠ broken", self._style("browser--error"))
+        return text
+
+    def _case_label(self, key: CaseKey) -> Text:
+        catalog = self.catalog
+        glyph, gstyle = self._glyph(catalog.case_status(key), key in catalog.running)
+        text = Text.assemble((glyph, gstyle), " ", literal(key.eval_id))
+        score = catalog.case_score(key)
+        if score is not None:
+            text.append(f"  {fmt_score(score)}", self._style("browser--muted"))
+        result = catalog.result(key)
+        if result is not None and result.error:
+            text.append("  agent error", self._style("browser--error"))
+        return text
+
+    def _turn_label(self, entry: TurnEntry) -> Text:
+        catalog = self.catalog
+        glyph, gstyle = self._glyph(catalog.turn_status(entry.key, entry.index), entry.key in catalog.running)
+        case = catalog.case(entry.key)
+        prompt = ""
+        if case is not None and case.conversation and entry.index < len(case.conversation):
+            prompt = case.conversation[entry.index].user_content.text
+        else:
+            result = catalog.result(entry.key)
+            if result is not None and entry.index < len(result.actual):
+                prompt = result.actual[entry.index].user_content.text
+        return Text.assemble((glyph, gstyle), f" {entry.index + 1}. ", one_line(prompt, 48))

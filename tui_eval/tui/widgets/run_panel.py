@@ -1,0 +1,105 @@
+"""The run panel: what is running, live passed / failed / not-evaluated counts, one progress bar per metric."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Label, ProgressBar, Static
+
+from ..state import RunSnapshot
+from ..text import STATUS_GLYPH, STATUS_STYLE, plain
+
+_PHASE_WORDS = {
+    "starting": "starting",
+    "running": "running",
+    "cancelling": "cancelling…",
+    "finished": "finished",
+    "cancelled": "cancelled",
+    "failed": "failed",
+}
+
+
+class MetricBar(Horizontal):
+    """One metric's name and a bar that fills as its invocations are scored."""
+
+    def __init__(self, metric: str) -> None:
+        super().__init__(classes="metric-bar")
+        self.metric = metric
+        self._progress = (0, 1)
+
+    def compose(self) -> ComposeResult:
+        yield Label(plain(self.metric), classes="metric-name")
+        # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
+        yield ProgressBar(total=1, show_eta=False)
+
+    def on_mount(self) -> None:
+        self._apply()
+
+    def set_progress(self, done: int, total: int) -> None:
+        total = max(total, 1)
+        self._progress = (min(done, total), total)
+        if self.is_mounted and self.children:
+            self._apply()
+
+    def _apply(self) -> None:
+        done, total = self._progress
+        self.query_one(ProgressBar).update(total=total, progress=done)
+
+
+class RunPanel(Vertical):
+    """Shows the current (or last) run; the app feeds it snapshots from its timer."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="-idle")
+        self._version = -1
+        self._bars: dict[str, MetricBar] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._idle_line(), id="run-status")
+
+    @staticmethod
+    def _idle_line() -> Content:
+        return Content.assemble(
+            ("No run yet. ", "$text-muted"),
+            ("r", "bold $accent"), (" runs the selection, ", "$text-muted"),
+            ("R", "bold $accent"), (" everything, ", "$text-muted"),
+            ("F", "bold $accent"), (" the failures.", "$text-muted"),
+        )
+
+    def show(self, snap: RunSnapshot) -> None:
+        """Redraw from a snapshot (cheap when nothing changed)."""
+        if snap.version == self._version:
+            return
+        self._version = snap.version
+        for phase in _PHASE_WORDS:
+            self.set_class(snap.phase == phase, f"-{phase}")
+        self.set_class(False, "-idle")
+        self.query_one("#run-status", Static).update(self._status_line(snap))
+        for name in snap.metric_total:
+            bar = self._bars.get(name)
+            if bar is None:
+                bar = self._bars[name] = MetricBar(name)
+                self.mount(bar)
+            bar.set_progress(snap.metric_done.get(name, 0), snap.metric_total[name])
+
+    def reset(self) -> None:
+        for bar in self._bars.values():
+            bar.remove()
+        self._bars.clear()
+        self._version = -1
+
+    @staticmethod
+    def _status_line(snap: RunSnapshot) -> Content:
+        parts: list[tuple[str, str] | str] = [
+            (f"{snap.label}: {_PHASE_WORDS.get(snap.phase, snap.phase)}", "bold"),
+            f"  {snap.cases_done}/{snap.cases_total} cases  ",
+        ]
+        for status in (1, 2, 3):
+            parts.append((f"{STATUS_GLYPH[status]} {snap.counts.get(status, 0)}  ", STATUS_STYLE[status]))
+        if snap.phase in ("starting", "running"):
+            parts.append(("x cancels", "$text-muted"))
+        line = Content.assemble(*parts)
+        # Errors come from the engine and agents: literal text, never markup.
+        errors = [plain(f"⚠ {e}", "$text-error") for e in snap.errors[-3:]]
+        return Content("\n").join([line, *errors]) if errors else line

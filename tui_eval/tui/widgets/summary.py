@@ -1,0 +1,172 @@
+"""The summary pane beside the browser: what the highlighted eval file, case or turn is and how it did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ..text import fmt_score, one_line, plain, status_content
+from ..verdicts import case_metric_lines, joined, turn_metric_lines
+from .browser import CaseEntry, Entry, SetEntry, TurnEntry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..catalog import Catalog
+
+
+def _title(kind: str, name: str) -> Content:
+    return Content.assemble((f"{kind} ", "$text-muted"), (name, "bold"))
+
+
+def _hint(text: str) -> Content:
+    return Content.styled(text, "$text-muted italic")
+
+
+class Summary(Static):
+    """Renders one browser entry; `show(entry)` redraws it from the catalog."""
+
+    def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.catalog = catalog
+        self.entry: Entry = None
+
+    def show(self, entry: Entry) -> None:
+        self.entry = entry
+        self.update(self.render_entry(entry))
+
+    def refresh_entry(self) -> None:
+        self.update(self.render_entry(self.entry))
+
+    def render_entry(self, entry: Entry) -> Content:
+        if isinstance(entry, SetEntry):
+            return self._set(entry.path)
+        if isinstance(entry, CaseEntry):
+            return self._case(entry)
+        if isinstance(entry, TurnEntry):
+            return self._turn(entry)
+        if self.catalog.workspace is None:
+            return _hint("Looking for agents, eval files and configs…")
+        return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
+
+    # ---- an eval file ----------------------------------------------------------------------
+
+    def _set(self, path: Path) -> Content:
+        cat = self.catalog
+        state = cat.file_state(path)
+        lines: list[Content] = [_title("Eval set", one_line(state.eval_set.eval_set_id if state and state.eval_set else path.name, 60))]
+        lines.append(plain(cat.relpath(path), "$text-muted"))
+        if state is not None and state.error is not None:
+            lines.append(plain(f"⚠ {cat.error_text(state.error)}", "$text-error"))
+            if state.eval_set is not None:
+                lines.append(_hint("The file is broken; showing its last good version."))
+        if state is not None and state.eval_set is not None:
+            es = state.eval_set
+            if es.name and es.name != es.eval_set_id:
+                lines.append(plain(es.name))
+            if es.description:
+                lines.append(plain(es.description, "italic"))
+            counts = cat.counts(path)
+            lines.append(Content.assemble(
+                f"{len(es.eval_cases)} cases  ",
+                (f"✔ {counts[1]}  ", "$text-success"), (f"✘ {counts[2]}  ", "$text-error"),
+                (f"– {counts[3]}  ", "$text-warning"), (f"· {counts[None]} no result", "$text-muted"),
+            ))
+            if state.legacy:
+                lines.append(_hint("Legacy .test.json format (tui-eval migrate converts it)."))
+        lines.append(Content(""))
+        lines.extend(self._config_lines(path))
+        ws = cat.workspace
+        agent = ws.agent_for(path) if ws is not None else None
+        lines.append(Content.assemble(("agent ", "$text-muted"), plain(cat.display_agent(agent))))
+        lines.append(Content(""))
+        lines.append(_hint("r runs this file · enter expands · / searches"))
+        return joined(lines)
+
+    def _config_lines(self, path: Path) -> list[Content]:
+        ws = self.catalog.workspace
+        if ws is None:
+            return []
+        cstate = ws.config_state_for(path)
+        lines = [Content.assemble(("config ", "$text-muted"),
+                                  plain(self.catalog.relpath(cstate.path) if cstate else "defaults (no test_config.json)"))]
+        if cstate is not None and cstate.error is not None:
+            lines.append(plain(f"⚠ {self.catalog.error_text(cstate.error)}", "$text-error"))
+        try:
+            config = ws.config_for(path)
+        except Exception:  # a broken config with no good version: the error is shown above
+            return lines
+        for name, crit in config.criteria.items():
+            extra = ""
+            if name == "tool_trajectory_avg_score":
+                extra = f" {crit.match_type.name}" + (" ignore_args" if crit.ignore_args else "")
+            lines.append(plain(f"  {name} ≥ {crit.threshold:g}{extra}"))
+        for warning in config.warnings:
+            lines.append(plain(f"  ⚠ {warning}", "$text-warning"))
+        return lines
+
+    # ---- a case ----------------------------------------------------------------------------
+
+    def _case(self, entry: CaseEntry) -> Content:
+        cat = self.catalog
+        key = entry.key
+        case = cat.case(key)
+        result = cat.result(key)
+        lines: list[Content] = [_title("Case", one_line(key.eval_id, 60))]
+        turns = len(case.conversation or []) if case is not None else 0
+        kind = "scenario" if case is not None and case.is_scenario else f"{turns} turn(s)"
+        lines.append(plain(f"{cat.relpath(Path(key.eval_file))} · {kind}", "$text-muted"))
+        if case is not None and case.conversation_scenario is not None:
+            lines.append(Content.assemble(("starting prompt ", "$text-muted"),
+                                          plain(one_line(case.conversation_scenario.starting_prompt, 200))))
+        lines.append(Content(""))
+        if key in cat.running:
+            lines.append(Content.styled("◌ running…", "$text-accent"))
+        if result is None:
+            lines.append(_hint("No result yet: r runs this case."))
+        else:
+            lines.append(Content.assemble(status_content(int(result.status), word=True),
+                                          (f"   {cat.results.origin(key)}", "$text-muted")))
+            lines.extend(case_metric_lines(result))
+            lines.append(Content(""))
+            n = max(turns, len(result.actual))
+            chips: list[Content | str] = [Content.styled("turns ", "$text-muted")]
+            for i in range(n):
+                chips.extend([f"{i + 1}", status_content(cat.turn_status(key, i)), " "])
+            lines.append(Content.assemble(*chips))
+        lines.append(Content(""))
+        lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
+        return joined(lines)
+
+    # ---- a turn ----------------------------------------------------------------------------
+
+    def _turn(self, entry: TurnEntry) -> Content:
+        cat = self.catalog
+        key, i = entry.key, entry.index
+        case = cat.case(key)
+        result = cat.result(key)
+        expected = case.conversation[i] if case is not None and case.conversation and i < len(case.conversation) else None
+        actual = result.actual[i] if result is not None and i < len(result.actual) else None
+        lines: list[Content] = [_title(f"Turn {i + 1} of", one_line(key.eval_id, 50))]
+        user = (expected or actual).user_content.text if (expected or actual) else ""
+        lines.append(Content.assemble(("user ", "$text-muted"), plain(one_line(user, 300))))
+        if expected is not None:
+            lines.append(Content.assemble(("expected ", "$text-muted"),
+                                          plain(one_line(expected.final_response.text if expected.final_response else "", 300))))
+        if actual is not None:
+            lines.append(Content.assemble(("actual ", "$text-muted"),
+                                          plain(one_line(actual.final_response.text if actual.final_response else "", 300))))
+        lines.append(Content(""))
+        if result is not None:
+            lines.extend(turn_metric_lines(result, i))
+            if actual is not None and actual.duration is not None:
+                lines.append(plain(f"took {actual.duration:.2f} s", "$text-muted"))
+        else:
+            lines.append(_hint("No result yet: r runs this case."))
+        lines.append(Content(""))
+        lines.append(_hint("enter opens the turn: diffs, trajectory, judge verdicts"))
+        return joined(lines)
+
+
+__all__ = ["Summary", "fmt_score"]

@@ -1,0 +1,79 @@
+"""The trajectory diff: expected and actual tool calls side by side, under a switchable match type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from ..text import plain
+from ..verdicts import MATCH_TYPES, alignment_summary, arg_diff_lines, joined, trajectory_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...schema.model import FunctionCall
+
+
+def verdict_chips(alignments: dict[str, dict[str, Any]], shown: str, configured: str) -> Content:
+    """`EXACT ✘  [IN_ORDER ✔]  ANY_ORDER ✔`: how each match type judges the turn; the shown one boxed."""
+    parts: list[Any] = []
+    for name in MATCH_TYPES:
+        a = alignments.get(name)
+        if a is None:
+            continue
+        glyph, style = ("✔", "$text-success") if a.get("passed") else ("✘", "$text-error")
+        label = f"{name}{'*' if name == configured else ''}"
+        if name == shown:
+            parts.extend([("[", "$text-accent"), (label, "bold reverse"), " ", (glyph, style), ("]", "$text-accent"), " "])
+        else:
+            parts.extend([f" {label} ", (glyph, style), "  "])
+    return Content.assemble(*parts)
+
+
+class TrajectoryDiff(Vertical):
+    """Expected calls on the left, actual calls on the right, paired as the alignment says."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="trajectory-head")
+        yield Grid(id="trajectory-grid")
+        yield Static(id="trajectory-args")
+
+    def show(
+        self,
+        alignments: dict[str, dict[str, Any]],
+        shown: str,
+        configured: str,
+        expected: list[FunctionCall],
+        actual: list[FunctionCall],
+        ignore_args: bool = False,
+    ) -> None:
+        alignment = alignments.get(shown) or {}
+        head = [
+            verdict_chips(alignments, shown, configured),
+            plain(f"{alignment_summary(alignment)}{'; arguments ignored' if ignore_args else ''}"
+                  " · * configured · m switches", "$text-muted"),
+        ]
+        self.query_one("#trajectory-head", Static).update(joined(head))
+        grid = self.query_one("#trajectory-grid", Grid)
+        grid.remove_children()
+        cells: list[Static] = [
+            Static(Content.styled(f"expected ({len(expected)})", "bold"), classes="cell head"),
+            Static(Content.styled(f"actual ({len(actual)})", "bold"), classes="cell head"),
+        ]
+        rows = trajectory_rows(alignment, expected, actual) if alignment else []
+        if not rows and not expected and not actual:
+            cells.append(Static(Content.styled("no tool calls", "$text-muted"), classes="cell"))
+            cells.append(Static(Content.styled("no tool calls", "$text-muted"), classes="cell"))
+        for row in rows:
+            cells.append(Static(row.expected or Content(""), classes="cell"))
+            cells.append(Static(row.actual or Content(""), classes="cell"))
+        grid.mount_all(cells)
+        diffs = arg_diff_lines(alignment)
+        args = self.query_one("#trajectory-args", Static)
+        args.update(joined([Content.styled("argument differences", "bold"), *diffs]) if diffs else Content(""))
+        args.set_class(not diffs, "-empty")
