@@ -176,3 +176,40 @@ async def test_adk_session_records_tool_timings(
     assert all(t.seconds >= 0 for t in inv.tool_timings)
     assert [c.name for c in inv.tool_calls] == ["get_weather", "get_time"]
     assert inv.intermediate_texts == []
+
+
+APP_PY = AGENT_PY + '''
+from google.adk.apps.app import App
+
+app = App(name="weather_agent", root_agent=root_agent)
+'''
+
+FACTORY_PY = AGENT_PY.replace("root_agent = LlmAgent(", "_agent = LlmAgent(") + '''
+
+async def get_agent_async():
+    return _agent, None
+'''
+
+
+@pytest.mark.parametrize("source", [APP_PY, FACTORY_PY], ids=["app", "get_agent_async"])
+async def test_app_and_agent_factory_entries(
+    source: str, tmp_path: Path, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "dummy")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_gemini.base_url)
+    _script(fake_gemini)
+    folder, eval_file = _write_agent(tmp_path)
+    (folder / "agent.py").write_text(textwrap.dedent(source))
+    from tui_eval.agents import load_agent
+    from tui_eval.agents.base import CaseContext
+    from tui_eval.schema.load import load_eval_set
+
+    agent = load_agent(str(folder))
+    eval_set = load_eval_set(eval_file)
+    case = eval_set.eval_cases[1]
+    session = await agent.new_session(case, CaseContext(eval_set, eval_file))
+    inv = await session.turn(case.conversation[0].user_content, 0)
+    await session.close()
+    await agent.aclose()
+    assert [c.name for c in inv.tool_calls] == ["get_time"]
+    assert inv.final_response is not None and inv.final_response.text == "It is 10:30 in Rome."

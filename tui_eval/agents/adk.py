@@ -4,6 +4,11 @@ Each turn's Runner events become the actual Invocation the way google-adk 2.13's
 builds it (invocation_events, final response = the last final-response event), plus what ADK does not
 keep: per tool call latency, measured from the function_call event to its function_response event.
 google-adk is an optional extra, imported only here and only when an ADK agent is loaded.
+
+Base URL: google-adk 2.13's Gemini model builds its google-genai client with
+`HttpOptions(base_url=self.base_url)`, which is None unless the agent sets `Gemini(base_url=...)`, and
+google-genai then falls back to $GOOGLE_GEMINI_BASE_URL (Vertex: $GOOGLE_VERTEX_BASE_URL). So the
+environment variable alone sends an ADK agent's model calls to a local Gemini-compatible server.
 """
 
 from __future__ import annotations
