@@ -222,9 +222,10 @@ class FakeGemini:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> FakeGemini:
+    def start(self, port: int = 0) -> FakeGemini:
+        """Listen on 127.0.0.1 (a free port unless `port` is given) in a background thread."""
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         # A slow reply that the client gave up on must not hold up shutdown.
         self._server.block_on_close = False  # type: ignore[attr-defined]
@@ -344,6 +345,9 @@ def _make_handler(server: FakeGemini) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
+            if url.path.startswith("/__fake__/"):
+                self._control(url.path)
+                return
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
@@ -378,6 +382,21 @@ def _make_handler(server: FakeGemini) -> type[BaseHTTPRequestHandler]:
             finally:
                 with server._lock:
                     server.in_flight -= 1
+
+        def _control(self, path: str) -> None:
+            """Counters for a server running in another process (`python -m tests.support.fake_gemini`)."""
+            if path == "/__fake__/reset":
+                with server._lock:
+                    server.requests.clear()
+                    server.max_in_flight = 0
+            stats = {"calls": server.calls, "requests": len(server.requests),
+                     "in_flight": server.in_flight, "max_in_flight": server.max_in_flight}
+            payload = json.dumps(stats).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
 
         def _send(self, request: RecordedRequest, reply: Reply) -> None:
             sse = request.stream and "sse" in request.query.get("alt", []) and reply.status == 200
@@ -452,3 +471,31 @@ def judge_responder(
         return None
 
     return respond
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until interrupted: `python -m tests.support.fake_gemini [--port N] [--latency S] [--judge]`.
+    Prints the base URL on the first line; GET /__fake__/stats gives counters, /__fake__/reset clears."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A local Gemini-compatible server for tests and benchmarks.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
+    parser.add_argument("--judge", action="store_true", help="answer tui-eval's judge schemas (all positive)")
+    parser.add_argument("--text", default="OK", help="reply to any other request with this text")
+    args = parser.parse_args(argv)
+    server = FakeGemini(latency=args.latency)
+    if args.judge:
+        server.responder = judge_responder()
+    server.default = text_reply(args.text)
+    server.start(port=args.port)
+    print(server.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

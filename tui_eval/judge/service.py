@@ -275,6 +275,7 @@ class JudgeService:
             else None
         )
         self._client: Any = None
+        self._configs: dict[tuple[Any, str, str | None], Any] = {}
 
     @property
     def available(self) -> bool:
@@ -366,6 +367,15 @@ class JudgeService:
 
     def _build_config(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
                       system_instruction: str | None) -> Any:
+        # Every sample of every invocation shares a handful of configs; validating one costs ~1 ms.
+        memo_key = (schema, json.dumps(_jsonable(config or {}), sort_keys=True, default=str), system_instruction)
+        built = self._configs.get(memo_key)
+        if built is None:
+            built = self._configs[memo_key] = self._new_config(schema, config, system_instruction)
+        return built
+
+    def _new_config(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
+                    system_instruction: str | None) -> Any:
         from google.genai import types
 
         merged: dict[str, Any] = dict(config or {})
