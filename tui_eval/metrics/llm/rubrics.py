@@ -208,10 +208,6 @@ def _normal_id(value: str) -> str:
 async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResult:
     crit = inp.criterion
     opts = crit.judge
-    all_scores: list[float] = []
-    # rubric_id -> every invocation's score, for the case-level rubric_scores.
-    by_rubric: dict[str, list[float]] = {}
-    texts: dict[str, str] = {}
 
     async def score_one(i: int):
         try:
@@ -258,7 +254,6 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
             verdict = None if outcome is None else ("yes" if outcome else "no")
             score = None if outcome is None else (1.0 if outcome else 0.0)
             rationale = next((e["rationale"] for e in rationales[rid] if e["verdict"] == verdict), None)
-            texts[rid] = r.rubric_content.text_property or ""
             rubric_details.append({
                 "rubric_id": rid,
                 "text": r.rubric_content.text_property,
@@ -285,13 +280,19 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
             if not any(s.ok for s in samples):
                 return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
             return not_evaluated("the judge gave no verdict for any rubric", details)
-        for rs in rubric_scores:
-            if rs["score"] is not None:
-                all_scores.append(rs["score"])
-                by_rubric.setdefault(rs["rubric_id"], []).append(rs["score"])
         return invocation_result(sum(scored) / len(scored), crit, details)
 
     per_invocation = await score_invocations(inp, score_one)
+    # Gathered in turn order (not completion order) so the case's rubric list is stable run to run.
+    all_scores: list[float] = []
+    by_rubric: dict[str, list[float]] = {}
+    texts: dict[str, str] = {}
+    for result in per_invocation:
+        for r in result.details.get("rubrics", []):
+            texts.setdefault(r["rubric_id"], r["text"] or "")
+            if r["score"] is not None:
+                all_scores.append(r["score"])
+                by_rubric.setdefault(r["rubric_id"], []).append(r["score"])
     case_rubric_scores = [
         {
             "rubric_id": rid,
