@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import signal
 import sys
 from pathlib import Path
@@ -159,7 +160,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"error: {event.message}", file=err)
 
     run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
-    record = asyncio.run(_execute(run, agent))
+    # A run builds millions of small, acyclic objects (turns, results, JSON dicts); the cyclic GC
+    # would rescan the whole heap again and again for nothing. This process ends with the run.
+    gc.disable()
+    try:
+        record = asyncio.run(_execute(run, agent))
+    finally:
+        gc.enable()
 
     if args.print_detailed_results:
         print_detailed(record, out)

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..schema.errors import SchemaError
+from ..schema.load import read_invocation
+from ..schema.model import Invocation
 from ..schema.results import CaseResult, EvalSetResult, EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,12 +113,14 @@ class ResultStore:
             adk = result.to_adk()
             adk["eval_set_result_id"] = name
             adk["eval_set_result_name"] = name
-            atomic_write(adk_path, dump_json(adk))
+            # Compact, unlike ADK's indent=2: the file repeats every turn twice and can be large.
+            atomic_write(adk_path, dump_json(adk, indent=False))
             config = configs.get(result.eval_set_file)
             rich = {
                 "format": RECORD_FORMAT,
                 "run_id": record.run_id,
                 "name": name,
+                "adk_file": adk_path.name,
                 "app_name": app,
                 "agent": getattr(agent, "name", None),
                 "eval_file": result.eval_set_file,
@@ -172,18 +177,44 @@ def list_history(directory: Path) -> list[HistoryEntry]:
     return entries
 
 
-def load_record(path: Path) -> tuple[dict[str, Any], EvalSetResult]:
-    """A saved run record: its metadata and its EvalSetResult with every case's details."""
-    data = orjson.loads(Path(path).read_bytes())
+def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any], EvalSetResult]:
+    """A saved run record: its metadata and its EvalSetResult with every case's details, and (unless
+    `with_turns` is False) each case's actual and expected turns from the ADK file beside it."""
+    path = Path(path)
+    data = orjson.loads(path.read_bytes())
+    turns: dict[str, tuple[list[Invocation], list[Invocation] | None]] = {}
+    if with_turns and data.get("adk_file"):
+        turns = _turns_from_adk(path.parent / data["adk_file"])
+    cases = []
+    for c in data.get("cases", []):
+        actual, expected = turns.get(c["eval_id"], ([], None))
+        cases.append(CaseResult.from_record(c, actual, expected))
     result = EvalSetResult(
         eval_set_result_id=data["name"],
         eval_set_id=data["eval_set_id"],
         creation_timestamp=data["creation_timestamp"],
-        case_results=[CaseResult.from_record(c) for c in data.get("cases", [])],
+        case_results=cases,
         eval_set_file=data.get("eval_file", ""),
     )
     meta = {k: v for k, v in data.items() if k != "cases"}
     return meta, result
+
+
+def _turns_from_adk(path: Path) -> dict[str, tuple[list[Invocation], list[Invocation] | None]]:
+    """eval_id -> (actual turns, expected turns) from an ADK EvalSetResult file; {} if unreadable."""
+    try:
+        data = orjson.loads(path.read_bytes())
+        out = {}
+        for case in data.get("eval_case_results", []):
+            actual, expected = [], []
+            for i, per in enumerate(case.get("eval_metric_result_per_invocation", [])):
+                actual.append(read_invocation(per["actual_invocation"], f"$.actual[{i}]"))
+                if per.get("expected_invocation") is not None:
+                    expected.append(read_invocation(per["expected_invocation"], f"$.expected[{i}]"))
+            out[case["eval_id"]] = (actual, expected or None)
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, SchemaError):
+        return {}
 
 
 @dataclass(slots=True)

@@ -185,13 +185,14 @@ class CaseResult:
         }
 
     def to_record(self) -> dict[str, Any]:
+        """Our record of the case. Turns are not repeated here: the ADK history file beside the
+        record holds them (`from_record(..., actual=...)` joins them back)."""
         return {
             "eval_set_id": self.eval_set_id,
             "eval_id": self.eval_id,
             "status": int(self.status),
             "metrics": [m.to_record() for m in self.metrics],
-            "actual": [inv.to_dict() | _timing_record(inv) for inv in self.actual],
-            "expected": [inv.to_dict() for inv in self.expected] if self.expected is not None else None,
+            "tool_timings": [_timing_record(inv) for inv in self.actual],
             "eval_set_file": self.eval_set_file,
             "session_id": self.session_id,
             "user_id": self.user_id,
@@ -200,28 +201,24 @@ class CaseResult:
         }
 
     @classmethod
-    def from_record(cls, d: dict[str, Any]) -> CaseResult:
-        from .load import read_invocation
+    def from_record(
+        cls,
+        d: dict[str, Any],
+        actual: list[Invocation] | None = None,
+        expected: list[Invocation] | None = None,
+    ) -> CaseResult:
         from .model import ToolTiming
 
-        actual = []
-        for i, raw in enumerate(d.get("actual") or []):
-            timings = raw.pop("tool_timings", None) or []
-            inv = read_invocation(raw, f"$.actual[{i}]")
+        actual = actual or []
+        for inv, timings in zip(actual, d.get("tool_timings") or []):
             inv.tool_timings = [ToolTiming(t["name"], t["seconds"], t.get("call_id")) for t in timings]
-            actual.append(inv)
-        expected = d.get("expected")
         return cls(
             eval_set_id=d["eval_set_id"],
             eval_id=d["eval_id"],
             status=EvalStatus(d["status"]),
             metrics=[MetricResult.from_record(m) for m in d.get("metrics", [])],
             actual=actual,
-            expected=(
-                [read_invocation(x, f"$.expected[{i}]") for i, x in enumerate(expected)]
-                if expected is not None
-                else None
-            ),
+            expected=expected,
             eval_set_file=d.get("eval_set_file", ""),
             session_id=d.get("session_id", ""),
             user_id=d.get("user_id"),
@@ -230,14 +227,8 @@ class CaseResult:
         )
 
 
-def _timing_record(inv: Invocation) -> dict[str, Any]:
-    if not inv.tool_timings:
-        return {}
-    return {
-        "tool_timings": [
-            {"name": t.name, "seconds": t.seconds, "call_id": t.call_id} for t in inv.tool_timings
-        ]
-    }
+def _timing_record(inv: Invocation) -> list[dict[str, Any]]:
+    return [{"name": t.name, "seconds": t.seconds, "call_id": t.call_id} for t in inv.tool_timings]
 
 
 @dataclass(slots=True, repr=False)
