@@ -236,10 +236,10 @@ def stable_seed(*parts: Any) -> int:
 
 
 def credentials_available() -> bool:
-    env = os.environ
-    if env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY"):
-        return True
-    return env.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true") and bool(env.get("GOOGLE_CLOUD_PROJECT"))
+    """Whether model credentials exist, by the judge service's own reading of the environment."""
+    from ..judge import JudgeOptions, create_judge_service
+
+    return create_judge_service(JudgeOptions(use_cache=False, cache_dir=None)).available
 
 
 def agent_mode() -> str:
@@ -314,6 +314,14 @@ class NativeAgent(Agent):
         seed = stable_seed(self.agent_name, case.eval_id, si.user_id if si else "", (si.session_id if si else None) or "")
         tool_ctx = ToolContext(state=state, rng=random.Random(seed), agent_name=self.agent_name)
         return NativeSession(self, tool_ctx, mode)
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            try:
+                await client.aio.aclose()
+            except Exception:  # closing is best effort
+                pass
 
     def _client(self) -> Any:
         """One google-genai client per event loop (its async transport is bound to the loop)."""
