@@ -9,8 +9,9 @@ import sys
 import threading
 import types
 import unicodedata
+from itertools import chain
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
@@ -169,7 +170,7 @@ class _CharRule(dict):  # type: ignore[type-arg]
     """Code point -> what ADK's per-character loop emits for it, for `str.translate`.
 
     The loop's output for a character depends on that character alone, so the whole loop is one
-    `translate` (C speed) over a table filled on demand.
+    `translate` over a table filled on demand.
     """
 
     def __missing__(self, code: int) -> str:
@@ -196,34 +197,6 @@ _ASCII_RULE = bytes(
 )
 
 
-# Characters ADK's loop passes through unchanged or turns into a space that `split` drops anyway.
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789" + "".join(chr(c) for c in range(128) if chr(c).isspace()))
-# Past this many distinct other characters (CJK prose), one `translate` beats a `replace` per character.
-_MAX_REPLACES = 16
-
-
-def _ascii_tokens(text: str) -> list[str]:
-    """Tokens of an ASCII text (the fast path: no per-character Python work)."""
-    tokens = list(map(_bytes_word_tokens.__getitem__, text.encode("ascii").translate(_ASCII_RULE).split()))
-    return [t for t in tokens if t] if "" in tokens else tokens
-
-
-def _map_chars(text: str, max_replaces: int = _MAX_REPLACES) -> str:
-    """ADK's per-character rewrite of NFKC-normalised, lowercased text (before `split`)."""
-    # Each character is rewritten on its own, so rewriting each distinct character once gives the
-    # same text; LLM replies are mostly ASCII with a few curly quotes or dashes, so a handful of
-    # C-speed `replace` calls beat a `translate` that calls into a Python mapping per character.
-    specials = set(text).difference(_PLAIN)
-    if len(specials) > max_replaces:
-        return text.translate(_char_rule)
-    rule = _char_rule
-    for char in specials:
-        out = rule[ord(char)]
-        if out != char:  # outputs hold only `char` and spaces, so no later replace can touch them
-            text = text.replace(char, out)
-    return text
-
-
 def _word_list_tokens(words: list[str]) -> list[str]:
     """Tokens of ADK's words: ASCII words through rouge-score, the others kept as they are."""
     word_tokens = _word_tokens
@@ -231,41 +204,66 @@ def _word_list_tokens(words: list[str]) -> list[str]:
     return [t for t in tokens if t] if "" in tokens else tokens
 
 
-def _tokens_uncached(text: str) -> list[str]:
-    if text.isascii():
-        return _ascii_tokens(text)
-    text = unicodedata.normalize("NFKC", text).lower()
-    if text.isascii():  # NFKC made it ASCII: ligatures, full-width letters and digits
-        return _ascii_tokens(text)
-    return _word_list_tokens(_map_chars(text).split())
+class _ChunkTokens(dict):  # type: ignore[type-arg]
+    """Whitespace-free chunk of NFKC-normalised, lowercased text -> its tokens.
+
+    ADK rewrites each character on its own and whitespace always becomes a space, so no token spans
+    two chunks: a text's tokens are its chunks' tokens end to end. Chunks ("paris,", "東京", "สวัสดี")
+    repeat across an eval set, so each is rewritten once and then only looked up.
+    """
+
+    def __missing__(self, chunk: str) -> tuple[str, ...]:
+        tokens = tuple(_word_list_tokens(chunk.translate(_char_rule).split()))
+        if len(self) < _MAX_WORDS:
+            self[chunk] = tokens
+        return tokens
+
+
+_chunk_tokens = _ChunkTokens()
+
+
+def _token_stream(text: str) -> Iterator[str]:
+    """The text's tokens in order, with "" where rouge-score drops a word (callers skip those)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).lower()
+        if not text.isascii():
+            return chain.from_iterable(map(_chunk_tokens.__getitem__, text.split()))
+        # else NFKC made it ASCII (ligatures, full-width letters and digits): the fast path applies
+    # ASCII: no per-character Python work at all.
+    return map(_bytes_word_tokens.__getitem__, text.encode("ascii").translate(_ASCII_RULE).split())
+
+
+def _tokens_per_character(text: str) -> list[str]:
+    """ADK's tokenizer as literally written: one rewrite of the whole text (the tests' yardstick)."""
+    return _word_list_tokens(unicodedata.normalize("NFKC", text).lower().translate(_char_rule).split())
 
 
 def tokenize(text: str) -> list[str]:
     """The ROUGE tokens of a text, exactly as ADK 2.13's response_match_score tokenizes it."""
-    return list(_counts(text)[2])
+    return [t for t in _token_stream(text) if t]
 
 
 try:  # Counter's C counting loop, without Counter.__init__'s overhead (a third of the cost on short texts)
     from collections import _count_elements  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - every CPython has it; stay correct elsewhere
 
-    def _count_elements(mapping: dict[str, int], iterable: list[str]) -> None:
+    def _count_elements(mapping: dict[str, int], iterable: Iterable[str]) -> None:
         for elem in iterable:
             mapping[elem] = mapping.get(elem, 0) + 1
 
 
-_text_counts: dict[str, tuple[dict[str, int], int, tuple[str, ...]]] = {}
+_text_counts: dict[str, tuple[dict[str, int], int]] = {}
 
 
-def _counts(text: str) -> tuple[dict[str, int], int, tuple[str, ...]]:
-    """(token -> count, token total, tokens) of a text, memoised."""
+def _counts(text: str) -> tuple[dict[str, int], int]:
+    """(token -> count, token total) of a text, memoised. No token list is built: counts are all ROUGE-1 needs."""
     hit = _text_counts.get(text)
     if hit is not None:
         return hit
-    tokens = _tokens_uncached(text)
     counts: dict[str, int] = {}
-    _count_elements(counts, tokens)
-    hit = (counts, len(tokens), tuple(tokens))
+    _count_elements(counts, _token_stream(text))
+    counts.pop("", None)
+    hit = (counts, sum(counts.values()))
     if len(_text_counts) >= _MAX_TEXTS:
         _text_counts.clear()
     _text_counts[text] = hit
@@ -275,8 +273,8 @@ def _counts(text: str) -> tuple[dict[str, int], int, tuple[str, ...]]:
 # --- rouge-score's arithmetic -----------------------------------------------------------------------
 def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
     """(precision, recall, fmeasure) of ROUGE-1, as rouge_scorer._score_ngrams computes them."""
-    ref_counts, ref_total, _ = _counts(reference)
-    cand_counts, cand_total, _ = _counts(candidate)
+    ref_counts, ref_total = _counts(reference)
+    cand_counts, cand_total = _counts(candidate)
     small, large = (ref_counts, cand_counts) if len(ref_counts) <= len(cand_counts) else (cand_counts, ref_counts)
     overlap = 0
     get = large.get
@@ -295,19 +293,19 @@ def token_overlap(candidate: str, reference: str) -> dict[str, list[list[Any]]]:
 
     The first k occurrences of a token on each side are the shared ones, k being the smaller count.
     """
-    cand = _counts(candidate)
-    ref = _counts(reference)
+    cand_counts, ref_counts = _counts(candidate)[0], _counts(reference)[0]
 
-    def flags(tokens: tuple[str, ...], mine: dict[str, int], other: dict[str, int]) -> list[list[Any]]:
+    def flags(text: str, mine: dict[str, int], other: dict[str, int]) -> list[list[Any]]:
         seen: dict[str, int] = {}
         out = []
-        for token in tokens:
+        for token in tokenize(text):
             n = seen.get(token, 0)
             seen[token] = n + 1
             out.append([token, n < min(mine[token], other.get(token, 0))])
         return out
 
-    return {"candidate": flags(cand[2], cand[0], ref[0]), "reference": flags(ref[2], ref[0], cand[0])}
+    return {"candidate": flags(candidate, cand_counts, ref_counts),
+            "reference": flags(reference, ref_counts, cand_counts)}
 
 
 # --- the metric -------------------------------------------------------------------------------------
