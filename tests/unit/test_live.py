@@ -293,3 +293,19 @@ async def test_watch_with_real_file_events(env: Env) -> None:
     assert not live.relevant(env.bot / ".adk" / "eval_history" / "x.evalset.json")
     assert not live.relevant(env.bot / ".bot.evalset.json.123.tmp")
     assert live.relevant(env.eval_file) and live.relevant(env.bot / "agent.py")
+
+
+async def test_user_simulator_edit_reruns_only_scenario_cases(env: Env) -> None:
+    env.cases.append({"eval_id": "s", "conversation_scenario": {"starting_prompt": "lookup apple",
+                                                                "conversation_plan": "ask about apples"},
+                      "session_input": {"app_name": "bot", "user_id": "u", "state": {}}})
+    env.write_eval()
+    live = env.session()
+    await live.start()
+    env.events.clear()
+    env.config.write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8},
+                                      "user_simulator_config": {"max_allowed_invocations": 3}}))
+    await live.handle_changes([env.config])
+    assert env.started() == ["s"]  # criteria are unchanged: the static cases are left alone
+    [done] = env.of(LiveRunFinished)
+    assert "user simulator: re-run 1 scenario case" in done.reason

@@ -326,12 +326,20 @@ class LiveSession:
         if state is not None and state.config is not None:
             for warning in state.config.warnings:
                 self.emit(Log(f"{change.path}: {warning}", "warning"))
+        files = [p for p in self.workspace.eval_files_of_config(change.path) if self._wanted(p)]
+        if change.simulator_changed:
+            # The simulated user writes the conversation: its settings changing means new turns.
+            scenario = [CaseKey(str(p), c.eval_id) for p, c in self.workspace.cases() if p in files and c.is_scenario]
+            for key in scenario:
+                batch.run[key] = None
+            if scenario:
+                batch.reasons.append(f"{change.path.name} user simulator: re-run {_plural(len(scenario), 'scenario case')}")
         if not change.criteria_changed:
             return
-        files = [p for p in self.workspace.eval_files_of_config(change.path) if self._wanted(p)]
         keys = [CaseKey(str(p), c.eval_id) for p, c in self.workspace.cases() if p in files]
         for key in keys:
-            batch.rescore[key] = None
+            if key not in batch.run:
+                batch.rescore[key] = None
         if keys:
             batch.reasons.append(f"{change.path.name} criteria: re-score {_plural(len(files), 'eval file')}")
 

@@ -67,8 +67,10 @@ class FileChange:
     added_cases: list[str] = field(default_factory=list)
     removed_cases: list[str] = field(default_factory=list)
     error: LoadError | None = None
-    # For configs: True when only criteria changed, so stored inferences can be re-scored.
+    # For configs: criteria changed, so stored inferences must be re-scored (no agent call needed).
     criteria_changed: bool = False
+    # For configs: the user simulator's settings changed, so scenario cases must re-run.
+    simulator_changed: bool = False
     # For agent sources: the agent folder whose cases must re-run.
     agent_dir: Path | None = None
 
@@ -201,7 +203,8 @@ class Workspace:
         criteria_changed = old is None or {k: c.to_dict() for k, c in old.criteria.items()} != {
             k: c.to_dict() for k, c in new.criteria.items()
         }
-        return FileChange(path, "config", criteria_changed=criteria_changed)
+        simulator_changed = old is not None and old.user_simulator != new.user_simulator
+        return FileChange(path, "config", criteria_changed=criteria_changed, simulator_changed=simulator_changed)
 
     # ---- questions -----------------------------------------------------------------------
 
