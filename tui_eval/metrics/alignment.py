@@ -131,7 +131,8 @@ def _longest_in_order(
     longest pairing shows the user the fewest calls out of place.
     """
     n, m = len(expected), len(actual)
-    hit = [[calls_match(actual[i], expected[j], ignore_args) for i in range(m)] for j in range(n)]
+    # calls_match inlined: n*m deep comparisons are this function's whole cost.
+    hit = [[a.name == e.name and (ignore_args or a.args == e.args) for a in actual] for e in expected]
     # best[j][i]: longest pairing of expected[j:] with actual[i:]
     best = [[0] * (m + 1) for _ in range(n + 1)]
     for j in range(n - 1, -1, -1):
@@ -180,11 +181,12 @@ def _same(expected: Any, actual: Any) -> bool:
 def _diff(expected: Any, actual: Any, path: str, out: list[ArgDiff]) -> None:
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key, value in expected.items():
-            sub = _key_path(path, key)
             if key in actual:
-                _diff(value, actual[key], sub, out)
+                other = actual[key]
+                if not _same(value, other):  # equal subtrees (most of them) cost one C-level compare
+                    _diff(value, other, _key_path(path, key), out)
             else:
-                out.append({"path": sub, "kind": "missing", "expected": _jsonable(value)})
+                out.append({"path": _key_path(path, key), "kind": "missing", "expected": _jsonable(value)})
         for key, value in actual.items():
             if key not in expected:
                 out.append({"path": _key_path(path, key), "kind": "extra", "actual": _jsonable(value)})
@@ -195,7 +197,7 @@ def _diff(expected: Any, actual: Any, path: str, out: list[ArgDiff]) -> None:
                 out.append({"path": sub, "kind": "missing", "expected": _jsonable(expected[k])})
             elif k >= len(expected):
                 out.append({"path": sub, "kind": "extra", "actual": _jsonable(actual[k])})
-            else:
+            elif not _same(expected[k], actual[k]):
                 _diff(expected[k], actual[k], sub, out)
     elif not _same(expected, actual):
         out.append({"path": path, "kind": "changed", "expected": _jsonable(expected), "actual": _jsonable(actual)})

@@ -315,17 +315,19 @@ def evaluate(inp: MetricInput) -> MetricResult:
     criterion = inp.criterion.to_dict()
     if inp.expected is None:
         return MetricResult.not_evaluated(METRIC_NAME, threshold, "no expected turns", criterion)
+    passed, failed = EvalStatus.PASSED, EvalStatus.FAILED  # status_for without None checks and enum lookups
+    progress = inp.progress
     per_invocation = []
     total = 0.0  # summed in turn order, then divided, as ADK does: same float result
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
         precision, recall, score = rouge1(content_text(actual.final_response), content_text(expected.final_response))
         per_invocation.append(
             InvocationMetricResult(
-                score, status_for(score, threshold), details={"precision": precision, "recall": recall}
+                score, passed if score >= threshold else failed, details={"precision": precision, "recall": recall}
             )
         )
         total += score
-        inp.progress(i)
+        progress(i)
     if not per_invocation:
         return MetricResult(METRIC_NAME, threshold, None, EvalStatus.NOT_EVALUATED, criterion,
                             reason="no invocations to score")

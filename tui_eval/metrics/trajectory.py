@@ -16,23 +16,22 @@ def evaluate(inp: MetricInput) -> MetricResult:
     criterion = crit.to_dict()
     if inp.expected is None:
         return MetricResult.not_evaluated(METRIC_NAME, threshold, "no expected turns", criterion)
-    match_type = crit.match_type
+    match_type, ignore_args = crit.match_type, crit.ignore_args
     match_type_name = match_type.name
+    # A turn scores 1.0 or 0.0, so two statuses cover every turn (enum lookups add up over 10k turns).
+    status_if_passed, status_if_failed = status_for(1.0, threshold), status_for(0.0, threshold)
+    progress = inp.progress
     per_invocation = []
     total = 0.0  # summed in turn order, then divided, as ADK does: same float result
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
-        alignment = align_trajectory(expected.tool_calls, actual.tool_calls, match_type, crit.ignore_args)
-        score = alignment.score
-        per_invocation.append(
-            InvocationMetricResult(
-                score,
-                status_for(score, threshold),
-                reason=None if alignment.passed else alignment.summary(),
-                details={"alignment": alignment.to_dict(), "match_type": match_type_name},
-            )
-        )
-        total += score
-        inp.progress(i)
+        alignment = align_trajectory(expected.tool_calls, actual.tool_calls, match_type, ignore_args)
+        details = {"alignment": alignment.to_dict(), "match_type": match_type_name}
+        if alignment.passed:
+            per_invocation.append(InvocationMetricResult(1.0, status_if_passed, details=details))
+            total += 1.0
+        else:
+            per_invocation.append(InvocationMetricResult(0.0, status_if_failed, alignment.summary(), details))
+        progress(i)
     if not per_invocation:
         return MetricResult(METRIC_NAME, threshold, None, EvalStatus.NOT_EVALUATED, criterion,
                             reason="no invocations to score")
