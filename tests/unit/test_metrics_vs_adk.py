@@ -237,6 +237,13 @@ def test_rouge_equals_adk(candidate: str, reference: str) -> None:
 
 
 @SETTINGS
+@given(text=texts())
+def test_identical_texts_equal_adk(text: str) -> None:
+    theirs = _calculate_rouge_1_scores(text, text)
+    assert rm.rouge1(text, text) == (theirs.precision, theirs.recall, theirs.fmeasure)
+
+
+@SETTINGS
 @given(text=st.text(max_size=40))
 def test_tokenizer_equals_adk_on_arbitrary_unicode(text: str) -> None:
     assert rm.tokenize(text) == ADK_TOKENIZER.tokenize(text)

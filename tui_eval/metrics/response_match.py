@@ -274,6 +274,8 @@ def _counts(text: str) -> tuple[dict[str, int], int]:
 def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
     """(precision, recall, fmeasure) of ROUGE-1, as rouge_scorer._score_ngrams computes them."""
     ref_counts, ref_total = _counts(reference)
+    if candidate == reference:  # common (an unchanged answer); the general path gives these same floats
+        return (1.0, 1.0, 1.0) if ref_total else (0.0, 0.0, 0.0)
     cand_counts, cand_total = _counts(candidate)
     small, large = (ref_counts, cand_counts) if len(ref_counts) <= len(cand_counts) else (cand_counts, ref_counts)
     overlap = 0
