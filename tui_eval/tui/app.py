@@ -6,7 +6,6 @@ read in a thread worker that streams into the browser, so the first frame never 
 
 from __future__ import annotations
 
-import threading
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
@@ -20,13 +19,13 @@ from textual.worker import Worker, WorkerState
 from .catalog import Catalog
 from .commands import CaseCommands
 from .screens.main import MainScreen
-from .state import FileNews, Inbox, RunState
+from .session import SessionBridge
+from .state import Inbox, RunState
 from .text import one_line, plain
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
-    from .runs import AgentLoader, RunGroup
 
 SESSION = "this session"
 TICK_HZ = 8
@@ -51,25 +50,18 @@ class EvalApp(App[int]):
         live: bool = False,
         watch: bool = True,
         theme: str | None = None,
-        agent_loader: AgentLoader | None = None,
         run_options: Any = None,
         store: Any = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
         self.agent_ref = agent
-        self.live = live
-        self.agent_reruns = True
         self.watch = watch
         self.inbox = Inbox()
-        self.run_state: RunState | None = None
-        self.agent_loader = agent_loader
+        self.bridge = SessionBridge(self.inbox, live=live)
         self.run_options = run_options
         self.store = store
-        # One owner at a time mutates the Workspace: the loader, the watcher or an edit.
-        self.ws_lock = threading.Lock()
-        self._stop_watch = threading.Event()
-        self._pending_live: dict[str, Any] = {}
+        self._shown_run: RunState | None = None
         self.register_theme(TUI_EVAL_THEME)
         self.theme = theme or default_theme()
 
@@ -82,50 +74,62 @@ class EvalApp(App[int]):
         assert isinstance(screen, MainScreen)
         return screen
 
+    @property
+    def live(self) -> bool:
+        return self.bridge.live
+
+    @property
+    def agent_reruns(self) -> bool:
+        return self.bridge.agent_reruns
+
+    @property
+    def run_state(self) -> RunState | None:
+        return self.bridge.current
+
     def on_mount(self) -> None:
         self.set_interval(1 / TICK_HZ, self._tick, name="pull")
         # Load after the first frame is on screen.
         self.call_after_refresh(self._start_loading)
 
     def on_unmount(self) -> None:
-        self._stop_background()
-
-    def _stop_background(self) -> None:
-        self._stop_watch.set()
-        if self.run_state is not None and self.run_state.active:
-            self.run_state.cancel()
+        self.bridge.close()
 
     async def action_quit(self) -> None:
-        self._stop_background()
+        self.bridge.cancel()
         self.exit(0)
 
-    # ---- loading and watching ----------------------------------------------------------------
+    # ---- loading -----------------------------------------------------------------------------
 
     def _start_loading(self) -> None:
         self.run_worker(self._load, thread=True, group="load", name="load", exit_on_error=False)
 
     def _load(self) -> None:
-        from ..engine.workspace import Workspace
-        from .loader import load_workspace
+        """Thread worker: the LiveSession, its workspace streamed in file by file, then saved results."""
+        from ..engine.live import LiveSession
+        from ..engine.runner import RunOptions
+        from ..engine.store import ResultStore
+        from .loader import load_latest_results, load_workspace
         from .worker_utils import current_worker_cancelled
 
-        workspace = Workspace(self.catalog.root, agent_ref=self.agent_ref)
-        self.catalog.workspace = workspace
         try:
-            load_workspace(workspace, self.inbox, self.ws_lock, cancelled=current_worker_cancelled)
+            session = LiveSession(
+                self.catalog.root,
+                agent_ref=self.agent_ref,
+                options=self.run_options or RunOptions(),
+                store=self.store if self.store is not None else ResultStore(),
+                on_event=self.bridge.on_event,
+                rerun_on_agent_change=self.bridge.agent_reruns,
+            )
+            self.catalog.workspace = session.workspace
+            load_workspace(session.workspace, cancelled=current_worker_cancelled)
+            # Saved inferences let a config edit re-score without running the agent.
+            session.results.update(load_latest_results(session.workspace, self.inbox, current_worker_cancelled))
+            if not current_worker_cancelled():
+                self.bridge.attach(session)
+                if self.watch:
+                    self.bridge.start_watching()
         finally:
             self.inbox.loading = False
-
-    def _start_watching(self) -> None:
-        from .loader import watch_workspace
-
-        workspace = self.catalog.workspace
-        if workspace is None or self._stop_watch.is_set():
-            return
-        self.run_worker(
-            partial(watch_workspace, workspace, self.inbox, self.ws_lock, self._stop_watch),
-            thread=True, group="watch", name="watch", exit_on_error=False,
-        )
 
     # ---- the pull loop -----------------------------------------------------------------------
 
@@ -136,183 +140,99 @@ class EvalApp(App[int]):
     def _tick(self) -> None:
         """Drain producer state into the widgets: at most TICK_HZ redraws a second, however busy the run."""
         main = self.main
-        files, results, messages = self.inbox.drain()
+        cat = self.catalog
         dirty: set[CaseKey] = set()
-        files_changed = False
-        for news in files:
-            files_changed |= self._apply_file_news(news, dirty)
+        delta = cat.poll()
+        for path in delta.removed:
+            main.browser.remove_file(path)
+        for path in delta.reloaded:
+            main.browser.reload_file(path)
+            for case_key in [k for k in cat.results.keys() if k.eval_file == str(path)]:
+                if cat.case(case_key) is None:
+                    cat.results.forget(case_key)
+                dirty.add(case_key)
+        for path, error in delta.broke:
+            self.notify(cat.error_text(error), title="File not loaded", severity="warning", markup=False, timeout=8)
+        results, removed, messages = self.inbox.drain()
         for key, result, origin in results:
-            if self.catalog.results.origin(key) != SESSION:
-                self.catalog.results.put(key, result, origin)
+            if cat.results.origin(key) != SESSION:
+                cat.results.put(key, result, origin)
                 dirty.add(key)
+        for key in removed:
+            cat.results.forget(key)
+            dirty.add(key)
         for text, severity in messages:
             self.notify(text, severity=severity, markup=False)  # type: ignore[arg-type]
-        state = self.run_state
+        state = self.bridge.current
         if state is not None:
+            if state is not self._shown_run:
+                self._shown_run = state
+                main.run_panel.reset()
             snap = state.drain()
             main.run_panel.show(snap)
             for key, result in snap.finished:
-                self.catalog.results.put(key, result, SESSION)
+                cat.results.put(key, result, SESSION)
                 dirty.add(key)
-            if snap.running != self.catalog.running:
-                dirty |= snap.running ^ self.catalog.running
-                self.catalog.running = snap.running
-            if not state.active and self._pending_live:
-                self._start_pending_live()
-        if files_changed:
+            if snap.running != cat.running:
+                dirty |= snap.running ^ cat.running
+                cat.running = snap.running
+            if snap.phase != getattr(self, "_shown_phase", None):
+                self._shown_phase = snap.phase
+                self.refresh_bindings()
+        if delta.added or delta.removed:
             main.files_changed()
+        elif delta.configs_changed or delta.reloaded:
+            main.summary.refresh_entry()
         if dirty:
             for screen in self.screen_stack:
                 refresh = getattr(screen, "refresh_keys", None)
                 if refresh is not None:
                     refresh(dirty)
-        if files or self.inbox.loading:
+        if delta or self.inbox.loading != getattr(self, "_shown_loading", None):
+            self._shown_loading = self.inbox.loading
             main.refresh_topbar()
-
-    def _apply_file_news(self, news: FileNews, dirty: set[CaseKey]) -> bool:
-        cat = self.catalog
-        loading = news.initial
-        if news.error and not loading:
-            self.notify(cat.error_text(news.error), title="File not loaded", severity="warning",
-                        markup=False, timeout=8)
-        if news.kind == "eval":
-            main = self.main
-            if news.removed:
-                cat.remove_file(news.path)
-                main.browser.remove_file(news.path)
-                return True
-            state = cat.file_state(news.path)
-            if state is None:
-                return False
-            if not cat.add_file(news.path):
-                main.browser.reload_file(news.path)
-            keys = [cat.key(news.path, eval_id) for eval_id in news.changed_cases]
-            for key in keys:
-                if cat.case(key) is None:
-                    cat.results.forget(key)
-            dirty.update(keys)
-            if self.live and not loading and news.error is None and keys:
-                existing = [k for k in keys if cat.case(k) is not None]
-                if existing:
-                    self._queue_live("rerun", existing)
-            return True
-        if news.kind == "config":
-            self.main.summary.refresh_entry()
-            if self.live and not loading and news.error is None and news.criteria_changed:
-                self._queue_live("rescore", self._config_keys(news.path))
-            return False
-        if news.kind == "agent" and self.live and self.agent_reruns and news.agent_dir is not None:
-            ws = cat.workspace
-            if ws is not None:
-                files = ws.eval_files_of_agent(news.agent_dir)
-                self._queue_live("rerun", [cat.key(p, c.eval_id) for p in files for c in cat.cases(p)])
-        return False
 
     # ---- live mode ---------------------------------------------------------------------------
 
     def set_live(self, on: bool) -> None:
-        self.live = on
+        self.bridge.set_live(on)
         self.main.refresh_topbar()
-        self.notify("Live mode on: saved edits re-run what changed." if on else "Live mode off.")
+        self.notify("Live mode on: saving a file re-runs what it changed." if on else "Live mode off: saved files only reload.")
 
     def set_agent_reruns(self, on: bool) -> None:
-        self.agent_reruns = on
+        self.bridge.set_agent_reruns(on)
         self.main.refresh_topbar()
-        self.notify("Agent edits re-run their cases." if on else "Agent edits no longer re-run cases.")
-
-    def _config_keys(self, config_path: Path) -> list[CaseKey]:
-        ws = self.catalog.workspace
-        if ws is None:
-            return []
-        return [self.catalog.key(p, c.eval_id) for p in ws.eval_files_of_config(config_path) for c in self.catalog.cases(p)]
-
-    def _queue_live(self, kind: str, keys: list[CaseKey]) -> None:
-        pending = self._pending_live.setdefault(kind, {})
-        for key in keys:
-            pending[key] = None
-        if self.run_state is None or not self.run_state.active:
-            self._start_pending_live()
-
-    def _start_pending_live(self) -> None:
-        pending, self._pending_live = self._pending_live, {}
-        rerun = list(pending.get("rerun", {}))
-        rescore = [k for k in pending.get("rescore", {}) if k not in set(rerun)]
-        inferences = {}
-        for key in rescore:
-            result = self.catalog.result(key)
-            if result is not None and result.actual and result.error is None:
-                inferences[key] = result.actual
-        if rerun or inferences:
-            self.start_run("Live re-run" if rerun else "Live re-score", keys=rerun + list(inferences),
-                           inferences=inferences)
+        self.notify("Agent edits re-run their cases (in live mode)." if on else "Agent edits no longer re-run cases.")
 
     # ---- runs --------------------------------------------------------------------------------
 
-    def start_run(
-        self,
-        label: str,
-        *,
-        keys: list[CaseKey] | None = None,
-        files: list[Path] | None = None,
-        inferences: dict[CaseKey, Any] | None = None,
-    ) -> bool:
-        """Plan and start a run in a thread worker. False (with a notification) if it cannot start now."""
-        if self.run_state is not None and self.run_state.active:
-            self.notify("A run is in progress: x cancels it.", severity="warning")
-            return False
-        if self.catalog.workspace is None or self.inbox.loading:
+    @property
+    def ready(self) -> bool:
+        """The folder is loaded and the engine is up."""
+        return not self.inbox.loading and self.bridge.host is not None
+
+    def start_run(self, label: str, *, keys: list[CaseKey] | None = None, files: list[Path] | None = None) -> bool:
+        """Start a run of cases (or whole files) in the engine; False, with a notification, if it cannot now."""
+        if not self.ready:
             self.notify("Still loading the folder; try again in a moment.", severity="warning")
             return False
-        try:
-            groups = self._groups(keys, files, inferences or {})
-        except Exception as exc:  # a broken config or a file that went away: say so, run nothing
-            self.notify(str(exc), title="Cannot run", severity="error", markup=False)
-            return False
-        if not groups:
+        if keys is None:
+            keys = [self.catalog.key(p, c.eval_id) for p in files or [] for c in self.catalog.cases(p)]
+        if not keys:
             self.notify("Nothing to run.", severity="warning")
             return False
-        from .runs import default_agent_loader, execute_groups
-
-        state = self.run_state = RunState(label)
-        self.main.run_panel.reset()
-        self.run_worker(
-            partial(execute_groups, groups, state, agent_loader=self.agent_loader or default_agent_loader,
-                    options=self.run_options, store=self.store),
-            thread=True, group="run", name=label, exit_on_error=False,
-        )
-        self.main.refresh_bindings()
+        state = self.bridge.new_run(label)
+        if state is None:
+            self.notify("A run is in progress: x cancels it.", severity="warning")
+            return False
+        self.run_worker(partial(self.bridge.run_keys, state, keys, label), thread=True, group="run", name=label,
+                        exit_on_error=False)
+        self.refresh_bindings()
         return True
 
-    def _groups(self, keys: list[CaseKey] | None, files: list[Path] | None, inferences: dict[CaseKey, Any]) -> list[RunGroup]:
-        from .runs import RunGroup
-
-        ws = self.catalog.workspace
-        assert ws is not None
-        by_agent: dict[str | None, list[Any]] = {}
-        if keys is not None:
-            for key in keys:
-                ref = None if key in inferences else ws.agent_for(Path(key.eval_file))
-                by_agent.setdefault(ref, []).append(key)
-        else:
-            for path in files or []:
-                state = ws.eval_files.get(path)
-                if state is not None and state.eval_set is not None:
-                    by_agent.setdefault(ws.agent_for(path), []).append(path)
-        groups = []
-        for ref, items in by_agent.items():
-            if keys is not None:
-                plan = ws.plan_for(keys=items)
-                group_inferences = {k: inferences[k] for k in items if k in inferences}
-            else:
-                plan = ws.plan_for(files=items)
-                group_inferences = {}
-            if plan.targets:
-                groups.append(RunGroup(ref, plan, group_inferences))
-        return groups
-
     def cancel_run(self) -> None:
-        if self.run_state is not None and self.run_state.active:
-            self.run_state.cancel()
+        if self.bridge.busy:
+            self.bridge.cancel()
             self.notify("Cancelling: finished cases are kept.")
 
     def metric_names(self) -> list[str]:
@@ -331,28 +251,31 @@ class EvalApp(App[int]):
         if event.state == WorkerState.SUCCESS:
             if worker.group == "load":
                 self.main.refresh_topbar()
-                if self.watch:
-                    self._start_watching()
+                self.refresh_bindings()
             elif worker.group == "edit":
                 self.notify(worker.name, markup=False)
             if worker.group == "run":
-                self.main.refresh_bindings()
+                self.refresh_bindings()
         elif event.state == WorkerState.ERROR:
             error = f"{type(worker.error).__name__}: {worker.error}" if worker.error else "unknown error"
             titles = {"run": "Run failed", "edit": "Edit not saved", "load": "Could not load the folder",
                       "watch": "File watching stopped"}
             self.notify(error, title=titles.get(worker.group, "Error"), severity="error", markup=False, timeout=10)
-            if worker.group == "load":
-                self.inbox.loading = False
             if worker.group == "run":
-                self.main.refresh_bindings()
+                state = self.bridge.current
+                if state is not None and state.active:
+                    state.finish("failed", error)
+                self.refresh_bindings()
 
     # ---- navigation --------------------------------------------------------------------------
 
     def open_turn(self, key: CaseKey, index: int) -> None:
         from .screens.turn import TurnScreen
 
-        self.push_screen(TurnScreen(key, index))
+        if isinstance(self.screen, TurnScreen):
+            self.screen.show(key, index)
+        else:
+            self.push_screen(TurnScreen(key, index))
 
     def open_history(self) -> None:
         from .screens.history import HistoryScreen
@@ -390,8 +313,8 @@ class EvalApp(App[int]):
                 yield SystemCommand(f"Filter by metric: {name}", "show this metric's status and score",
                                     partial(screen.set_metric, name))
 
-    def _run_action_on(self, node: Any, action: str) -> None:
-        self.run_action(action, node)
+    async def _run_action_on(self, node: Any, action: str) -> None:
+        await self.run_action(action, node)
 
     # ---- edits -------------------------------------------------------------------------------
 
@@ -405,15 +328,12 @@ class EvalApp(App[int]):
         self.push_screen(ConfirmScreen(title, body), answered)
 
     def _edit(self, done: str, path: Path, change: Callable[[], None]) -> None:
-        """Write an edit in a thread worker, then reload the file (the watcher would too, but maybe later)."""
-        from .loader import news_of
+        """Write an edit in a thread worker; the watcher reloads the file (or we do, when not watching)."""
 
         def work() -> None:
             change()
-            if not self.watch or self._stop_watch.is_set():
-                with self.ws_lock:
-                    news = news_of(self.catalog.workspace.reload(path))  # type: ignore[union-attr]
-                self.inbox.push_file(news)
+            if not self.bridge.watching:
+                self.bridge.reload(path)
 
         self.run_worker(work, thread=True, group="edit", name=done, exit_on_error=False)
 

@@ -44,6 +44,21 @@ class Filter:
 
 
 @dataclass(slots=True)
+class WorkspaceDelta:
+    """What changed in the workspace since the last poll."""
+
+    added: list[Path] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
+    reloaded: list[Path] = field(default_factory=list)
+    # Files (eval or config) known before that broke just now, with their error.
+    broke: list[tuple[Path, Any]] = field(default_factory=list)
+    configs_changed: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.reloaded or self.broke or self.configs_changed)
+
+
+@dataclass(slots=True)
 class Catalog:
     """Eval files in display order plus the latest results and what is running now."""
 
@@ -53,6 +68,43 @@ class Catalog:
     results: Results = field(default_factory=Results)
     running: set[Any] = field(default_factory=set)
     filter: Filter = field(default_factory=Filter)
+    _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
+    _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
+
+    def poll(self) -> WorkspaceDelta:
+        """Compare the workspace with what was seen last time (cheap identity checks: a reload makes new
+        objects), and track added and removed eval files. The loader and the engine mutate the workspace
+        in their threads; this only reads it."""
+        delta = WorkspaceDelta()
+        ws = self.workspace
+        if ws is None:
+            return delta
+        now = {p: (st.eval_set, st.error) for p, st in list(ws.eval_files.items())}
+        for path, (eval_set, error) in now.items():
+            old = self._seen.get(path)
+            if old is None:
+                delta.added.append(path)
+                self.add_file(path)
+            elif old[0] is not eval_set or old[1] is not error:
+                delta.reloaded.append(path)
+                if error is not None and old[1] is not error:
+                    delta.broke.append((path, error))
+        for path in self._seen:
+            if path not in now:
+                delta.removed.append(path)
+                self.remove_file(path)
+        self._seen = now
+        configs = {p: (st.config, st.error) for p, st in list(ws.configs.items())}
+        for path, (config, error) in configs.items():
+            old = self._seen_configs.get(path)
+            if old is not None and (old[0] is not config or old[1] is not error):
+                delta.configs_changed = True
+                if error is not None and old[1] is not error:
+                    delta.broke.append((path, error))
+        if set(configs) != set(self._seen_configs):
+            delta.configs_changed = True
+        self._seen_configs = configs
+        return delta
 
     # ---- files -------------------------------------------------------------------------------
 

@@ -1,35 +1,21 @@
-"""Background work on the folder: load eval files and saved results after first paint, watch for saves.
+"""Start-up loading, off the UI thread: discover the folder, parse eval files, read the newest saved results.
 
-These functions run in thread workers. They mutate the Workspace under one lock (it has a single owner
-at a time) and report through the Inbox; the UI never waits on them.
+Runs in a thread worker after the first frame. Files land in the Workspace one by one (the browser
+polls it, so they stream into the tree); saved results go through the Inbox.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .state import FileNews, Inbox
+from .state import Inbox
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.workspace import FileChange, Workspace
-
-
-def news_of(change: FileChange, *, initial: bool = False) -> FileNews:
-    """The UI's view of a workspace FileChange."""
-    removed = change.kind in ("eval", "config") and not change.path.exists()
-    return FileNews(
-        path=change.path,
-        kind=change.kind,
-        removed=removed,
-        error=change.error,
-        changed_cases=[*change.changed_cases, *change.added_cases, *change.removed_cases],
-        criteria_changed=change.criteria_changed,
-        agent_dir=change.agent_dir,
-        initial=initial,
-    )
+    from ..engine.events import CaseKey
+    from ..engine.workspace import Workspace
+    from ..schema.results import CaseResult
 
 
 def history_dir_for(workspace: Workspace, eval_file: Path) -> Path:
@@ -42,33 +28,22 @@ def history_dir_for(workspace: Workspace, eval_file: Path) -> Path:
     return Path(eval_file).resolve().parent / HISTORY_DIR
 
 
-def load_workspace(
-    workspace: Workspace,
-    inbox: Inbox,
-    lock: threading.Lock,
-    cancelled: Callable[[], bool] = lambda: False,
-) -> None:
-    """Discover and load every file, streaming news to the inbox, then the newest saved results."""
+def load_workspace(workspace: Workspace, cancelled: Callable[[], bool] = lambda: False) -> None:
+    """Discover and load every file below the root: configs first, so eval files can see theirs."""
     from ..schema.config import CONFIG_FILE_NAME
 
-    with lock:
-        paths = workspace.discover()
+    paths = workspace.discover()
     configs = [p for p in paths if p.name == CONFIG_FILE_NAME or p == workspace.config_override]
-    evals = [p for p in paths if p not in configs]
-    for path in configs + evals:
+    for path in configs + [p for p in paths if p not in configs]:
         if cancelled():
             return
-        with lock:
-            change = workspace.reload(path)
-        inbox.push_file(news_of(change, initial=True))
-    if not cancelled():
-        load_latest_results(workspace, inbox, cancelled)
+        workspace.reload(path)
 
 
 def load_latest_results(
     workspace: Workspace, inbox: Inbox, cancelled: Callable[[], bool] = lambda: False
-) -> None:
-    """For each eval file, the newest saved run record of its eval set, pushed as the cases' last results."""
+) -> dict[CaseKey, CaseResult]:
+    """For each eval file, the newest saved run record of its eval set, as its cases' last results."""
     from ..engine.events import CaseKey
     from ..engine.store import list_history, load_record
 
@@ -76,19 +51,19 @@ def load_latest_results(
     for path, state in list(workspace.eval_files.items()):
         if state.eval_set is not None:
             by_dir.setdefault(history_dir_for(workspace, path), []).append(path)
+    loaded: dict[CaseKey, CaseResult] = {}
     for directory, files in by_dir.items():
         if cancelled():
-            return
+            break
         entries = list_history(directory)
-        if not entries:
-            continue
         for path in files:
             state = workspace.eval_files.get(path)
-            if state is None or state.eval_set is None:
+            if not entries or state is None or state.eval_set is None:
                 continue
             set_id = state.eval_set.eval_set_id
             same_file = [e for e in entries if e.eval_file and _same_path(e.eval_file, path)]
-            same_set = [e for e in entries if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]
+            same_set = [e for e in entries
+                        if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]
             chosen = (same_file or same_set or [None])[0]
             if chosen is None:
                 continue
@@ -99,7 +74,10 @@ def load_latest_results(
                 continue
             origin = "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(chosen.creation_timestamp))
             for case in result.case_results:
-                inbox.push_result(CaseKey(str(path), case.eval_id), case, origin)
+                key = CaseKey(str(path), case.eval_id)
+                loaded[key] = case
+                inbox.push_result(key, case, origin)
+    return loaded
 
 
 def _same_path(recorded: str, path: Path) -> bool:
@@ -107,37 +85,3 @@ def _same_path(recorded: str, path: Path) -> bool:
         return Path(recorded).resolve() == path
     except OSError:
         return False
-
-
-WATCHED_SUFFIXES = (".evalset.json", ".test.json", "test_config.json", ".py")
-
-
-def watch_workspace(
-    workspace: Workspace,
-    inbox: Inbox,
-    lock: threading.Lock,
-    stop: threading.Event,
-    debounce_ms: int = 200,
-) -> None:
-    """Reload eval files and configs as they are saved (agent sources are reported, not reloaded)."""
-    from watchfiles import watch
-
-    from ..engine.workspace import SKIP_DIRS
-
-    root = workspace.root if workspace.root.is_dir() else workspace.root.parent
-
-    def wanted(_change: object, name: str) -> bool:
-        if not name.endswith(WATCHED_SUFFIXES):
-            return False
-        parts = Path(name).relative_to(root).parts if name.startswith(str(root)) else Path(name).parts
-        return not any(p in SKIP_DIRS or p.startswith(".") for p in parts[:-1])
-
-    for batch in watch(root, watch_filter=wanted, stop_event=stop, debounce=debounce_ms, step=50,
-                       raise_interrupt=False, rust_timeout=500, yield_on_timeout=False):
-        for path in sorted({Path(p) for _c, p in batch}):
-            if stop.is_set():
-                return
-            with lock:
-                change = workspace.reload(path)
-            if change.kind != "other":
-                inbox.push_file(news_of(change))

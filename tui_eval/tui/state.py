@@ -1,15 +1,14 @@
-"""Plain state shared between producers (loader, watcher, run threads) and the UI, which pulls it on a timer.
+"""Plain state shared between producers (loader and engine threads) and the UI, which pulls it on a timer.
 
-Producers only ever call the locked `push`/`apply` methods; the UI drains on its 8 Hz tick. Nothing
-here imports Textual, so it is cheap to import and easy to test.
+Producers only call the locked methods here; the UI drains them on its 8 Hz tick. Nothing here imports
+Textual, so it is cheap to import and easy to test.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -17,53 +16,35 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import CaseResult
 
 
-@dataclass(slots=True)
-class FileNews:
-    """An eval file or config that was loaded, reloaded, went away or broke (for the UI to redraw)."""
-
-    path: Path
-    kind: str  # "eval" | "config" | "agent" | "other"
-    removed: bool = False
-    error: Any = None  # a LoadError
-    changed_cases: list[str] = field(default_factory=list)
-    # A config whose criteria changed (stored inferences can be re-scored), or an agent source's folder.
-    criteria_changed: bool = False
-    agent_dir: Path | None = None
-    # Found by the start-up scan (its errors show in the tree, not as pop-ups).
-    initial: bool = False
-
-
 class Inbox:
-    """A thread-safe mailbox of file news and loaded results, drained by the UI tick."""
+    """A thread-safe mailbox of loaded results, removed cases and messages, drained by the UI tick."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._files: list[FileNews] = []
         self._results: list[tuple[CaseKey, CaseResult, str]] = []
+        self._removed: list[CaseKey] = []
         self._messages: list[tuple[str, str]] = []
+        #: True until the start-up scan (files and saved results) is done.
         self.loading = True
-        self.loaded_files = 0
-
-    def push_file(self, news: FileNews) -> None:
-        with self._lock:
-            self._files.append(news)
-            if news.kind == "eval":
-                self.loaded_files += 1
 
     def push_result(self, key: CaseKey, result: CaseResult, origin: str) -> None:
         with self._lock:
             self._results.append((key, result, origin))
 
+    def push_removed(self, keys: list[CaseKey]) -> None:
+        with self._lock:
+            self._removed.extend(keys)
+
     def push_message(self, text: str, severity: str = "information") -> None:
         with self._lock:
             self._messages.append((text, severity))
 
-    def drain(self) -> tuple[list[FileNews], list[tuple[CaseKey, CaseResult, str]], list[tuple[str, str]]]:
+    def drain(self) -> tuple[list[tuple[CaseKey, CaseResult, str]], list[CaseKey], list[tuple[str, str]]]:
         with self._lock:
-            files, self._files = self._files, []
             results, self._results = self._results, []
+            removed, self._removed = self._removed, []
             messages, self._messages = self._messages, []
-        return files, results, messages
+        return results, removed, messages
 
 
 class Results:
@@ -128,14 +109,15 @@ class RunState:
         self._lock = threading.Lock()
         self.version = 0
         self.phase = "starting"  # starting | running | cancelling | finished | cancelled | failed
+        #: A live-loop run has adopted this state (so the next one gets its own).
+        self.claimed = False
         self.cases_total = 0
         self.cases_done = 0
         self.counts: dict[int, int] = {1: 0, 2: 0, 3: 0}
+        # Several engine runs (one per agent) may feed one state at once, so progress is counted here:
+        # every MetricProgress event is one invocation scored by one metric.
         self._metric_done: dict[str, int] = defaultdict(int)
         self._metric_total: dict[str, int] = defaultdict(int)
-        # Engine progress is run-wide; one UI run may chain several engine runs (one per agent).
-        self._base_done: dict[str, int] = defaultdict(int)
-        self._base_total: dict[str, int] = defaultdict(int)
         self.running: set[Any] = set()
         self._finished: list[tuple[Any, Any]] = []
         self.errors: list[str] = []
@@ -152,8 +134,9 @@ class RunState:
         with self._lock:
             self.version += 1
             if isinstance(event, ev.MetricProgress):
-                self._metric_done[event.metric_name] = self._base_done[event.metric_name] + event.done
-                self._metric_total[event.metric_name] = self._base_total[event.metric_name] + event.total
+                name = event.metric_name
+                self._metric_done[name] += 1
+                self._metric_total[name] = max(self._metric_total[name], self._metric_done[name])
             elif isinstance(event, ev.CaseStarted):
                 self.running.add(event.key)
             elif isinstance(event, ev.CaseFinished):
@@ -162,20 +145,24 @@ class RunState:
                 self.counts[int(event.result.status)] += 1
                 self._finished.append((event.key, event.result))
             elif isinstance(event, ev.RunStarted):
-                self.phase = "cancelling" if self.cancel_requested else "running"
+                if self.phase == "starting":
+                    self.phase = "running"
                 self.cases_total += event.total_cases
-                for name in set(self._metric_total) | set(event.metric_totals):
-                    self._base_done[name] = self._metric_done[name]
-                    self._base_total[name] = self._metric_total[name]
-                    self._metric_total[name] = self._base_total[name] + event.metric_totals.get(name, 0)
+                for name, total in event.metric_totals.items():
+                    self._metric_total[name] += total
             elif isinstance(event, ev.RunFinished):
                 self.saved.extend(event.saved)
-                self.running.clear()
             elif isinstance(event, ev.RunError):
                 self.errors.append(event.message)
 
+    def mark_running(self) -> None:
+        with self._lock:
+            if self.phase == "starting":
+                self.phase = "cancelling" if self.cancel_requested else "running"
+            self.version += 1
+
     def set_canceller(self, cancel: Callable[[], None] | None) -> None:
-        """Register how to stop the engine run in progress (a thread-safe callable), or clear it."""
+        """Register how to stop the engine work behind this state (a thread-safe callable)."""
         with self._lock:
             self._cancel = cancel
             requested = self.cancel_requested

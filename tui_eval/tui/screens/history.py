@@ -195,8 +195,8 @@ class CompareScreen(Screen[None]):
     def compare(self) -> list[CaseChange]:
         from ...engine.store import compare_results, load_record
 
-        _m1, before = load_record(self.before.path)
-        _m2, after = load_record(self.after.path)
+        _m1, before = load_record(self.before.path, with_turns=False)
+        _m2, after = load_record(self.after.path, with_turns=False)
         return compare_results(before, after)
 
     @on(Worker.StateChanged)

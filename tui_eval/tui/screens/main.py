@@ -90,7 +90,7 @@ class MainScreen(Screen[None]):
         cat = self.catalog
         parts: list[Content | tuple[str, str] | str] = [("tui-eval ", "bold $text-accent"), plain(cat.relpath(cat.root) if cat.root.is_file() else cat.root.name or str(cat.root))]
         if app.inbox.loading:
-            parts.append((f"  loading… {app.inbox.loaded_files} files", "$text-muted"))
+            parts.append((f"  loading… {len(cat.files)} eval files", "$text-muted"))
         else:
             ws = cat.workspace
             if app.agent_ref:
@@ -139,11 +139,11 @@ class MainScreen(Screen[None]):
     # ---- actions -----------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        running = self.app.run_state is not None and self.app.run_state.active
+        running = self.app.bridge.busy
         if action == "cancel_run":
             return running  # hidden from the footer unless a run is going
         if action in ("run_selection", "run_all", "run_failed"):
-            return None if running or self.catalog.workspace is None else True
+            return None if running or not self.app.ready else True
         if action in ("accept", "delete", "open_turn"):
             entry = self.selected
             if action == "open_turn":

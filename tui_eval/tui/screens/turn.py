@@ -104,6 +104,12 @@ class TurnScreen(Screen[None]):
         actual = actual_list[i] if i < len(actual_list) else None
         return expected, actual, max(len(expected_list), len(actual_list))
 
+    def show(self, key: CaseKey, index: int) -> None:
+        """Show another turn in this screen."""
+        self.key, self.index, self.sentence, self.match_type = key, index, 0, None
+        self.render_turn()
+        self.query_one("#turn-body", VerticalScroll).scroll_home(animate=False)
+
     def refresh_keys(self, keys: set[CaseKey]) -> None:
         if self.key in keys:
             self.render_turn()
@@ -229,7 +235,7 @@ class TurnScreen(Screen[None]):
         if action in ("accept_turn", "accept_case"):
             return self.app.catalog.result(self.key) is not None or None
         if action == "rerun":
-            return not (self.app.run_state is not None and self.app.run_state.active) or None
+            return (self.app.ready and not self.app.bridge.busy) or None
         return True
 
     def action_step(self, delta: int) -> None:

@@ -211,6 +211,8 @@ class EvalBrowser(Tree[Entry]):
             node.expand()
             if 0 <= turn < len(node.children):
                 node = node.children[turn]
+        # Nodes learn their line when the tree rebuilds; reading last_line rebuilds it now.
+        _ = self.last_line
         self.move_cursor(node)
         if not quiet:
             self.scroll_to_node(node)

@@ -1,0 +1,143 @@
+"""App test fixtures: a copy of the fixture folder per test (saved runs in place), and an app factory.
+
+Every app runs with a fixed theme and, unless a test says otherwise, without file watching, so
+`pilot.app.workers.wait_for_complete()` returns once loading, runs and edits are done.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def install_fixture(name: str, dest: Path) -> Path:
+    """Copy a fixture folder; each `_history` folder becomes the `.adk/eval_history` beside it."""
+    shutil.copytree(FIXTURES / name, dest)
+    for history in sorted(dest.rglob("_history")):
+        target = history.parent / ".adk" / "eval_history"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        history.rename(target)
+    return dest
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saved-run times print the same everywhere."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The travel / smalltalk / broken folder with two saved travel runs and one smalltalk run."""
+    return install_fixture("workspace", tmp_path / "ws")
+
+
+@pytest.fixture
+def markup_workspace(tmp_path: Path) -> Path:
+    """Eval data, agent output and judge text full of Rich markup and escape sequences."""
+    return install_fixture("markup", tmp_path / "markup")
+
+
+@pytest.fixture
+def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`make_app(folder, recording="all.recorded.json", **kwargs)`: an EvalApp replaying recorded turns."""
+    from tui_eval.engine.runner import RunOptions
+    from tui_eval.tui.app import EvalApp
+
+    def make(folder: Path, recording: str | None = "all.recorded.json", **kwargs: Any) -> EvalApp:
+        monkeypatch.chdir(folder)
+        kwargs.setdefault("watch", False)
+        kwargs.setdefault("theme", "tui-eval")
+        kwargs.setdefault("run_options", RunOptions(judge_cache=False))
+        agent = kwargs.pop("agent", None) or (f"replay:{recording}" if recording else None)
+        return EvalApp(folder, agent=agent, **kwargs)
+
+    return make
+
+
+async def settle(pilot: Any, *, timeout: float = 20.0) -> None:
+    """Wait for loading, runs and edits to finish and their results to reach the screen."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    pilot.app.pull()
+    await pilot.pause()
+
+
+async def wait_until(pilot: Any, condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Pause until a condition holds (for the file watcher, which is not a worker)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.05)
+        pilot.app.pull()
+
+
+SLOW_AGENT = '''
+"""A test agent: answers every turn with the expected reply after a delay."""
+import asyncio
+
+from tui_eval.agents.base import Agent, AgentSession
+from tui_eval.schema.model import Invocation
+
+DELAY = {delay}
+
+
+class Session(AgentSession):
+    def __init__(self, case):
+        self.case = case
+
+    async def turn(self, user_content, index):
+        await asyncio.sleep(DELAY)
+        expected = self.case.conversation[index]
+        return Invocation(user_content=user_content, invocation_id=expected.invocation_id,
+                          final_response=expected.final_response, intermediate_data=expected.intermediate_data)
+
+
+class Slow(Agent):
+    name = "slow"
+
+    async def new_session(self, case, ctx):
+        return Session(case)
+
+
+root_agent = Slow()
+'''
+
+
+def slow_agent_folder(root: Path, cases: int, delay: float) -> Path:
+    """An agent folder with one eval set of `cases` one-turn cases, each answered after `delay` s."""
+    import json
+
+    folder = root / "slow"
+    folder.mkdir(parents=True)
+    (folder / "agent.py").write_text(SLOW_AGENT.format(delay=delay))
+    eval_set = {
+        "eval_set_id": "slow",
+        "eval_cases": [
+            {"eval_id": f"case-{i:02d}", "conversation": [{
+                "invocation_id": f"i{i}", "user_content": {"role": "user", "parts": [{"text": f"question {i}"}]},
+                "final_response": {"role": "model", "parts": [{"text": f"answer {i}"}]},
+                "intermediate_data": {"tool_uses": [], "tool_responses": [], "intermediate_responses": []}}]}
+            for i in range(cases)
+        ],
+    }
+    (folder / "slow.evalset.json").write_text(json.dumps(eval_set))
+    (folder / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the user's theme choice nor agent mode leaks into the tests."""
+    monkeypatch.delenv("TUI_EVAL_THEME", raising=False)
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    os.environ.pop("TEXTUAL", None)

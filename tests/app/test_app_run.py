@@ -1,0 +1,122 @@
+"""Runs: everything, a file, a case, the failures; per-metric progress; cancel keeps what finished."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.app.conftest import settle, slow_agent_folder, wait_until
+from tui_eval.tui.widgets.browser import EvalBrowser
+from tui_eval.tui.widgets.run_panel import MetricBar, RunPanel
+from textual.widgets import ProgressBar
+
+SESSION = "this session"
+
+
+def bars(app) -> dict[str, tuple[float, float | None]]:
+    return {bar.metric: (bar.query_one(ProgressBar).progress, bar.query_one(ProgressBar).total)
+            for bar in app.main.query(MetricBar)}
+
+
+async def test_run_everything_fills_one_bar_per_metric(workspace: Path, make_app) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        state = app.run_state
+        assert state is not None and state.phase == "finished"
+        assert state.cases_total == 8 and state.cases_done == 8
+        # travel has four metrics over 6 cases (7 turns; agent_crash has none scored), smalltalk two.
+        progress = bars(app)
+        assert set(progress) == {"tool_trajectory_avg_score", "response_match_score", "hallucinations_v1",
+                                 "rubric_based_final_response_quality_v1"}
+        for done, total in progress.values():
+            assert done == total and total > 0
+        status = str(app.main.query_one("#run-status").render())
+        assert "8/8 cases" in status and "finished" in status
+        # The session's results replace the saved ones; judges have no credentials here.
+        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "weather_paris")
+        assert app.catalog.results.origin(key) == SESSION
+        halluc = app.catalog.result(key).metric("hallucinations_v1")
+        assert halluc.status == 3 and "credentials" in (halluc.reason or "")
+        # History was written beside the eval file (replay agent).
+        assert len(list((workspace / "travel" / ".adk" / "eval_history").glob("*.tui-eval.json"))) == 3
+
+
+async def test_run_selected_case_only(workspace: Path, make_app) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "down", "enter", "down")  # travel > book_flight
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.run_state.cases_total == 1
+        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
+        assert app.catalog.results.origin(key) == SESSION
+        other = app.catalog.key(workspace / "travel" / "travel.evalset.json", "weather_paris")
+        assert app.catalog.results.origin(other).startswith("saved")
+
+
+async def test_run_a_file_and_then_the_failures(workspace: Path, make_app) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down")  # smalltalk
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.run_state.cases_total == 2
+        failed = app.catalog.failed_keys()
+        assert failed
+        await pilot.press("F")
+        await settle(pilot)
+        assert app.run_state.cases_total == len(failed)
+        assert app.run_state.label == f"Run {len(failed)} failed"
+
+
+async def test_cancel_keeps_finished_cases_and_ui_stays_responsive(tmp_path: Path, make_app) -> None:
+    root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.5)
+    app = make_app(root, recording=None, run_options=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        # While it runs, keys are handled at once: the tree moves, the filter toggles.
+        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
+        tree = app.main.query_one(EvalBrowser)
+        before = tree.cursor_line
+        t0 = time.perf_counter()
+        await pilot.press("enter", "down")
+        assert tree.cursor_line == before + 1
+        assert time.perf_counter() - t0 < 2.0
+        assert app.run_state.active, (app.run_state.phase, app.run_state.errors)
+        await pilot.press("x")
+        await settle(pilot)
+        state = app.run_state
+        assert state.phase == "cancelled"
+        assert 1 <= state.cases_done < 40
+        finished = [k for k in app.catalog.results.keys() if app.catalog.results.origin(k) == SESSION]
+        assert len(finished) == state.cases_done
+        assert "cancelled" in str(app.main.query_one("#run-status").render())
+        assert app.main.query_one(RunPanel).has_class("-cancelled")
+
+
+async def test_runs_refuse_to_overlap(tmp_path: Path, make_app) -> None:
+    root = slow_agent_folder(tmp_path / "slowws", cases=4, delay=0.3)
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert app.start_run("first", files=list(app.catalog.files))
+        assert not app.start_run("second", files=list(app.catalog.files))
+        await settle(pilot)
+        assert app.run_state.label == "first" and app.run_state.cases_done == 4
+
+
+async def test_no_agent_reports_an_error_instead_of_running(workspace: Path, make_app) -> None:
+    app = make_app(workspace, recording=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        status = str(app.main.query_one("#run-status").render())
+        assert "no agent for" in status
+        assert app.run_state.cases_done == 0
