@@ -64,13 +64,11 @@ def assert_same(ours: MetricResult, adk: Any) -> None:
 # --- trajectories -----------------------------------------------------------------------------------
 NAMES = st.sampled_from(["search", "book", "cancel"])
 KEYS = st.sampled_from(["city", "n", "filters", "items"])
-# Small value pools so that equal args (and the 1 == 1.0 == True corner) come up often.
-LEAVES = st.one_of(
-    st.sampled_from([0, 1, 2, 0.0, 1.0, 2.5, True, False, None, "", "paris", "Paris", "1"]),
-    st.integers(-3, 3),
-)
-VALUES = st.recursive(LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                      st.dictionaries(KEYS, inner, max_size=2)), max_leaves=5)
+# Small value pools so that equal args (and the 1 == 1.0 == True corner) come up often; two levels of
+# nesting are enough for dict key order and list order, and keep generation cheap.
+LEAVES = st.sampled_from([0, 1, 2, -1, 0.0, 1.0, 2.5, True, False, None, "", "paris", "Paris", "1"])
+INNER = st.one_of(LEAVES, st.lists(LEAVES, max_size=3), st.dictionaries(KEYS, LEAVES, max_size=2))
+VALUES = st.one_of(INNER, st.lists(INNER, max_size=2), st.dictionaries(KEYS, INNER, max_size=2))
 ARGS = st.one_of(st.none(), st.dictionaries(KEYS, VALUES, max_size=3))
 CALLS = st.builds(FunctionCall, name=NAMES, args=ARGS, id=st.one_of(st.none(), st.sampled_from(["c1", "c2"])))
 
@@ -78,11 +76,12 @@ CALLS = st.builds(FunctionCall, name=NAMES, args=ARGS, id=st.one_of(st.none(), s
 @st.composite
 def actual_calls(draw: st.DrawFn, expected: list[FunctionCall]) -> list[FunctionCall]:
     """Near misses as often as strangers: copies, shuffles, drops, insertions, re-typed args."""
-    calls = [FunctionCall(c.name, copy.deepcopy(c.args), id=draw(st.sampled_from([None, c.id, "other"])))
-             for c in expected]
+    new_ids = draw(st.booleans())  # ids never count: change them all or none
+    calls = [FunctionCall(c.name, copy.deepcopy(c.args), id=f"x{k}" if new_ids else c.id)
+             for k, c in enumerate(expected)]
     kind = draw(st.sampled_from(["same", "shuffle", "edit", "edit", "fresh"]))
     if kind == "fresh":
-        return draw(st.lists(CALLS, max_size=4))
+        return draw(st.lists(CALLS, max_size=3))
     if kind == "shuffle":
         return draw(st.permutations(calls))
     if kind == "edit":
@@ -139,8 +138,8 @@ def turn_with(draw: st.DrawFn, calls: list[FunctionCall]) -> Invocation:
 @st.composite
 def trajectory_cases(draw: st.DrawFn) -> tuple[list[Invocation], list[Invocation]]:
     expected, actual = [], []
-    for _ in range(draw(st.integers(1, 3))):
-        exp_calls = draw(st.lists(CALLS, max_size=4))
+    for _ in range(draw(st.integers(1, 2))):
+        exp_calls = draw(st.lists(CALLS, max_size=3))
         expected.append(draw(turn_with(exp_calls)))
         actual.append(draw(turn_with(draw(actual_calls(exp_calls)))))
     return actual, expected
@@ -234,13 +233,8 @@ def test_rouge_equals_adk(candidate: str, reference: str) -> None:
     assert abs(ours[0] - theirs.precision) <= 1e-9
     assert abs(ours[1] - theirs.recall) <= 1e-9
     assert abs(ours[2] - theirs.fmeasure) <= 1e-9
-
-
-@SETTINGS
-@given(text=texts())
-def test_identical_texts_equal_adk(text: str) -> None:
-    theirs = _calculate_rouge_1_scores(text, text)
-    assert rm.rouge1(text, text) == (theirs.precision, theirs.recall, theirs.fmeasure)
+    same = _calculate_rouge_1_scores(candidate, candidate)  # the identical-text shortcut
+    assert rm.rouge1(candidate, candidate) == (same.precision, same.recall, same.fmeasure)
 
 
 @SETTINGS
@@ -264,7 +258,7 @@ def responses(draw: st.DrawFn) -> Content | None:
 
 
 @SETTINGS
-@given(pairs=st.lists(st.tuples(responses(), responses()), min_size=1, max_size=3), threshold=THRESHOLDS)
+@given(pairs=st.lists(st.tuples(responses(), responses()), min_size=1, max_size=2), threshold=THRESHOLDS)
 def test_response_match_metric_equals_adk(pairs: list[tuple[Content | None, Content | None]], threshold: float) -> None:
     actual = [Invocation(Content.from_text("q"), invocation_id="i", final_response=a) for a, _ in pairs]
     expected = [Invocation(Content.from_text("q"), invocation_id="i", final_response=e) for _, e in pairs]
