@@ -174,3 +174,10 @@ def test_written_eval_set_is_read_by_google_adk_unchanged():
 def test_load_eval_set_unreadable_file(tmp_path: Path):
     with pytest.raises(LoadError, match="cannot read file"):
         load_eval_set(tmp_path / "missing.evalset.json")
+
+
+def test_nameless_call_keeps_none_as_genai_does():
+    es = _parse(_set({"eval_id": "a", "conversation": [_turn(intermediate_data={"tool_uses": [{"args": {}}]})]}))
+    call = es.eval_cases[0].conversation[0].tool_calls[0]
+    assert call.name is None  # never equal to a call named ""
+    assert call.to_dict() == {"args": {}}

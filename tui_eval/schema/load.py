@@ -169,9 +169,9 @@ def read_function_call(data: Any, path: JPath) -> FunctionCall:
     if call_id is not None and type(call_id) is not str:
         _fail((path, "id"), "a string", call_id)
     if known is data:
-        return FunctionCall(name or "", args, call_id)
+        return FunctionCall(name, args, call_id)
     extra = {k: v for k, v in known.items() if k not in _FC_BASIC and v is not None}
-    return FunctionCall(name or "", args, call_id, extra)
+    return FunctionCall(name, args, call_id, extra)
 
 
 def read_function_response(data: Any, path: JPath) -> FunctionResponse:
@@ -187,9 +187,9 @@ def read_function_response(data: Any, path: JPath) -> FunctionResponse:
     if call_id is not None and type(call_id) is not str:
         _fail((path, "id"), "a string", call_id)
     if known is data:
-        return FunctionResponse(name or "", response, call_id)
+        return FunctionResponse(name, response, call_id)
     extra = {k: v for k, v in known.items() if k not in _FR_BASIC and v is not None}
-    return FunctionResponse(name or "", response, call_id, extra)
+    return FunctionResponse(name, response, call_id, extra)
 
 
 def read_part(data: Any, path: JPath) -> Part:

@@ -14,9 +14,12 @@ from typing import Any
 
 @dataclass(slots=True)
 class FunctionCall:
-    """A tool call: name and arguments (`id` is a correlation id, never compared)."""
+    """A tool call: name and arguments (`id` is a correlation id, never compared).
 
-    name: str
+    `name` stays None when the file has none, as in genai: a nameless call never matches one named "".
+    """
+
+    name: str | None
     args: dict[str, Any] | None = None
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -25,7 +28,8 @@ class FunctionCall:
         out: dict[str, Any] = {}
         if self.id is not None:
             out["id"] = self.id
-        out["name"] = self.name
+        if self.name is not None:
+            out["name"] = self.name
         if self.args is not None:
             out["args"] = self.args
         out.update(self.extra)
@@ -36,7 +40,7 @@ class FunctionCall:
 class FunctionResponse:
     """A tool's answer to a FunctionCall."""
 
-    name: str
+    name: str | None
     response: dict[str, Any] | None = None
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -45,7 +49,8 @@ class FunctionResponse:
         out: dict[str, Any] = {}
         if self.id is not None:
             out["id"] = self.id
-        out["name"] = self.name
+        if self.name is not None:
+            out["name"] = self.name
         if self.response is not None:
             out["response"] = self.response
         out.update(self.extra)
