@@ -189,7 +189,10 @@ class EvalApp(App[int]):
                 if refresh is not None:
                     refresh(dirty)
         if delta or self.inbox.loading != getattr(self, "_shown_loading", None):
-            self._shown_loading = self.inbox.loading
+            if self.inbox.loading != getattr(self, "_shown_loading", None):
+                self._shown_loading = self.inbox.loading
+                cat.loaded = not self.inbox.loading
+                main.summary.refresh_entry()
             main.refresh_topbar()
 
     # ---- live mode ---------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class Catalog:
     results: Results = field(default_factory=Results)
     running: set[Any] = field(default_factory=set)
     filter: Filter = field(default_factory=Filter)
+    #: The start-up scan is over (until then an empty tree means "still looking").
+    loaded: bool = False
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
 

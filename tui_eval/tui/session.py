@@ -33,6 +33,8 @@ class SessionBridge:
         self._current: RunState | None = None
         self._reload_stop: asyncio.Event | None = None
         self._closing = False
+        #: Set once the current file watcher is up (tests wait on it before saving files).
+        self.watch_ready = threading.Event()
 
     # ---- set-up and tear-down ----------------------------------------------------------------
 
@@ -142,10 +144,16 @@ class SessionBridge:
         assert self.session is not None
         session = self.session
         while not self._closing:
+            self.watch_ready.clear()
             try:
                 if self.live:
                     session.rerun_on_agent_change = self.agent_reruns
-                    await session.watch()
+                    ready = asyncio.Event()
+                    waiter = asyncio.ensure_future(self._signal_ready(ready))
+                    try:
+                        await session.watch(ready=ready)
+                    finally:
+                        waiter.cancel()
                 else:
                     session.rerun_on_agent_change = False
                     self._reload_stop = asyncio.Event()
@@ -156,6 +164,10 @@ class SessionBridge:
                 self.inbox.push_message(f"file watching stopped: {type(exc).__name__}: {exc}", "error")
                 await asyncio.sleep(2)
 
+    async def _signal_ready(self, ready: asyncio.Event) -> None:
+        await ready.wait()
+        self.watch_ready.set()
+
     async def _reload_only(self, stop: asyncio.Event) -> None:
         """Reload saved eval files and configs without running anything; agent edits mark the agent stale."""
         from watchfiles import awatch
@@ -163,7 +175,9 @@ class SessionBridge:
         assert self.session is not None
         session = self.session
         async for changes in awatch(*session.watch_paths(), watch_filter=lambda _c, p: session.relevant(p),
-                                    stop_event=stop, step=20, rust_timeout=200, debounce=150):
+                                    stop_event=stop, step=20, rust_timeout=200, debounce=150,
+                                    yield_on_timeout=True):
+            self.watch_ready.set()
             sources: list[Path] = []
             for path in sorted({Path(p).resolve() for _c, p in changes}):
                 kind = session.workspace.classify(path)

@@ -58,8 +58,8 @@ class EvalBrowser(Tree[Entry]):
         "browser--error",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("right,l", "expand_node", "Expand", show=False, id="browser.expand"),
-        Binding("left,h", "collapse_node", "Collapse", show=False, id="browser.collapse"),
+        Binding("right", "expand_node", "Expand", show=False, id="browser.expand"),
+        Binding("left", "collapse_node", "Collapse", show=False, id="browser.collapse"),
     ]
 
     def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:

@@ -46,7 +46,7 @@ class Summary(Static):
             return self._case(entry)
         if isinstance(entry, TurnEntry):
             return self._turn(entry)
-        if self.catalog.workspace is None:
+        if not self.catalog.loaded:
             return _hint("Looking for agents, eval files and configs…")
         return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
 
