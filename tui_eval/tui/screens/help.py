@@ -11,18 +11,19 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-FLOWS = """\
-Browse eval sets > cases > turns with their last status and score (this session's runs, else the newest
-saved run). Filter to failed cases (f), view one metric (m), search (/), or jump anywhere with the
-command palette (ctrl+p).
-Run the highlighted file or case (r), everything (R) or the failures (F). Runs happen in the background;
-x cancels and keeps what finished.
-Open a turn (enter) for the response word diff, the tool-trajectory diff (m switches EXACT, IN_ORDER,
-ANY_ORDER), hallucination labels (s picks a sentence), rubric verdicts with votes, and why a metric
-was not evaluated.
-Accept the actual turn or case as the new expected one (a / A) or delete it (d / D); the eval file is
-rewritten atomically after you confirm. Saved files reload by themselves; live mode (l) re-runs what
-changed. h opens the run history: compare two runs, regressions first."""
+FLOWS = (
+    "Browse eval sets > cases > turns with their last status and score (this session's runs, else the "
+    "newest saved run). Filter to failed cases (f), view one metric (m), search (/), or jump to any case "
+    "with the command palette (ctrl+p).\n\n"
+    "Run the highlighted file or case (r), everything (R) or the failures (F). Runs go on in the "
+    "background; x cancels and keeps what finished.\n\n"
+    "Open a turn (enter) for the response word diff, the tool-trajectory diff (m switches EXACT, IN_ORDER "
+    "and ANY_ORDER), hallucination labels (s picks a sentence), rubric verdicts with their votes, and why "
+    "a metric was not evaluated.\n\n"
+    "Accept the actual turn or case as the new expected one (a / A) or delete it (d / D): the eval file is "
+    "rewritten atomically after you confirm. Saved files reload by themselves; live mode (l) also re-runs "
+    "what a save changed. h opens the run history: compare two runs, regressions first."
+)
 
 
 def _binding_rows(app: object, title: str, bindings: list[BindingType]) -> list[Content]:

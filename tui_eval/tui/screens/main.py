@@ -105,6 +105,7 @@ class MainScreen(Screen[None]):
         parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))
         if app.live and not app.agent_reruns:
             parts.append((" (no agent re-runs)", "$text-muted"))
+        parts.append(("  ? help", "$text-muted"))
         self.query_one("#topbar", Static).update(Content.assemble(*parts))
 
     # ---- browser events ----------------------------------------------------------------------

@@ -123,7 +123,7 @@ class TurnScreen(Screen[None]):
         expected, actual, n = self._turns()
         status = cat.turn_status(self.key, self.index)
         title = Content.assemble(
-            plain(cat.relpath(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
+            plain(cat.set_label(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
             (f"   {cat.results.origin(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
