@@ -13,7 +13,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import orjson
 
@@ -50,15 +50,19 @@ def check_segment(value: str, what: str) -> str:
     return value
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a file."""
+def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a file.
+    `data` may be an iterable of chunks, so a large file never has to exist whole in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would (0666 less umask).
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -73,6 +77,21 @@ def atomic_write(path: Path, data: bytes) -> None:
 def dump_json(obj: Any, *, indent: bool = True) -> bytes:
     opts = orjson.OPT_INDENT_2 if indent else 0
     return orjson.dumps(obj, option=opts | orjson.OPT_NON_STR_KEYS)
+
+
+def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
+    """An ADK EvalSetResult file, case by case: compact (unlike ADK's indent=2, since it repeats
+    every turn twice) and streamed, so thousands of cases never sit in memory as one dict."""
+    head = {
+        "eval_set_result_id": name,
+        "eval_set_result_name": name,
+        "eval_set_id": result.eval_set_id,
+        "creation_timestamp": result.creation_timestamp,
+    }
+    yield dump_json(head, indent=False)[:-1] + b',"eval_case_results":['
+    for i, case in enumerate(result.case_results):
+        yield (b"," if i else b"") + dump_json(case.to_adk(), indent=False)
+    yield b"]}"
 
 
 def app_name_for(agent: Agent | None, eval_file: Path) -> str:
@@ -110,11 +129,7 @@ class ResultStore:
             for p in (adk_path, record_path):
                 if p.resolve().parent != directory.resolve():
                     raise UnsafeNameError(f"eval_set_id {result.eval_set_id!r} would write outside {directory}")
-            adk = result.to_adk()
-            adk["eval_set_result_id"] = name
-            adk["eval_set_result_name"] = name
-            # Compact, unlike ADK's indent=2: the file repeats every turn twice and can be large.
-            atomic_write(adk_path, dump_json(adk, indent=False))
+            atomic_write(adk_path, adk_result_chunks(result, name))
             config = configs.get(result.eval_set_file)
             rich = {
                 "format": RECORD_FORMAT,
