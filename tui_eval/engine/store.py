@@ -8,15 +8,14 @@ folder for replay):
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 
+from ..fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation
@@ -33,8 +32,6 @@ RECORD_SUFFIX = ".tui-eval.json"
 RECORD_FORMAT = "tui-eval.run/1"
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 class UnsafeNameError(ValueError):
@@ -48,30 +45,6 @@ def check_segment(value: str, what: str) -> str:
     if "\x00" in value or "/" in value or "\\" in value or value in (".", "..") or _DRIVE.match(value):
         raise UnsafeNameError(f"{what} {value!r} cannot be used in a file name (path separators or traversal)")
     return value
-
-
-def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a file.
-    `data` may be an iterable of chunks, so a large file never has to exist whole in memory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates 0600; give the file the mode a plain open() would (0666 less umask).
-        os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as fh:
-            if isinstance(data, bytes):
-                fh.write(data)
-            else:
-                fh.writelines(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def dump_json(obj: Any, *, indent: bool = True) -> bytes:

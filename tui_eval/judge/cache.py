@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from ..fileio import atomic_write
 
 # Bump when the key material or the entry shape changes, so old entries are simply never hit.
 CACHE_VERSION = 1
@@ -42,20 +42,8 @@ class JudgeCache:
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         """Write via a temp file and os.replace: a run cancelled mid-write never leaves a torn entry."""
-        path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(orjson.dumps(entry, default=str))
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(self._path(key), orjson.dumps(entry, default=str), durable=False)
         except OSError:
             pass  # a read-only or full disk costs a re-ask next time, never the run
 

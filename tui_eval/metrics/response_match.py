@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ..schema.model import content_text
-from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
 from .base import MetricInput, MetricSpec, register
 
 METRIC_NAME = "response_match_score"
@@ -320,7 +320,6 @@ def evaluate(inp: MetricInput) -> MetricResult:
     passed, failed = EvalStatus.PASSED, EvalStatus.FAILED  # status_for without None checks and enum lookups
     progress = inp.progress
     per_invocation = []
-    total = 0.0  # summed in turn order, then divided, as ADK does: same float result
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
         precision, recall, score = rouge1(content_text(actual.final_response), content_text(expected.final_response))
         per_invocation.append(
@@ -328,14 +327,8 @@ def evaluate(inp: MetricInput) -> MetricResult:
                 score, passed if score >= threshold else failed, details={"precision": precision, "recall": recall}
             )
         )
-        total += score
         progress(i)
-    if not per_invocation:
-        return MetricResult(METRIC_NAME, threshold, None, EvalStatus.NOT_EVALUATED, criterion,
-                            reason="no invocations to score")
-    score = total / len(per_invocation)
-    return MetricResult(METRIC_NAME, threshold, score, status_for(score, threshold), criterion, per_invocation)
-
+    return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
 SPEC = register(
     MetricSpec(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from ..schema.results import InvocationMetricResult, MetricResult, status_for
 from .alignment import align_trajectory
 from .base import MetricInput, MetricSpec, register
 
@@ -22,21 +22,15 @@ def evaluate(inp: MetricInput) -> MetricResult:
     status_if_passed, status_if_failed = status_for(1.0, threshold), status_for(0.0, threshold)
     progress = inp.progress
     per_invocation = []
-    total = 0.0  # summed in turn order, then divided, as ADK does: same float result
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
         alignment = align_trajectory(expected.tool_calls, actual.tool_calls, match_type, ignore_args)
         details = {"alignment": alignment.to_dict(), "match_type": match_type_name}
         if alignment.passed:
             per_invocation.append(InvocationMetricResult(1.0, status_if_passed, details=details))
-            total += 1.0
         else:
             per_invocation.append(InvocationMetricResult(0.0, status_if_failed, alignment.summary(), details))
         progress(i)
-    if not per_invocation:
-        return MetricResult(METRIC_NAME, threshold, None, EvalStatus.NOT_EVALUATED, criterion,
-                            reason="no invocations to score")
-    score = total / len(per_invocation)
-    return MetricResult(METRIC_NAME, threshold, score, status_for(score, threshold), criterion, per_invocation)
+    return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
 
 SPEC = register(

@@ -83,6 +83,20 @@ class MetricResult:
         return cls(metric_name, threshold, None, EvalStatus.NOT_EVALUATED, criterion or {"threshold": threshold},
                    reason=reason)
 
+    @classmethod
+    def mean_of(
+        cls, metric_name: str, threshold: float, criterion: dict[str, Any], per_invocation: list[InvocationMetricResult]
+    ) -> MetricResult:
+        """The case verdict of a per-turn metric: the mean of its turn scores, summed in turn order
+        and then divided, as ADK does (the same float result); NOT_EVALUATED with no turns."""
+        if not per_invocation:
+            return cls.not_evaluated(metric_name, threshold, "no invocations to score", criterion)
+        total = 0.0
+        for inv in per_invocation:
+            total += inv.score
+        score = total / len(per_invocation)
+        return cls(metric_name, threshold, score, status_for(score, threshold), criterion, per_invocation)
+
     def adk_metric(self, inv: InvocationMetricResult | None = None) -> dict[str, Any]:
         """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given)."""
         src_score = self.score if inv is None else inv.score
@@ -136,10 +150,6 @@ class MetricResult:
 class CaseResult:
     """Everything a run learnt about one eval case."""
 
-    def __repr__(self) -> str:
-        # Compact on purpose: asyncio and logging repr results, and a full one holds every turn.
-        return f"CaseResult({self.eval_set_id!r}, {self.eval_id!r}, {self.status.name})"
-
     eval_set_id: str
     eval_id: str
     status: EvalStatus
@@ -152,6 +162,10 @@ class CaseResult:
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
+
+    def __repr__(self) -> str:
+        # Compact on purpose: asyncio and logging repr results, and a full one holds every turn.
+        return f"CaseResult({self.eval_set_id!r}, {self.eval_id!r}, {self.status.name})"
 
     def metric(self, name: str) -> MetricResult | None:
         for m in self.metrics:
@@ -235,14 +249,14 @@ def _timing_record(inv: Invocation) -> list[dict[str, Any]]:
 class EvalSetResult:
     """All case results of one eval set in one run."""
 
-    def __repr__(self) -> str:
-        return f"EvalSetResult({self.eval_set_result_id!r}, {len(self.case_results)} cases)"
-
     eval_set_result_id: str
     eval_set_id: str
     creation_timestamp: float
     case_results: list[CaseResult] = field(default_factory=list)
     eval_set_file: str = ""
+
+    def __repr__(self) -> str:
+        return f"EvalSetResult({self.eval_set_result_id!r}, {len(self.case_results)} cases)"
 
     def to_adk(self) -> dict[str, Any]:
         return {
