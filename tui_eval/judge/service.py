@@ -9,7 +9,7 @@ import json
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
