@@ -135,7 +135,7 @@ def test_judge_failures_are_not_evaluated_with_reason(gemini_env: FakeGemini, tm
     assert code == 0, out + err  # NOT_EVALUATED never fails a case; the trajectory metric PASSED
     reason = "judge failed: 400 INVALID_ARGUMENT: API key not valid"
     assert f"case final_response_match_v2: not evaluated ({reason})" in out
-    assert f"hallucinations_v1: NOT_EVALUATED - (judge failed: segmentation: 400" in out
+    assert "hallucinations_v1: NOT_EVALUATED - (judge failed: segmentation: 400" in out
     [raw] = json.loads((tmp_path / "out.json").read_text())
     for case in raw["eval_case_results"]:
         statuses = {m["metric_name"]: m["eval_status"] for m in case["overall_eval_metric_results"]}
