@@ -18,6 +18,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import CaseResult, MetricResult
 
 PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
+_CASE_KEY: Any = None
+
+
+def _case_key() -> Any:
+    """The CaseKey class, imported on first use (the engine stays off the start path)."""
+    global _CASE_KEY
+    if _CASE_KEY is None:
+        from ..engine.events import CaseKey
+
+        _CASE_KEY = CaseKey
+    return _CASE_KEY
 
 
 @dataclass(slots=True)
@@ -70,6 +81,7 @@ class Catalog:
     filter: Filter = field(default_factory=Filter)
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
+    _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
 
@@ -179,9 +191,7 @@ class Catalog:
         return state.eval_set.case(key.eval_id)
 
     def key(self, path: Path, eval_id: str) -> CaseKey:
-        from ..engine.events import CaseKey
-
-        return CaseKey(str(path), eval_id)
+        return _case_key()(str(path), eval_id)
 
     def all_keys(self) -> list[CaseKey]:
         return [self.key(p, c.eval_id) for p in self.files for c in self.cases(p)]
@@ -227,9 +237,16 @@ class Catalog:
         return PASSED if PASSED in statuses else NOT_EVALUATED
 
     def counts(self, path: Path) -> dict[int | None, int]:
+        """Cases of a file by status (cached until results, the file or the metric filter change)."""
+        cases = self.cases(path)
+        stamp = (self.results.version, id(cases), self.filter.metric)
+        cached = self._counts.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         out: dict[int | None, int] = {PASSED: 0, FAILED: 0, NOT_EVALUATED: 0, None: 0}
-        for case in self.cases(path):
+        for case in cases:
             out[self.case_status(self.key(path, case.eval_id))] += 1
+        self._counts[path] = (stamp, out)
         return out
 
     # ---- filtering ---------------------------------------------------------------------------

@@ -53,6 +53,8 @@ class Results:
     def __init__(self) -> None:
         self._by_key: dict[CaseKey, CaseResult] = {}
         self._origin: dict[CaseKey, str] = {}
+        #: Bumped on every change, so views can cache what they derive from results.
+        self.version = 0
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -66,10 +68,12 @@ class Results:
     def put(self, key: CaseKey, result: CaseResult, origin: str) -> None:
         self._by_key[key] = result
         self._origin[key] = origin
+        self.version += 1
 
     def forget(self, key: CaseKey) -> None:
         self._by_key.pop(key, None)
         self._origin.pop(key, None)
+        self.version += 1
 
     def keys(self) -> list[CaseKey]:
         return list(self._by_key)

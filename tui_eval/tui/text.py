@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
 from typing import Any
 
 from textual.content import Content
@@ -86,6 +85,8 @@ ADDED_STYLE = "underline $text-success"
 
 def word_diff(expected: str, actual: str) -> tuple[Content, Content]:
     """Expected and actual as Content, words only in expected struck out, words only in actual underlined."""
+    from difflib import SequenceMatcher
+
     exp_text, act_text = literal(expected), literal(actual)
     exp_words = [(m.start(), m.end()) for m in _WORD.finditer(exp_text)]
     act_words = [(m.start(), m.end()) for m in _WORD.finditer(act_text)]

@@ -15,6 +15,8 @@ from textual.widgets import Static
 class ConfirmScreen(ModalScreen[bool]):
     """Dismisses with True on y / enter, False on n / escape."""
 
+    CSS_PATH = "../modals.tcss"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y,enter", "answer(True)", "Yes", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),

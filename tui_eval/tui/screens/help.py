@@ -39,6 +39,8 @@ def _binding_rows(app: object, title: str, bindings: list[BindingType]) -> list[
 class HelpScreen(ModalScreen[None]):
     """Keys and flows; any of escape, q or ? closes it."""
 
+    CSS_PATH = "../modals.tcss"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close"),
     ]

@@ -42,6 +42,8 @@ def _status_text(app: Any, status: Any) -> Text:
 class HistoryScreen(Screen[None]):
     """Saved runs of every eval set below the folder."""
 
+    CSS_PATH = "../history.tcss"
+
     app: EvalApp
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="history.back"),
@@ -157,6 +159,8 @@ class HistoryScreen(Screen[None]):
 
 class CompareScreen(Screen[None]):
     """Two runs of an eval set, case by case: regressions first, then fixes, then the rest."""
+
+    CSS_PATH = "../history.tcss"
 
     app: EvalApp
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -11,7 +11,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static, Tree
+from textual.widgets import Footer, Static, Tree
 
 from ..text import plain
 from ..widgets.browser import CaseEntry, Entry, EvalBrowser, SetEntry, TurnEntry
@@ -56,7 +56,6 @@ class MainScreen(Screen[None]):
             yield EvalBrowser(self.catalog, id="browser")
             with VerticalScroll(id="summary-scroll"):
                 yield Summary(self.catalog, id="summary")
-        yield Input(placeholder="search cases by id or user message (enter: done, esc: clear)", id="search", classes="-hidden")
         yield RunPanel(id="run-panel")
         yield Footer()
 
@@ -197,13 +196,24 @@ class MainScreen(Screen[None]):
         node = self.browser.cursor_node
         self.summary.show(node.data if node is not None else None)
 
+    def _search_input(self) -> Any:
+        found = self.query("#search")
+        return found.first() if found else None
+
     def action_search(self) -> None:
-        search = self.query_one("#search", Input)
+        search = self._search_input()
+        if search is None:
+            # Imported and mounted on first use: one widget less to load before the first frame.
+            from textual.widgets import Input
+
+            search = Input(placeholder="search cases by id or user message (enter: done, esc: clear)", id="search")
+            self.mount(search, before=self.run_panel)
         search.remove_class("-hidden")
         search.focus()
 
-    @on(Input.Changed, "#search")
-    def _search_changed(self, event: Input.Changed) -> None:
+    def on_input_changed(self, event: Any) -> None:
+        if event.input.id != "search":
+            return
         if self._search_timer is not None:
             self._search_timer.stop()
         # Debounced: a 5,000-case tree is not rebuilt on every keystroke.
@@ -214,18 +224,20 @@ class MainScreen(Screen[None]):
             self.catalog.filter.query = value
             self.apply_filter()
 
-    @on(Input.Submitted, "#search")
-    def _search_done(self, event: Input.Submitted) -> None:
+    def on_input_submitted(self, event: Any) -> None:
+        if event.input.id != "search":
+            return
         self._set_query(event.value)
         if not event.value:
             event.input.add_class("-hidden")
         self.browser.focus()
 
     def action_clear_filters(self) -> None:
-        search = self.query_one("#search", Input)
-        had = self.catalog.filter.active or not search.has_class("-hidden")
-        search.value = ""
-        search.add_class("-hidden")
+        search = self._search_input()
+        had = self.catalog.filter.active or (search is not None and not search.has_class("-hidden"))
+        if search is not None:
+            search.value = ""
+            search.add_class("-hidden")
         if self._search_timer is not None:
             self._search_timer.stop()
         self.catalog.filter.failed_only = False

@@ -45,6 +45,8 @@ _JUDGE_VOTE_METRICS = ("final_response_match_v2", "safety_v1")
 class TurnScreen(Screen[None]):
     """Everything known about one turn of one case."""
 
+    CSS_PATH = "../turn.tcss"
+
     app: EvalApp
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="turn.back"),

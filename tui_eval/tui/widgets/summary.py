@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING
 from textual.content import Content
 from textual.widgets import Static
 
-from ..text import fmt_score, one_line, plain, status_content
-from ..verdicts import case_metric_lines, joined, turn_metric_lines
+from ..text import one_line, plain, status_content
 from .browser import CaseEntry, Entry, SetEntry, TurnEntry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import Catalog
+
+
+def joined(lines: list[Content]) -> Content:
+    return Content("\n").join(lines)
 
 
 def _title(kind: str, name: str) -> Content:
@@ -128,6 +131,8 @@ class Summary(Static):
         else:
             lines.append(Content.assemble(status_content(int(result.status), word=True),
                                           (f"   {cat.results.origin(key)}", "$text-muted")))
+            from ..verdicts import case_metric_lines
+
             lines.extend(case_metric_lines(result))
             lines.append(Content(""))
             n = max(turns, len(result.actual))
@@ -159,6 +164,8 @@ class Summary(Static):
                                           plain(one_line(actual.final_response.text if actual.final_response else "", 300))))
         lines.append(Content(""))
         if result is not None:
+            from ..verdicts import turn_metric_lines
+
             lines.extend(turn_metric_lines(result, i))
             if actual is not None and actual.duration is not None:
                 lines.append(plain(f"took {actual.duration:.2f} s", "$text-muted"))
@@ -168,5 +175,3 @@ class Summary(Static):
         lines.append(_hint("enter opens the turn: diffs, trajectory, judge verdicts"))
         return joined(lines)
 
-
-__all__ = ["Summary", "fmt_score"]
