@@ -63,6 +63,13 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     total = record.counts()
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
     print(f"Total: {_counts_text(total)}{tail}", file=out)
+    judge = record.judge_stats
+    if judge.get("requests"):
+        print(
+            f"Judge: {judge['requests']} answer(s), {judge['calls']} call(s), {judge['cache_hits']} from cache, "
+            f"{judge['retries']} retried, {judge['failures']} failed, {judge['total_tokens']} tokens",
+            file=out,
+        )
     for path in record.saved:
         print(f"Saved eval history: {path}", file=out)
 

@@ -119,6 +119,7 @@ def test_all_llm_metrics_through_the_cli(gemini_env: FakeGemini, tmp_path: Path)
     # The same run again: every judge answer comes from the cache.
     code, out, err = _run(eval_file, config, tmp_path / "again.json")
     assert code == 0 and gemini_env.calls == calls, out + err
+    assert ", 0 call(s), " in out and " from cache, 0 retried, 0 failed" in out  # the summary says so
     # --no-judge-cache asks again; --judge-concurrency bounds what the server sees in flight.
     gemini_env.max_in_flight = 0
     code, out, err = _run(eval_file, config, tmp_path / "third.json", "--no-judge-cache", "--judge-concurrency", "2")

@@ -322,9 +322,9 @@ class Run:
                 )
             )
         self.record.finished = time.time()
-        if self.judge is not None and hasattr(self.judge, "stats"):
-            stats = self.judge.stats
-            self.record.judge_stats = stats if isinstance(stats, dict) else getattr(stats, "__dict__", {})
+        stats = getattr(self.judge, "stats", None)
+        if stats is not None:
+            self.record.judge_stats = stats.to_dict()
         if self._owns_judge and self.judge is not None and hasattr(self.judge, "aclose"):
             try:
                 await self.judge.aclose()
