@@ -273,5 +273,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return 130
 
 
+def entry() -> None:
+    """The console script: `main`, then exit without a last garbage collection over every result."""
+    code = main()
+    # Interpreter shutdown runs the cyclic GC over everything still alive: 1.4 s after a
+    # 5,000-case run, for objects that are about to be freed anyway. Frozen objects are skipped.
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
