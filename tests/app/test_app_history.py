@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from tests.app.conftest import settle
+from tests.app.conftest import settle, wait_until
 from tui_eval.tui.screens.history import CompareScreen, HistoryScreen
 from tui_eval.tui.widgets.browser import CaseEntry, EvalBrowser
 
@@ -15,12 +15,16 @@ def rows(table: DataTable) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
+async def open_history(app, pilot) -> None:
+    await pilot.press("h")
+    await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.entries)
+
+
 async def test_history_lists_runs_newest_first(workspace: Path, make_app) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("h")
-        await settle(pilot)
+        await open_history(app, pilot)
         assert isinstance(app.screen, HistoryScreen)
         table = app.screen.query_one(DataTable)
         listed = rows(table)
@@ -33,14 +37,12 @@ async def test_compare_latest_with_previous_regressions_first(workspace: Path, m
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("h")
-        await settle(pilot)
+        await open_history(app, pilot)
         table = app.screen.query_one(DataTable)
         travel_row = next(i for i, r in enumerate(rows(table)) if r[2] == "travel")
         table.move_cursor(row=travel_row)
         await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, CompareScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
         listed = rows(app.screen.query_one(DataTable))
         assert listed[0][:4] == ["regression", "book_flight", "✔ passed", "✘ failed"]
         assert "tool_trajectory_avg_score 1.00→0.50" in listed[0][4]
@@ -60,8 +62,7 @@ async def test_compare_two_marked_runs_and_nothing_earlier(workspace: Path, make
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("h")
-        await settle(pilot)
+        await open_history(app, pilot)
         table = app.screen.query_one(DataTable)
         listed = rows(table)
         older = next(i for i, r in enumerate(listed) if r[1] == "2026-01-01 00:00:00")
@@ -74,8 +75,7 @@ async def test_compare_two_marked_runs_and_nothing_earlier(workspace: Path, make
         assert rows(table)[older][0] == "●"
         table.move_cursor(row=newer)
         await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, CompareScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
         assert rows(app.screen.query_one(DataTable))[0][:2] == ["regression", "book_flight"]
 
 
@@ -86,11 +86,9 @@ async def test_a_new_run_appears_in_the_history(workspace: Path, make_app) -> No
         await pilot.press("down")  # smalltalk
         await pilot.press("r")
         await settle(pilot)
-        await pilot.press("h")
-        await settle(pilot)
+        await open_history(app, pilot)
         listed = rows(app.screen.query_one(DataTable))
         assert len(listed) == 4 and listed[0][2] == "smalltalk"
         await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, CompareScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
         assert {r[0] for r in rows(app.screen.query_one(DataTable))} == {"unchanged"}

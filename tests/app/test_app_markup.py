@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from tests.app.conftest import settle
+from tests.app.conftest import settle, wait_until
 from tui_eval.tui.text import literal, plain
 from tui_eval.tui.widgets.browser import EvalBrowser
 
@@ -57,8 +57,7 @@ async def test_markup_and_escapes_render_literally(markup_workspace: Path, make_
         assert "\x1b" not in screenshot and "\x07" not in screenshot
         assert "[/oops]" in screenshot.replace("&#160;", " ")
         await pilot.press("escape", "h")
-        await settle(pilot)
-        assert app.screen.id == "history"
+        await wait_until(pilot, lambda: app.screen.id == "history" and app.screen.entries)
         assert "[/run]" in app.export_screenshot()
 
 

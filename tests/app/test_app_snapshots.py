@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.app.conftest import settle
+from tests.app.conftest import settle, wait_until
 
 SMALL, LARGE = (80, 24), (120, 40)
 
@@ -72,22 +72,33 @@ def test_turn_rubric_verdicts(snap_compare, workspace: Path, make_app) -> None:
     assert snap_compare(make_app(workspace), terminal_size=LARGE, run_before=before(*HOTEL_TURN, "end"))
 
 
+async def open_history(pilot: Any) -> None:
+    await settle(pilot)
+    await pilot.press("h")
+    await wait_until(pilot, lambda: getattr(pilot.app.screen, "entries", None))
+
+
 def test_history(snap_compare, workspace: Path, make_app) -> None:
-    assert snap_compare(make_app(workspace), terminal_size=LARGE, run_before=before("h", settle_after=True))
+    async def run_before(pilot: Any) -> None:
+        await open_history(pilot)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(make_app(workspace), terminal_size=LARGE, run_before=run_before)
 
 
 def test_compare(snap_compare, workspace: Path, make_app) -> None:
     async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        await pilot.press("h")
-        await settle(pilot)
+        await open_history(pilot)
         from textual.widgets import DataTable
 
         table = pilot.app.screen.query_one(DataTable)
         row = next(i for i in range(table.row_count) if str(table.get_row_at(i)[2]) == "travel")
         table.move_cursor(row=row)
         await pilot.press("enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: getattr(pilot.app.screen, "changes", None))
+        pilot.app.clear_notifications()
+        await pilot.pause()
 
     assert snap_compare(make_app(workspace), terminal_size=SMALL, run_before=run_before)
 

@@ -93,6 +93,7 @@ class EvalApp(App[int]):
 
     def on_unmount(self) -> None:
         self.bridge.close()
+        _gc_for_run(False)
 
     async def action_quit(self) -> None:
         self.bridge.cancel()
@@ -149,17 +150,17 @@ class EvalApp(App[int]):
             main.browser.reload_file(path)
             for case_key in [k for k in cat.results.keys() if k.eval_file == str(path)]:
                 if cat.case(case_key) is None:
-                    cat.results.forget(case_key)
+                    cat.set_result(case_key, None)
                 dirty.add(case_key)
         for path, error in delta.broke:
             self.notify(cat.error_text(error), title="File not loaded", severity="warning", markup=False, timeout=8)
         results, removed, messages = self.inbox.drain()
         for key, result, origin in results:
             if cat.results.origin(key) != SESSION:
-                cat.results.put(key, result, origin)
+                cat.set_result(key, result, origin)
                 dirty.add(key)
         for key in removed:
-            cat.results.forget(key)
+            cat.set_result(key, None)
             dirty.add(key)
         for text, severity in messages:
             self.notify(text, severity=severity, markup=False)  # type: ignore[arg-type]
@@ -171,7 +172,7 @@ class EvalApp(App[int]):
             snap = state.drain()
             main.run_panel.show(snap)
             for key, result in snap.finished:
-                cat.results.put(key, result, SESSION)
+                cat.set_result(key, result, SESSION)
                 dirty.add(key)
             if snap.running != cat.running:
                 dirty |= snap.running ^ cat.running
@@ -179,6 +180,7 @@ class EvalApp(App[int]):
             if snap.phase != getattr(self, "_shown_phase", None):
                 self._shown_phase = snap.phase
                 self.refresh_bindings()
+                _gc_for_run(state.active)
         if delta.added or delta.removed:
             main.files_changed()
         elif delta.configs_changed or delta.reloaded:
@@ -193,6 +195,8 @@ class EvalApp(App[int]):
                 self._shown_loading = self.inbox.loading
                 cat.loaded = not self.inbox.loading
                 main.summary.refresh_entry()
+                if cat.loaded:
+                    _settle_heap()
             main.refresh_topbar()
 
     # ---- live mode ---------------------------------------------------------------------------
@@ -420,6 +424,27 @@ class EvalApp(App[int]):
             self._edit(f"Deleted case {key.eval_id}", path, partial(delete_case, path, key.eval_id))
 
         self._confirm("Delete case", body, then)
+
+
+def _settle_heap() -> None:
+    """Move what is loaded now (eval sets, results) out of the cyclic GC's way: a full collection over
+    a big workspace otherwise stalls both threads for 100+ ms in the middle of a run."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def _gc_for_run(running: bool) -> None:
+    """No cyclic GC while a run streams (a full collection stalls the UI and the engine alike for
+    30-150 ms); collect and freeze what is left once it ends."""
+    import gc
+
+    if running:
+        gc.disable()
+    elif not gc.isenabled():
+        gc.enable()
+        _settle_heap()
 
 
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False) -> int:

@@ -101,7 +101,8 @@ class Catalog:
                 self.add_file(path)
             elif old[0] is not eval_set or old[1] is not error:
                 delta.reloaded.append(path)
-                if error is not None and old[1] is not error:
+                # A file seen before it finished loading (no set, no error yet) is not a break.
+                if error is not None and old[1] is not error and old != (None, None):
                     delta.broke.append((path, error))
         for path in self._seen:
             if path not in now:
@@ -237,9 +238,10 @@ class Catalog:
         return PASSED if PASSED in statuses else NOT_EVALUATED
 
     def counts(self, path: Path) -> dict[int | None, int]:
-        """Cases of a file by status (cached until results, the file or the metric filter change)."""
+        """Cases of a file by status. Cached per file and metric filter; `set_result` keeps the cache
+        current case by case, so a run streaming into a 5,000-case file never recounts it."""
         cases = self.cases(path)
-        stamp = (self.results.version, id(cases), self.filter.metric)
+        stamp = (id(cases), self.filter.metric)
         cached = self._counts.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -248,6 +250,20 @@ class Catalog:
             out[self.case_status(self.key(path, case.eval_id))] += 1
         self._counts[path] = (stamp, out)
         return out
+
+    def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "") -> None:
+        """Store (or, with None, forget) a case's latest result, keeping the file's counts current."""
+        path = Path(key.eval_file)
+        cached = self._counts.get(path)
+        counted = cached is not None and self.case(key) is not None
+        if counted:
+            cached[1][self.case_status(key)] -= 1
+        if result is None:
+            self.results.forget(key)
+        else:
+            self.results.put(key, result, origin)
+        if counted:
+            cached[1][self.case_status(key)] += 1
 
     # ---- filtering ---------------------------------------------------------------------------
 

@@ -60,6 +60,9 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # Watch the cursor rather than wait for NodeHighlighted: the summary then changes in the same
+        # frame as the cursor (the message arrives a frame later, doubling key-to-paint latency).
+        self.watch(self.browser, "cursor_line", self._cursor_moved, init=False)
         self.browser.border_title = "Eval sets"
         self.query_one("#summary-scroll").border_title = "Summary"
         self.summary.show(None)
@@ -109,9 +112,11 @@ class MainScreen(Screen[None]):
 
     # ---- browser events ----------------------------------------------------------------------
 
-    @on(Tree.NodeHighlighted, "#browser")
-    def _highlighted(self, event: Tree.NodeHighlighted[Entry]) -> None:
-        self.summary.show(event.node.data)
+    def _cursor_moved(self, _line: int) -> None:
+        node = self.browser.cursor_node
+        entry = node.data if node is not None else None
+        if entry != self.summary.entry:
+            self.summary.show(entry)
 
     @on(Tree.NodeSelected, "#browser")
     def _selected(self, event: Tree.NodeSelected[Entry]) -> None:

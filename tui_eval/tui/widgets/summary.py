@@ -34,13 +34,23 @@ class Summary(Static):
         super().__init__(id=id)
         self.catalog = catalog
         self.entry: Entry = None
+        self._height = self._width = -1
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
-        self.update(self.render_entry(entry))
+        self._update(self.render_entry(entry))
 
     def refresh_entry(self) -> None:
-        self.update(self.render_entry(self.entry))
+        self._update(self.render_entry(self.entry))
+
+    def _update(self, content: Content) -> None:
+        """Update, with a layout pass only when the height changes (a layout costs more than the
+        repaint, and moving between similar cases seldom changes the height)."""
+        width = self.content_region.width
+        height = content.get_height(self.styles, width) if width > 0 else -1
+        same = height >= 0 and height == self._height and width == self._width
+        self._height, self._width = height, width
+        self.update(content, layout=not same)
 
     def render_entry(self, entry: Entry) -> Content:
         if isinstance(entry, SetEntry):
