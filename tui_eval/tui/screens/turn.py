@@ -139,7 +139,12 @@ class TurnScreen(Screen[None]):
         exp_text = expected.final_response.text if expected is not None and expected.final_response else ""
         act_text = actual.final_response.text if actual is not None and actual.final_response else ""
         lines: list[Content] = []
-        if actual is None:
+        if expected is None and actual is not None:
+            # A scenario turn: the user simulator wrote the message; there is no reference to diff.
+            lines += [Content.styled("expected", "bold $text-muted"),
+                      Content.styled("none: a scenario case has no reference turns", "$text-muted italic"),
+                      Content.styled("actual", "bold $text-muted"), plain(act_text)]
+        elif actual is None:
             lines += [Content.styled("expected", "bold $text-muted"), plain(exp_text)]
         else:
             left, right = word_diff(exp_text, act_text)
@@ -181,6 +186,9 @@ class TurnScreen(Screen[None]):
         configured, ignore_args = configured_match_type(result, stored)
         exp_calls = expected.tool_calls if expected is not None else []
         act_calls = actual.tool_calls if actual is not None else []
+        if expected is None and actual is not None:
+            traj.show_calls(act_calls)
+            return
         if actual is None:
             self._alignments = {}
         else:

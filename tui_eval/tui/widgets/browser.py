@@ -185,10 +185,17 @@ class EvalBrowser(Tree[Entry]):
             node.add_leaf(Text(str(i + 1)), TurnEntry(entry.key, i))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
+        # Keys typed ahead may have moved the cursor past this node before its children arrive: keep
+        # the cursor on the node it is on, rather than on whatever child lands on its line.
+        current = self.cursor_node
         if isinstance(event.node.data, SetEntry):
             self._populate_set(event.node)
         elif isinstance(event.node.data, CaseEntry):
             self._populate_case(event.node)
+        if current is not None and current is not event.node and current.parent is not event.node:
+            _ = self.last_line
+            if self.cursor_node is not current:
+                self.move_cursor(current)
 
     # ---- updating ----------------------------------------------------------------------------
 

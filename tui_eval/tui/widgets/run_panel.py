@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, ProgressBar, Static
 
@@ -57,6 +57,8 @@ class RunPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self._idle_line(), id="run-status")
+        # Two bars a row: eight metrics take four lines, not eight, at 80x24.
+        yield Grid(id="metric-bars")
 
     @staticmethod
     def _idle_line() -> Content:
@@ -80,7 +82,7 @@ class RunPanel(Vertical):
             bar = self._bars.get(name)
             if bar is None:
                 bar = self._bars[name] = MetricBar(name)
-                self.mount(bar)
+                self.query_one("#metric-bars", Grid).mount(bar)
             bar.set_progress(snap.metric_done.get(name, 0), snap.metric_total[name])
 
     def reset(self) -> None:

@@ -9,7 +9,7 @@ from textual.containers import Grid, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from ..text import plain
+from ..text import call_signature, plain
 from ..verdicts import MATCH_TYPES, alignment_summary, arg_diff_lines, joined, trajectory_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +42,23 @@ class TrajectoryDiff(Vertical):
         yield Static(id="trajectory-head")
         yield Grid(id="trajectory-grid")
         yield Static(id="trajectory-args")
+
+    def show_calls(self, actual: list[FunctionCall]) -> None:
+        """Only actual calls (a scenario turn has no expected trajectory to judge them against)."""
+        self.query_one("#trajectory-head", Static).update(
+            Content.styled("no expected calls (scenario case): the calls the agent made", "$text-muted"))
+        grid = self.query_one("#trajectory-grid", Grid)
+        grid.remove_children()
+        cells = [Static(Content.styled("expected (none)", "bold"), classes="cell head"),
+                 Static(Content.styled(f"actual ({len(actual)})", "bold"), classes="cell head")]
+        for call in actual:
+            cells.append(Static(Content(""), classes="cell"))
+            cells.append(Static(Content.assemble(("· ", "$text-muted"), call_signature(call.name, call.args)),
+                                classes="cell"))
+        grid.mount_all(cells)
+        args = self.query_one("#trajectory-args", Static)
+        args.update(Content(""))
+        args.set_class(True, "-empty")
 
     def show(
         self,
