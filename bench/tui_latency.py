@@ -163,7 +163,7 @@ def main() -> None:
     rate = done / elapsed if elapsed else 0.0
     print(f"dashboard key-to-paint ({args.size}, 2 cores)")
     print("  " + report("idle", idle))
-    print("  " + report(f"during a run", busy))
+    print("  " + report("during a run", busy))
     print(f"  the run meanwhile: {done} cases in {elapsed:.1f} s = {rate:.0f} cases/s = "
           f"{rate * EVENTS_PER_CASE:.0f} engine events/s (pulled onto the screen at 8 Hz)")
 

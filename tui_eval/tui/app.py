@@ -61,7 +61,10 @@ class EvalApp(App[int]):
         self.bridge = SessionBridge(self.inbox, live=live)
         self.run_options = run_options
         self.store = store
+        # What the screen last showed, so a tick redraws only what changed.
         self._shown_run: RunState | None = None
+        self._shown_phase: str | None = None
+        self._shown_loading: bool | None = None
         self.register_theme(TUI_EVAL_THEME)
         self.theme = theme or default_theme()
 
@@ -140,7 +143,12 @@ class EvalApp(App[int]):
 
     def _tick(self) -> None:
         """Drain producer state into the widgets: at most TICK_HZ redraws a second, however busy the run."""
-        main = self.main
+        stack = self.screen_stack
+        # The timer can fire once more while the app shuts down and its screens are being removed.
+        if self._exit or not self.is_running or not stack or not isinstance(stack[0], MainScreen) \
+                or not stack[0].is_attached:
+            return
+        main = stack[0]
         cat = self.catalog
         dirty: set[CaseKey] = set()
         delta = cat.poll()
@@ -177,7 +185,7 @@ class EvalApp(App[int]):
             if snap.running != cat.running:
                 dirty |= snap.running ^ cat.running
                 cat.running = snap.running
-            if snap.phase != getattr(self, "_shown_phase", None):
+            if snap.phase != self._shown_phase:
                 self._shown_phase = snap.phase
                 self.refresh_bindings()
                 _gc_for_run(state.active)
@@ -190,8 +198,8 @@ class EvalApp(App[int]):
                 refresh = getattr(screen, "refresh_keys", None)
                 if refresh is not None:
                     refresh(dirty)
-        if delta or self.inbox.loading != getattr(self, "_shown_loading", None):
-            if self.inbox.loading != getattr(self, "_shown_loading", None):
+        if delta or self.inbox.loading != self._shown_loading:
+            if self.inbox.loading != self._shown_loading:
                 self._shown_loading = self.inbox.loading
                 cat.loaded = not self.inbox.loading
                 main.summary.refresh_entry()

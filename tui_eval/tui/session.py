@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,9 +92,17 @@ class SessionBridge:
     def run_keys(self, state: RunState, keys: list[CaseKey], label: str) -> None:
         """Run cases in the engine loop and wait for the end (call from a thread worker, never the UI)."""
         assert self.host is not None and self.session is not None
-        future = self.host.submit(self.session.run_keys(keys, label))
+        host = self.host
+        future = host.submit(self.session.run_keys(keys, label))
         try:
-            future.result()
+            while True:
+                try:
+                    future.result(timeout=0.25)
+                    break
+                except FutureTimeout:
+                    # Quitting stops the loop: never keep this worker thread (and so the exit) waiting.
+                    if self._closing and not host.running:
+                        break
         finally:
             if state.active:
                 state.finish("cancelled" if state.cancel_requested else "finished")
