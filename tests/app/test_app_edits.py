@@ -182,3 +182,10 @@ async def test_accept_needs_a_result(workspace: Path, make_app) -> None:
         app.accept_case(key)
         await pilot.pause()
         assert app.screen.id == "main"  # no confirm: nothing to accept
+
+
+def test_an_edit_keeps_the_file_mode(tmp_path: Path) -> None:
+    path = eval_file(tmp_path)
+    path.chmod(0o640)
+    delete_case(path, "b")
+    assert path.stat().st_mode & 0o777 == 0o640

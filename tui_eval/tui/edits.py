@@ -7,12 +7,14 @@ disk is still the one the user looked at, so a file changed behind our back is n
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..engine.store import atomic_write, dump_json
+from ..engine.store import dump_json
+from ..fileio import atomic_write
 from ..schema.model import Invocation
 
 
@@ -45,7 +47,10 @@ def _read(path: Path) -> Any:
 
 
 def _write(path: Path, data: Any) -> None:
+    mode = path.stat().st_mode & 0o7777
     atomic_write(path, dump_json(data))
+    # The replacement gets default permissions; an edit should not change the file's.
+    os.chmod(path, mode)
 
 
 # ---- locating a case ----------------------------------------------------------------------------
