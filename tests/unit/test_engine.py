@@ -78,9 +78,13 @@ async def test_statuses_events_and_progress(tmp_path: Path):
 
 async def test_agent_error_fails_the_case_with_the_error_kept(tmp_path: Path):
     golden, _ = dice_pair(tmp_path)
-    record = await Run(plan_run([str(golden)]), ScriptedAgent(fail_on="prime")).execute()
+    events = []
+    record = await Run(plan_run([str(golden)]), ScriptedAgent(fail_on="prime"), on_event=events.append).execute()
     by_id = {c.eval_id: c for c in record.results[0].case_results}
     failed = by_id["c_words"]
+    # A crashed case still fills its share of every progress bar.
+    last = {e.metric_name: (e.done, e.total) for e in events if isinstance(e, MetricProgress)}
+    assert all(done == total == 5 for done, total in last.values())
     assert failed.status == EvalStatus.FAILED and failed.error == "RuntimeError: tool exploded"
     assert all(m.status == EvalStatus.NOT_EVALUATED and "the agent failed" in m.reason for m in failed.metrics)
     assert by_id["c_pass"].status == EvalStatus.PASSED  # one crash sinks only its own case
@@ -106,8 +110,12 @@ async def test_turn_count_mismatch_and_missing_judge_are_not_evaluated_with_reas
     plan = plan_run([str(golden)])
     stored = ReplayAgent(recorded)._cases
     inferences = {CaseKey(str(golden), i): stored[i].conversation for i in ("c", "same")}
-    record = await Run(plan, None, inferences=inferences).execute()
+    events = []
+    record = await Run(plan, None, inferences=inferences, on_event=events.append).execute()
     by_id = {c.eval_id: c for c in record.results[0].case_results}
+    # Progress bars finish exactly full, sized by the stored turns (3 + 1), not the expected ones.
+    last = {e.metric_name: (e.done, e.total) for e in events if isinstance(e, MetricProgress)}
+    assert last == {"tool_trajectory_avg_score": (4, 4), "final_response_match_v2": (4, 4)}
     metrics = {m.metric_name: m for m in by_id["c"].metrics}
     for name in ("tool_trajectory_avg_score", "final_response_match_v2"):
         assert metrics[name].status == EvalStatus.NOT_EVALUATED

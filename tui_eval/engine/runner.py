@@ -258,7 +258,6 @@ class Run:
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._owns_judge = False
-        self._progress: ScoreProgress | None = None
 
     def emit(self, event: Event) -> None:
         if self._emit_fn is not None:
@@ -276,10 +275,12 @@ class Run:
         if self.judge is None and _judge_needed(plan):
             self.judge = make_judge(self.options)
             self._owns_judge = True
-        progress = self._progress = ScoreProgress(self.emit)
+        progress = ScoreProgress(self.emit)
         for target in plan.targets:
             for case in target.cases:
-                turns = len(case.conversation) if case.conversation is not None else 0
+                # Scenario cases grow their totals turn by turn, as the simulated user speaks.
+                stored = self.inferences.get(target.key(case))
+                turns = len(stored) if stored is not None else len(case.conversation or [])
                 for name in target.config.criteria:
                     progress.grow(name, turns * plan.num_runs)
         self.emit(
@@ -356,7 +357,9 @@ class Run:
                 return
             results[index] = await self._run_case(target, case, progress)
 
-    async def _infer(self, target: EvalTarget, case: EvalCase, key: CaseKey) -> tuple[list[Invocation], str | None, str]:
+    async def _infer(
+        self, target: EvalTarget, case: EvalCase, key: CaseKey, progress: ScoreProgress
+    ) -> tuple[list[Invocation], str | None, str]:
         """Run the agent over the case. Returns (actual turns, error or None, session id)."""
         stored = self.inferences.get(key)
         if stored is not None:
@@ -380,7 +383,7 @@ class Run:
                 def on_turn(i: int, inv: Invocation) -> None:
                     actual.append(inv)
                     for name in target.config.criteria:
-                        self._progress_total_grow(name, 1)
+                        progress.grow(name, 1)
                     self.emit(InvocationInferred(key, i, inv))
 
                 await simulate_conversation(
@@ -407,22 +410,21 @@ class Run:
                 pass
         return actual, None, session_id
 
-    def _progress_total_grow(self, name: str, n: int) -> None:
-        if self._progress is not None:
-            self._progress.grow(name, n)
-
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress) -> CaseResult:
         key = target.key(case)
         self.emit(CaseStarted(key))
         t0 = time.perf_counter()
-        actual, error, session_id = await self._infer(target, case, key)
+        actual, error, session_id = await self._infer(target, case, key, progress)
         if error is not None:
             metrics = [
                 MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {error}", c.to_dict())
                 for n, c in target.config.criteria.items()
             ]
+            # Complete the bars by what this case added to them: its expected turns, or for a
+            # scenario the turns the simulated user got to say.
+            planned = len(actual) if case.is_scenario else len(case.conversation or [])
             for name in target.config.criteria:
-                for i in range(len(case.conversation or [])):
+                for i in range(planned):
                     progress.tick(key, name, i, EvalStatus.NOT_EVALUATED)
             status = EvalStatus.FAILED
         else:
@@ -446,19 +448,6 @@ class Run:
         )
         self.emit(CaseFinished(key, result))
         return result
-
-
-async def run_plan(
-    plan: RunPlan,
-    agent: Agent | None,
-    *,
-    options: RunOptions | None = None,
-    on_event: EventSink | None = None,
-    store: Any = None,
-    judge: Any = None,
-) -> RunRecord:
-    """Convenience: build a Run and execute it."""
-    return await Run(plan, agent, options=options, on_event=on_event, store=store, judge=judge).execute()
 
 
 def history_home(agent: Agent | None, eval_file: Path) -> Path:
