@@ -100,7 +100,7 @@ class MainScreen(Screen[None]):
             else:
                 n = len(ws.agent_dirs) if ws is not None else 0
                 agents = f"{n} agent{'s' if n != 1 else ''}"
-            parts.append((f"  {len(cat.files)} eval files · ", "$text-muted"))
+            parts.append((f"  {len(cat.files)} eval file{'' if len(cat.files) == 1 else 's'} · ", "$text-muted"))
             parts.append(plain(agents, "$text-muted"))
         if cat.filter.active:
             parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
