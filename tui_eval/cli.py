@@ -10,6 +10,7 @@ import asyncio
 import gc
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
@@ -216,6 +217,13 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     if args.eval_set_id:
         eval_set.eval_set_id = eval_set.name = args.eval_set_id
+    # As ADK's migration does, the new file records when it was made.
+    now = time.time()
+    eval_set.creation_timestamp = now
+    for case in eval_set.eval_cases:
+        case.creation_timestamp = now
+        for turn in case.conversation or []:
+            turn.creation_timestamp = now
     dest = Path(args.dest) if args.dest else src.with_name(eval_set_id_for(src) + ".evalset.json")
     if dest.exists() and not args.force:
         raise UsageError(f"{dest} exists; pass --force to overwrite it")

@@ -181,3 +181,28 @@ def test_nameless_call_keeps_none_as_genai_does():
     call = es.eval_cases[0].conversation[0].tool_calls[0]
     assert call.name is None  # never equal to a call named ""
     assert call.to_dict() == {"args": {}}
+
+
+def test_legacy_files_load_identically_every_time():
+    """Random ids per load would make every reload look like an edit to the live loop."""
+    from tui_eval.engine.workspace import case_digest
+
+    rows = json.dumps([{"query": "q", "reference": "r"}, {"query": "q2", "reference": "r2"}]).encode()
+    first = parse_eval_set(rows, "a.test.json")[0].eval_cases[0]
+    again = parse_eval_set(rows, "a.test.json")[0].eval_cases[0]
+    assert case_digest(first) == case_digest(again)
+    assert first.conversation[0].invocation_id != first.conversation[1].invocation_id
+
+
+def test_load_error_survives_contextlib_and_keeps_its_fields():
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        yield
+
+    with pytest.raises(LoadError) as info:
+        with scope():
+            parse_eval_set(b"{", "x.evalset.json")
+    assert info.value.__traceback__ is not None
+    assert (info.value.path, info.value.line) == ("x.evalset.json", 1)

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 
-@dataclass(frozen=True, slots=True)
 class LoadError(Exception):
-    """A file that could not be read as what it claims to be."""
+    """A file that could not be read as what it claims to be.
 
-    path: str
-    message: str
-    json_path: str = "$"
-    line: int | None = None
-    column: int | None = None
+    A plain exception class, not a slotted frozen dataclass: Python must be able to set
+    `__traceback__` on it (contextlib and asyncio do), which a frozen slotted class forbids.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        message: str,
+        json_path: str = "$",
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(path, message, json_path, line, column)
+        self.path = path
+        self.message = message
+        self.json_path = json_path
+        self.line = line
+        self.column = column
 
     def __str__(self) -> str:
         where = self.path

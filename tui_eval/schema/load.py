@@ -8,7 +8,6 @@ them) and raising SchemaError with the JSON path of the first fault.
 from __future__ import annotations
 
 import gc
-import time
 import uuid
 from pathlib import Path
 from typing import Any, NoReturn
@@ -472,7 +471,7 @@ def read_eval_set(data: Any) -> EvalSet:
 # ---- legacy forms ---------------------------------------------------------------------------
 
 
-def _legacy_turn(row: Any, path: str) -> Invocation:
+def _legacy_turn(row: Any, path: str, stable_id: str) -> Invocation:
     row = _obj(row, path)
     query = _str(_require(row, "query", path), path + ".query")
     reference = row.get("reference", "")
@@ -498,12 +497,13 @@ def _legacy_turn(row: Any, path: str) -> Invocation:
                 [Part(text=_str(_require(resp, "text", rpath), rpath + ".text"))],
             )
         )
+    # ADK gives legacy turns a random id and the load time; ours are derived from the turn's place,
+    # so reloading an unchanged file changes nothing (the live loop re-runs only real edits).
     return Invocation(
-        invocation_id=str(uuid.uuid4()),
+        invocation_id=str(uuid.uuid5(uuid.NAMESPACE_URL, stable_id)),
         user_content=Content.from_text(query, "user"),
         final_response=Content.from_text(reference, "model"),
         intermediate_data=IntermediateData(tool_uses=tool_uses, intermediate_responses=responses),
-        creation_timestamp=time.time(),
     )
 
 
@@ -532,20 +532,23 @@ def read_legacy(data: list[Any], eval_set_id: str) -> EvalSet:
             cases.append(
                 EvalCase(
                     eval_id=_str(_require(entry, "name", path), path + ".name"),
-                    conversation=[_legacy_turn(t, f"{path}.data[{j}]") for j, t in enumerate(turns)],
+                    conversation=[
+                        _legacy_turn(t, f"{path}.data[{j}]", f"tui-eval:{eval_set_id}/{i}/{j}")
+                        for j, t in enumerate(turns)
+                    ],
                     session_input=_legacy_session(entry.get("initial_session"), path + ".initial_session"),
-                    creation_timestamp=time.time(),
                 )
             )
     else:
         cases = [
             EvalCase(
                 eval_id=eval_set_id,
-                conversation=[_legacy_turn(row, f"$[{i}]") for i, row in enumerate(data)],
-                creation_timestamp=time.time(),
+                conversation=[
+                    _legacy_turn(row, f"$[{i}]", f"tui-eval:{eval_set_id}/0/{i}") for i, row in enumerate(data)
+                ],
             )
         ]
-    return EvalSet(eval_set_id=eval_set_id, name=eval_set_id, eval_cases=cases, creation_timestamp=time.time())
+    return EvalSet(eval_set_id=eval_set_id, name=eval_set_id, eval_cases=cases)
 
 
 def eval_set_id_for(path: Path) -> str:
