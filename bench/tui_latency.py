@@ -25,39 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tui_startup import DATA, ROOT, PtyApp, ensure_bytecode  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from tests.support.paced_agent import paced_agent_source  # noqa: E402
+
 UP, DOWN = b"\x1b[A", b"\x1b[B"
 EVENTS_PER_CASE = 5
 
-AGENT = '''
-"""A bench agent: answers each turn with the expected reply after a fixed delay."""
-import asyncio
-
-from tui_eval.agents.base import Agent, AgentSession
-from tui_eval.schema.model import Invocation
-
-DELAY = {delay}
-
-
-class Session(AgentSession):
-    def __init__(self, case):
-        self.case = case
-
-    async def turn(self, user_content, index):
-        await asyncio.sleep(DELAY)
-        expected = self.case.conversation[index]
-        return Invocation(user_content=user_content, invocation_id=expected.invocation_id,
-                          final_response=expected.final_response, intermediate_data=expected.intermediate_data)
-
-
-class Paced(Agent):
-    name = "paced"
-
-    async def new_session(self, case, ctx):
-        return Session(case)
-
-
-root_agent = Paced()
-'''
 
 
 def eval_set(set_id: str, cases: int) -> dict:
@@ -80,7 +53,7 @@ def make_folder(cases: int, rate: float, concurrency: int = 8) -> Path:
     agent.mkdir(parents=True, exist_ok=True)
     for old in (agent / ".adk").glob("eval_history/*"):
         old.unlink()
-    (agent / "agent.py").write_text(AGENT.format(delay=concurrency / rate))
+    (agent / "agent.py").write_text(paced_agent_source(concurrency / rate))
     (agent / "paced.evalset.json").write_text(json.dumps(eval_set("paced", cases)))
     (agent / "idle_a.evalset.json").write_text(json.dumps(eval_set("idle_a", 2)))
     (agent / "idle_b.evalset.json").write_text(json.dumps(eval_set("idle_b", 2)))

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import pytest
 
+from tests.support.paced_agent import paced_agent_source
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -81,45 +83,13 @@ async def wait_until(pilot: Any, condition: Callable[[], bool], timeout: float =
         pilot.app.pull()
 
 
-SLOW_AGENT = '''
-"""A test agent: answers every turn with the expected reply after a delay."""
-import asyncio
-
-from tui_eval.agents.base import Agent, AgentSession
-from tui_eval.schema.model import Invocation
-
-DELAY = {delay}
-
-
-class Session(AgentSession):
-    def __init__(self, case):
-        self.case = case
-
-    async def turn(self, user_content, index):
-        await asyncio.sleep(DELAY)
-        expected = self.case.conversation[index]
-        return Invocation(user_content=user_content, invocation_id=expected.invocation_id,
-                          final_response=expected.final_response, intermediate_data=expected.intermediate_data)
-
-
-class Slow(Agent):
-    name = "slow"
-
-    async def new_session(self, case, ctx):
-        return Session(case)
-
-
-root_agent = Slow()
-'''
-
-
 def slow_agent_folder(root: Path, cases: int, delay: float) -> Path:
     """An agent folder with one eval set of `cases` one-turn cases, each answered after `delay` s."""
     import json
 
     folder = root / "slow"
     folder.mkdir(parents=True)
-    (folder / "agent.py").write_text(SLOW_AGENT.format(delay=delay))
+    (folder / "agent.py").write_text(paced_agent_source(delay, "slow"))
     eval_set = {
         "eval_set_id": "slow",
         "eval_cases": [

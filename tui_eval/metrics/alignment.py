@@ -58,7 +58,7 @@ def in_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCa
 
 def any_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
     """Each expected call consumes the first still-unused matching actual call. Empty expected passes."""
-    return len(_greedy_any_order(expected, actual, ignore_args)) == len(expected)
+    return len(_any_order_pairs(expected, actual, ignore_args, stop_at_miss=True)) == len(expected)
 
 
 def trajectory_matches(
@@ -90,10 +90,11 @@ def _greedy_in_order(
     return pairs
 
 
-def _greedy_any_order(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
+def _any_order_pairs(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool, *, stop_at_miss: bool
 ) -> list[tuple[int, int]]:
-    """(expected index, actual index) pairs of ADK's consume-first-match loop; stops at the first miss."""
+    """(expected index, actual index) pairs of ADK's consume-first-match loop. ADK stops at the first
+    expected call with no match (`stop_at_miss`); the display carries on, to show every call's fate."""
     remaining = list(range(len(actual)))
     pairs: list[tuple[int, int]] = []
     for j, e in enumerate(expected):
@@ -103,22 +104,8 @@ def _greedy_any_order(
                 del remaining[k]
                 break
         else:
-            return pairs
-    return pairs
-
-
-def _all_any_order(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
-) -> list[tuple[int, int]]:
-    """Like ADK's loop but carrying on past a miss, so the display shows every expected call's fate."""
-    remaining = list(range(len(actual)))
-    pairs: list[tuple[int, int]] = []
-    for j, e in enumerate(expected):
-        for k, i in enumerate(remaining):
-            if calls_match(actual[i], e, ignore_args):
-                pairs.append((j, i))
-                del remaining[k]
-                break
+            if stop_at_miss:
+                return pairs
     return pairs
 
 
@@ -327,7 +314,7 @@ def align_trajectory(
             pairs = _longest_in_order(expected, actual, ignore_args)
     elif match_type is _ANY_ORDER:
         # Same pairs as ADK's loop up to its first miss, so "no miss" is ADK's verdict.
-        pairs = _all_any_order(expected, actual, ignore_args)
+        pairs = _any_order_pairs(expected, actual, ignore_args, stop_at_miss=False)
         passed = len(pairs) == n
     else:
         raise ValueError(f"unsupported match type {match_type!r}")
