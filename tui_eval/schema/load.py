@@ -155,39 +155,35 @@ _FC_BASIC = frozenset(("id", "name", "args"))
 _FR_BASIC = frozenset(("id", "name", "response"))
 
 
-def read_function_call(data: Any, path: JPath) -> FunctionCall:
+def _read_named_payload(
+    data: Any, path: JPath, aliases: Aliases, basic: frozenset[str], payload: str
+) -> tuple[str | None, dict[str, Any] | None, str | None, dict[str, Any] | None]:
+    """(name, payload object, id, extra keys or None) of a function call or response: both are a name,
+    an id and one object (`args` / `response`), plus rarer genai fields kept as written."""
     if type(data) is not dict:
         _fail(path, "an object", data)
-    known = data if data.keys() <= _FC_BASIC else _fields(data, path, _FC)[0]
+    known = data if data.keys() <= basic else _fields(data, path, aliases)[0]
     get = known.get
-    name, args, call_id = get("name"), get("args"), get("id")
-    if args is not None and type(args) is not dict:
-        _fail((path, "args"), "an object", args)
+    name, body, call_id = get("name"), get(payload), get("id")
+    if body is not None and type(body) is not dict:
+        _fail((path, payload), "an object", body)
     if name is not None and type(name) is not str:
         _fail((path, "name"), "a string", name)
     if call_id is not None and type(call_id) is not str:
         _fail((path, "id"), "a string", call_id)
-    if known is data:
-        return FunctionCall(name, args, call_id)
-    extra = {k: v for k, v in known.items() if k not in _FC_BASIC and v is not None}
-    return FunctionCall(name, args, call_id, extra)
+    extra = None if known is data else {k: v for k, v in known.items() if k not in basic and v is not None}
+    return name, body, call_id, extra
+
+
+def read_function_call(data: Any, path: JPath) -> FunctionCall:
+    name, args, call_id, extra = _read_named_payload(data, path, _FC, _FC_BASIC, "args")
+    return FunctionCall(name, args, call_id) if extra is None else FunctionCall(name, args, call_id, extra)
 
 
 def read_function_response(data: Any, path: JPath) -> FunctionResponse:
-    if type(data) is not dict:
-        _fail(path, "an object", data)
-    known = data if data.keys() <= _FR_BASIC else _fields(data, path, _FR)[0]
-    get = known.get
-    name, response, call_id = get("name"), get("response"), get("id")
-    if response is not None and type(response) is not dict:
-        _fail((path, "response"), "an object", response)
-    if name is not None and type(name) is not str:
-        _fail((path, "name"), "a string", name)
-    if call_id is not None and type(call_id) is not str:
-        _fail((path, "id"), "a string", call_id)
-    if known is data:
+    name, response, call_id, extra = _read_named_payload(data, path, _FR, _FR_BASIC, "response")
+    if extra is None:
         return FunctionResponse(name, response, call_id)
-    extra = {k: v for k, v in known.items() if k not in _FR_BASIC and v is not None}
     return FunctionResponse(name, response, call_id, extra)
 
 
