@@ -84,6 +84,12 @@ def resolve_target(arg: str, agent_dir: Path | None = None) -> list[tuple[Path, 
     path = Path(file)
     if path.is_file():
         return [(path, ids)]
+    # A bare name is an eval set id first (`adk eval agent my_set` run beside a `my_set/` folder).
+    as_id = agent_dir is not None and bool(file) and not any(c in file for c in "/\\\x00") \
+        and file not in (".", "..")
+    by_id = agent_dir / f"{file}{ADK_EVAL_SET_SUFFIX}" if agent_dir is not None and as_id else None
+    if by_id is not None and by_id.is_file():
+        return [(by_id, ids)]
     if path.is_dir():
         if ids is not None:
             raise PlanError(f"{arg}: a case selection (':id1,id2') needs one eval file, not a folder")
@@ -91,10 +97,7 @@ def resolve_target(arg: str, agent_dir: Path | None = None) -> list[tuple[Path, 
         if not files:
             raise PlanError(f"{file}: no eval files (*.evalset.json, *.test.json) below this folder")
         return [(f, None) for f in files]
-    if agent_dir is not None and file and not any(sep in file for sep in "/\\\x00") and file not in (".", ".."):
-        by_id = agent_dir / f"{file}{ADK_EVAL_SET_SUFFIX}"
-        if by_id.is_file():
-            return [(by_id, ids)]
+    if by_id is not None:
         raise PlanError(f"{file}: no such eval file, and no eval set with that id ({by_id} does not exist)")
     raise PlanError(f"{file}: no such eval file")
 
