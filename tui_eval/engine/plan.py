@@ -120,23 +120,21 @@ def plan_run(
     if config is not None:
         warnings.extend(f"{config.source or 'config'}: {w}" for w in config.warnings)
     resolved: list[tuple[Path, list[str] | None]] = []
-    explicit: set[Path] = set()
+    whole: set[Path] = set()
     for arg in eval_args:
         try:
             found = resolve_target(arg, Path(agent_dir) if agent_dir is not None else None)
         except PlanError as exc:
             errors.append(str(exc))
             continue
-        if len(found) == 1:
-            resolved.append(found[0])
-            explicit.add(found[0][0].resolve())
-            continue
-        # A folder: skip files also named on their own (or by an earlier folder), so none runs twice.
         for path, ids in found:
-            key = path.resolve()
-            if key not in explicit:
-                explicit.add(key)
-                resolved.append((path, ids))
+            # A file already running whole (named twice, or also inside a folder named) runs once.
+            if ids is None:
+                key = path.resolve()
+                if key in whole:
+                    continue
+                whole.add(key)
+            resolved.append((path, ids))
     for path, ids in resolved:
         file = str(path)
         try:
