@@ -81,6 +81,7 @@ def _add_adk_aliases(p: argparse.ArgumentParser) -> None:
     # No default of its own: `--log-level` (same dest) owns the default and applies the level.
     p.add_argument("--log_level", dest="log_level", default=argparse.SUPPRESS, type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help=argparse.SUPPRESS)
+    p.add_argument("--eval_storage_uri", default=None, help=argparse.SUPPRESS)
 
 
 def _add_open_args(p: argparse.ArgumentParser) -> None:
@@ -94,6 +95,9 @@ def split_agent(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     """The agent reference and the eval targets, from `--agent` or the first positional."""
     from .api import agent_around, agent_ref_of
 
+    if getattr(args, "eval_storage_uri", None):
+        raise UsageError("--eval_storage_uri (eval sets in Cloud Storage) is not supported: "
+                         "copy the eval sets beside the agent and name them by id or path")
     targets = list(args.targets)
     agent = args.agent
     if agent is None and targets and agent_ref_of(targets[0]) is not None:

@@ -56,11 +56,9 @@ def _setting(config: pytest.Config, name: str) -> str | None:
     if not ini:
         return None
     text = str(ini)
-    if text.startswith("replay:"):
-        base = config.inipath.parent if config.inipath else config.rootpath
-        return "replay:" + str(base / text.removeprefix("replay:"))
     base = config.inipath.parent if config.inipath else config.rootpath
-    return str(base / text)
+    prefix = "replay:" if text.startswith("replay:") else ""
+    return prefix + str(base / text.removeprefix(prefix))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:

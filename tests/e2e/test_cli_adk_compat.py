@@ -149,3 +149,9 @@ def test_adk_option_spellings_parse_to_the_canonical_options() -> None:
     assert args.config == "c.json"
     assert args.print_detailed_results is True
     assert args.log_level == "DEBUG"
+
+
+def test_eval_storage_uri_is_refused_with_a_reason() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", str(HELLO), "hello_world", "--eval_storage_uri", "gs://bucket", "--no-save"], out, err)
+    assert code == 2 and "--eval_storage_uri" in err.getvalue() and "not supported" in err.getvalue()
