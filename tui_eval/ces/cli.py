@@ -28,7 +28,7 @@ def _add_endpoint(p: argparse.ArgumentParser) -> None:
     p.add_argument("--location", help="use the regional endpoint https://ces.LOCATION.rep.googleapis.com/mcp")
 
 
-def add_ces_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_ces_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `ces` and its subcommands on the top-level subparsers."""
     ces = subparsers.add_parser("ces", help="CES (Customer Engagement Suite) evaluations: import, export, pull, run, push")
     sub = ces.add_subparsers(dest="ces_command", required=True)

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .model import (
     Evaluation,
@@ -34,6 +34,7 @@ SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 TOKEN_ENV = "CES_ACCESS_TOKEN"
 LOGIN_HINT = "run `gcloud auth application-default login` (or set CES_ACCESS_TOKEN)"
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 def regional_endpoint(location: str) -> str:
@@ -127,10 +128,10 @@ class CesClient:
             raise CesError(f"{tool} at {self.endpoint} answered with JSON that is not an object")
         return value
 
-    async def _typed(self, tool: str, arguments: dict[str, Any], model: type[T]) -> T:
+    async def _typed(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
         data = await self.call(tool, arguments)
         try:
-            return model.model_validate(data)  # type: ignore[attr-defined, no-any-return]
+            return model.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
