@@ -268,3 +268,53 @@ def test_default_endpoints_agree() -> None:
 
     assert cli.DEFAULT_ENDPOINT == client.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"
     assert client.regional_endpoint("us") == "https://ces.us.rep.googleapis.com/mcp"
+
+
+def test_every_client_tool_against_the_server(ces: tuple[str, FakeCesState]) -> None:
+    """create, list (paged), run, runs and results, delete: the typed client over the real mcp SDK."""
+    import asyncio
+
+    from tui_eval.ces.client import CesClient, CesToolError, with_client
+    from tui_eval.ces.remote import run
+
+    url, state = ces
+    seen: list[str] = []
+
+    async def work(client: CesClient) -> None:
+        created = await client.create_evaluation(APP, {"displayName": "New one", "golden": {"turns": []}}, "new-one")
+        assert created.name == f"{APP}/evaluations/new-one" and created.etag
+        names = [e.name for e in await client.list_evaluations(APP, page_size=1)]
+        assert len(names) == 4 and created.name in names
+        outcome = await run(client, APP, ["new-one"], on_progress=lambda r: seen.append(r.state or ""),
+                            poll_interval=0.0)
+        assert outcome.run.state == "COMPLETED" and not outcome.failed
+        runs = await client.list_evaluation_runs(APP)
+        assert [r.name for r in runs] == [outcome.run.name]
+        results = await client.list_evaluation_results(created.name or "")
+        assert [r.evaluation_status for r in results] == ["PASS"]
+        assert (await client.get_evaluation_result(results[0].name or "")).evaluation_run == outcome.run.name
+        assert (await client.get_evaluation(created.name or "")).last_completed_result is not None
+        await client.delete_evaluation(created.name or "")
+        try:
+            await client.get_evaluation(created.name or "")
+        except CesToolError as exc:
+            assert exc.tool == "get_evaluation" and "NOT_FOUND" in exc.detail
+        else:
+            raise AssertionError("a deleted evaluation was still found")
+
+    asyncio.run(with_client(url, work))
+    assert seen == ["RUNNING", "COMPLETED"]
+    assert f"{APP}/evaluations/new-one" not in state.evaluations
+    list_calls = [a for n, a in state.calls if n == "list_evaluations"]
+    assert [a.get("pageToken") for a in list_calls] == [None, "1", "2", "3"]
+
+
+def test_a_run_that_ends_in_error_exits_2(ces: tuple[str, FakeCesState]) -> None:
+    url, _ = ces
+    app = "projects/p1/locations/us/apps/flaky"
+    code, out, err = _cli("ces", "run", app, "--endpoint", url, "--poll-interval", "0.01")
+    assert code == 2
+    lines = err.splitlines()
+    assert lines[0].endswith("RUNNING 0/0 (passed 0, failed 0, errors 0)")
+    assert lines[-1].startswith(f"error: {app}/evaluationRuns/run")
+    assert lines[-1].endswith("ended in ERROR: INTERNAL: the simulator crashed")

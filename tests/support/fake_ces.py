@@ -5,7 +5,7 @@ Built on the official `mcp` SDK's low-level server and its streamable HTTP app, 
 answers), pages `list_evaluations` (page size 2 by default), enforces etags on `update_evaluation`,
 and runs evaluations over time: a run moves one evaluation forward per `get_evaluation_run` call. An
 evaluation whose display name contains "fail" fails; an app whose id contains "broken" gets a failed
-operation from `run_evaluation`.
+operation from `run_evaluation`, one whose id contains "flaky" a run that ends in state ERROR.
 """
 
 from __future__ import annotations
@@ -290,6 +290,12 @@ class FakeCes:
         if run is None:
             raise _ToolError(f"NOT_FOUND: evaluation run {name} not found")
         run.polls += 1
+        if "flaky" in run.app:
+            view = self._run_view(run)
+            view["state"] = "RUNNING" if run.polls == 1 else "ERROR"
+            if run.polls > 1:
+                view["error"] = {"code": 13, "message": "INTERNAL: the simulator crashed"}
+            return view
         if run.polls > 1 and len(run.results) < len(run.evaluations):  # one more finished per poll
             evaluation = self.state.evaluations[run.evaluations[len(run.results)]]
             status = "FAIL" if "fail" in str(evaluation.get("displayName", "")).lower() else "PASS"

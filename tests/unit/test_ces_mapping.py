@@ -194,3 +194,13 @@ def test_not_json_and_not_an_evaluation(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="needs 'golden' or 'scenario'") as info2:
         read_evaluations(path)
     assert info2.value.json_path == "$[0]"
+
+
+def test_a_broken_remainder_is_named_by_its_json_path() -> None:
+    from tui_eval.ces.mapping import MappingError
+
+    eval_set = _import(scenario_evaluation(), golden_evaluation())
+    eval_set["eval_cases"][1][CES_KEY]["evaluation"]["golden"]["turns"][0]["steps"] = {"not": "a list"}
+    with pytest.raises(MappingError) as info:
+        eval_set_to_evaluations(eval_set)
+    assert info.value.json_path == "$.eval_cases[1].ces.evaluation.golden.turns[0].steps"

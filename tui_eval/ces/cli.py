@@ -141,18 +141,14 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    from pydantic import ValidationError
-
-    from .mapping import eval_set_to_evaluations
+    from .mapping import MappingError, eval_set_to_evaluations
 
     src = Path(args.eval_set)
     eval_set = _read_eval_set(src)
     try:
         evaluations = eval_set_to_evaluations(eval_set)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise _Usage(f"{src}: the CES remainder does not fit the Evaluation schema at "
-                     f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    except MappingError as exc:
+        raise _Usage(f"{src} at {exc.json_path}: {exc.message}") from None
     dest = Path(args.output)
     _write(dest, {"evaluations": [e.to_json_dict() for e in evaluations]})
     print(f"wrote {dest}: {len(evaluations)} evaluation(s)", file=out)
@@ -239,10 +235,15 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .mapping import MappingError, eval_set_to_evaluations
     from .remote import PushReport, push
 
     path = Path(args.eval_set)
     eval_set = _read_eval_set(path)
+    try:  # bad input is found before any network
+        eval_set_to_evaluations(eval_set)
+    except MappingError as exc:
+        raise _Usage(f"{path} at {exc.json_path}: {exc.message}") from None
 
     async def work(client: CesClient) -> PushReport:
         return await push(client, eval_set)

@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .model import Evaluation, Message
+from pydantic import ValidationError
+
+from .model import Evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -419,10 +421,40 @@ def _turn_from_invocation(turn: JsonDict, invocation: Mapping[str, Any], app: st
     return turn
 
 
-def case_to_evaluation(case: Mapping[str, Any]) -> Evaluation:
-    """An ADK EvalCase dict (from `evaluation_to_case`, possibly edited, or a plain ADK case) as an Evaluation."""
+class MappingError(ValueError):
+    """A case's CES remainder that does not fit the Evaluation schema; names the JSON path."""
+
+    def __init__(self, json_path: str, message: str) -> None:
+        super().__init__(f"{json_path}: {message}")
+        self.json_path = json_path
+        self.message = message
+
+
+def _checked_residue(case: Mapping[str, Any], where: str) -> JsonDict:
+    """The case's remainder, validated before it is filled in (a hand-edited one may be anything)."""
     extra = case.get(CES_KEY)
-    residue: JsonDict = copy.deepcopy(extra.get("evaluation", {})) if isinstance(extra, dict) else {}
+    if extra is None:
+        return {}
+    residue = extra.get("evaluation", {}) if isinstance(extra, dict) else None
+    if not isinstance(residue, dict):
+        raise MappingError(f"{where}.{CES_KEY}", "expected {\"evaluation\": {...}}")
+    try:
+        Evaluation.model_validate(residue)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = f"{where}.{CES_KEY}.evaluation"
+        for part in first["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        raise MappingError(path, str(first["msg"])) from None
+    return copy.deepcopy(residue)
+
+
+def case_to_evaluation(case: Mapping[str, Any], where: str = "$") -> Evaluation:
+    """An ADK EvalCase dict (from `evaluation_to_case`, possibly edited, or a plain ADK case) as an Evaluation.
+
+    Raises MappingError (with the JSON path, `where` being the case's) for a remainder that does not fit.
+    """
+    residue = _checked_residue(case, where)
     if not residue:
         residue["displayName"] = str(_get(case, "eval_id"))
     app = app_of(residue.get("name"))
@@ -458,4 +490,4 @@ def case_to_evaluation(case: Mapping[str, Any]) -> Evaluation:
 
 def eval_set_to_evaluations(eval_set: Mapping[str, Any]) -> list[Evaluation]:
     """Every case of an ADK eval set dict as a CES Evaluation, in order."""
-    return [case_to_evaluation(case) for case in eval_set.get("eval_cases") or []]
+    return [case_to_evaluation(case, f"$.eval_cases[{i}]") for i, case in enumerate(eval_set.get("eval_cases") or [])]
