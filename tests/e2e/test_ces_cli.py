@@ -318,3 +318,28 @@ def test_a_run_that_ends_in_error_exits_2(ces: tuple[str, FakeCesState]) -> None
     assert lines[0].endswith("RUNNING 0/0 (passed 0, failed 0, errors 0)")
     assert lines[-1].startswith(f"error: {app}/evaluationRuns/run")
     assert lines[-1].endswith("ended in ERROR: INTERNAL: the simulator crashed")
+
+
+def test_application_default_credentials_are_used(ces: tuple[str, FakeCesState], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service-account ADC file whose token endpoint is the fake server: google-auth mints the token."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    url, state = ces
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    adc = tmp_path / "adc.json"
+    adc.write_text(json.dumps({
+        "type": "service_account", "project_id": "p1", "private_key_id": "k1", "private_key": pem,
+        "client_email": "ci@p1.iam.gserviceaccount.com", "client_id": "1",
+        "token_uri": url.replace("/mcp", "/token"),
+    }))
+    monkeypatch.delenv("CES_ACCESS_TOKEN")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    monkeypatch.setenv("GOOGLE_CLOUD_QUOTA_PROJECT", "billing-project")
+    state.quota_projects.clear()
+    code, out, err = _cli("ces", "pull", APP, "-o", str(tmp_path), "--endpoint", url)
+    assert (code, err) == (0, "")
+    assert state.quota_projects == {"billing-project"}

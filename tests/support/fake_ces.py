@@ -149,6 +149,7 @@ class FakeCesState:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     page_size: int = 2
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    quota_projects: set[str] = field(default_factory=set)  # x-goog-user-project values seen
     lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -349,6 +350,14 @@ def build_app(state: FakeCesState, token: str = TOKEN) -> Any:
     expected = f"Bearer {token}".encode()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/token":  # an OAuth token endpoint for ADC tests
+            body = json.dumps({"access_token": token, "expires_in": 3600, "token_type": "Bearer"}).encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["type"] == "http":
+            state.quota_projects.add(dict(scope["headers"]).get(b"x-goog-user-project", b"").decode())
         if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
             body = json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
                                          "message": "Request had invalid authentication credentials."}}).encode()

@@ -204,3 +204,16 @@ def test_a_broken_remainder_is_named_by_its_json_path() -> None:
     with pytest.raises(MappingError) as info:
         eval_set_to_evaluations(eval_set)
     assert info.value.json_path == "$.eval_cases[1].ces.evaluation.golden.turns[0].steps"
+
+
+def test_adk_reads_the_eval_set_and_saves_it_without_losing_the_ces_remainder() -> None:
+    """google-adk 2.13 validates the imported set, and what it writes back still exports exactly."""
+    from google.adk.evaluation.eval_set import EvalSet
+
+    originals = [golden_evaluation(), scenario_evaluation()]
+    eval_set = _import(*originals)
+    adk = EvalSet.model_validate(eval_set)
+    assert adk.eval_cases[1].conversation_scenario is not None
+    assert adk.eval_cases[1].conversation_scenario.starting_prompt.startswith("You want a refund")
+    saved = orjson.loads(adk.model_dump_json(exclude_none=True))
+    assert _export(saved) == originals

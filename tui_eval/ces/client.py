@@ -70,11 +70,12 @@ class CesConflictError(CesToolError):
     """The evaluation changed on the server since it was read (etag mismatch)."""
 
 
-def access_token(endpoint: str) -> str:
-    """A bearer token: $CES_ACCESS_TOKEN, else Google Application Default Credentials."""
+def auth_headers(endpoint: str) -> dict[str, str]:
+    """The request headers that authenticate: a bearer token from $CES_ACCESS_TOKEN, else from Google
+    Application Default Credentials, plus the ADC quota project (user credentials need one to bill to)."""
     token = os.environ.get(TOKEN_ENV)
     if token:
-        return token
+        return {"Authorization": f"Bearer {token}"}
     import google.auth
     import google.auth.exceptions
     from google.auth.transport.requests import Request
@@ -89,7 +90,11 @@ def access_token(endpoint: str) -> str:
     token = getattr(credentials, "token", None)
     if not isinstance(token, str) or not token:
         raise CesAuthError(f"Google credentials gave no access token for {endpoint}: {LOGIN_HINT}")
-    return token
+    headers = {"Authorization": f"Bearer {token}"}
+    quota_project = getattr(credentials, "quota_project_id", None)
+    if isinstance(quota_project, str) and quota_project:
+        headers["x-goog-user-project"] = quota_project
+    return headers
 
 
 @dataclass
@@ -223,13 +228,16 @@ class CesClient:
 
 
 @asynccontextmanager
-async def _open(endpoint: str, token: str, last: _LastHttpError, timeout: float) -> AsyncIterator[CesClient]:
+async def _open(
+    endpoint: str, headers: dict[str, str], last: _LastHttpError, timeout: float
+) -> AsyncIterator[CesClient]:
     import httpx2
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     async def remember_errors(response: httpx2.Response) -> None:
-        if response.status_code >= 400:
+        # Only the JSON-RPC POSTs: a 405 to the optional GET stream or the closing DELETE is no error.
+        if response.status_code >= 400 and response.request.method == "POST":
             last.status = response.status_code
             try:
                 last.body = (await response.aread()).decode("utf-8", "replace")[:300]
@@ -237,7 +245,7 @@ async def _open(endpoint: str, token: str, last: _LastHttpError, timeout: float)
                 logger.debug("could not read the error body from %s: %s", endpoint, exc)
 
     http = httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {token}"},
+        headers=headers,
         timeout=httpx2.Timeout(timeout, read=max(timeout, 60.0)),
         event_hooks={"response": [remember_errors]},
     )
@@ -283,10 +291,10 @@ async def with_client(
     endpoint: str, work: Callable[[CesClient], Awaitable[T]], *, token: str | None = None, timeout: float = 60.0
 ) -> T:
     """Open a session to `endpoint`, run `work` with a client, close. Raises only CesError (or cancellation)."""
-    token = token or access_token(endpoint)
+    headers = {"Authorization": f"Bearer {token}"} if token else auth_headers(endpoint)
     last = _LastHttpError()
     try:
-        async with _open(endpoint, token, last, timeout) as client:
+        async with _open(endpoint, headers, last, timeout) as client:
             return await work(client)
     except Exception as exc:  # the SDK wraps failures in exception groups: explain them in one line
         explained = _explain(exc, endpoint, last)
