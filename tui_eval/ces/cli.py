@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from .client import CesClient
     from .model import EvaluationRun
 
+T = TypeVar("T")
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"  # kept equal to client.DEFAULT_ENDPOINT (tested)
 
@@ -158,7 +160,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
 # ---- remote ------------------------------------------------------------------------------------------
 
 
-def _connect_and(args: argparse.Namespace, work: Any) -> Any:
+def _connect_and(args: argparse.Namespace, work: Callable[[CesClient], Awaitable[T]]) -> T:
+    """Run `work` on a client connected to the endpoint the arguments name; CES failures become one line."""
     import asyncio
 
     from .client import CesError, with_client
@@ -178,9 +181,10 @@ def cmd_pull(args: argparse.Namespace, out: TextIO) -> int:
     import time
 
     from .mapping import evaluations_to_eval_set, short_name
+    from .model import Evaluation
     from .remote import pull
 
-    async def work(client: CesClient) -> Any:
+    async def work(client: CesClient) -> list[Evaluation]:
         return await pull(client, args.app)
 
     evaluations = _connect_and(args, work)
@@ -218,7 +222,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return await run(client, args.app, wanted or None, on_progress=on_progress,
                          poll_interval=args.poll_interval, timeout=args.timeout, display_name=args.display_name)
 
-    outcome: RunOutcome = _connect_and(args, work)
+    outcome = _connect_and(args, work)
     if outcome.run.state == "ERROR":
         reason = (outcome.run.error.message if outcome.run.error else None) or (
             outcome.run.error_info.error_message if outcome.run.error_info else None) or "no reason given"
@@ -248,7 +252,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     async def work(client: CesClient) -> PushReport:
         return await push(client, eval_set)
 
-    report: PushReport = _connect_and(args, work)
+    report = _connect_and(args, work)
     if report.updated:
         _write(path, eval_set)  # the new etags, so the next push starts from what CES now holds
     for name, mask in report.updated:
