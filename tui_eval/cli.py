@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
-SUBCOMMANDS = ("run", "watch", "migrate", "open")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces")
 
 
 class UsageError(Exception):
@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     open_ = sub.add_parser("open", help="open the dashboard (same as `tui-eval [PATH]`)")
     _add_open_args(open_)
     _add_adk_aliases(run)
+    from .ces.cli import add_ces_parser
+
+    add_ces_parser(sub)
     return parser
 
 
@@ -262,6 +265,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_migrate(args, out, err)
         if args.command == "watch":
             return cmd_watch(args, out, err)
+        if args.command == "ces":
+            from .ces.cli import cmd_ces
+
+            return cmd_ces(args, out, err)
         return cmd_open(args)
     except UsageError as exc:
         for line in str(exc).splitlines():
