@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_eval.engine.codestate import DIFF_CAP_BYTES, capture_code_state, diff_code_states
+from tui_eval.engine.codestate import DIFF_CAP_BYTES, CodeState, capture_code_state, diff_code_states
 
 
 def git(repo: Path, *args: str) -> str:
@@ -35,7 +35,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def state(root: Path):  # type: ignore[no-untyped-def]
+def state(root: Path) -> CodeState:
     return capture_code_state(root / "my_agent", [root / "evals" / "a.test.json"],
                               [root / "evals" / "test_config.json"])
 
@@ -109,7 +109,8 @@ def test_commit_range_names_changed_files(repo: Path) -> None:
     assert change.agent_files_changed == ["tools.py"]
     assert change.eval_files_changed == [str(repo / "evals" / "a.test.json")]
     assert change.config_files_changed == []
-    assert change.lines()[0] == f"commits {before.commit[:8]}..{after.commit[:8]}"  # type: ignore[index]
+    assert before.commit and after.commit
+    assert change.lines()[0] == f"commits {before.commit[:8]}..{after.commit[:8]}"
 
 
 def test_unknown_commit_reports_why(repo: Path) -> None:
