@@ -155,3 +155,13 @@ def test_large_diff_is_capped(repo: Path) -> None:
     assert s.diff is not None and len(s.diff.encode()) <= DIFF_CAP_BYTES
     diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=repo, capture_output=True, check=True).stdout
     assert s.diff_sha256 == sha(diff)  # the hash covers the whole diff, not the kept part
+
+
+def test_eval_sets_and_config_beside_the_agent_are_not_agent_code(repo: Path) -> None:
+    before = state(repo)
+    (repo / "my_agent" / "my_agent.evalset.json").write_text("{}")
+    (repo / "my_agent" / "test_config.json").write_text("{}")
+    (repo / "my_agent" / "old.test.json").write_text("{}")
+    after = state(repo)
+    assert after.agent_sha256 == before.agent_sha256
+    assert sorted(after.agent_files) == ["agent.py", "tools.py"]

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ..schema.config import CONFIG_FILE_NAME
+from ..schema.load import EVAL_FILE_SUFFIXES
+
 log = logging.getLogger(__name__)
 
 # The dirty diff kept in the state (for the caller to save beside the record) stops here.
@@ -18,6 +21,13 @@ GIT_TIMEOUT_SECONDS = 5.0
 # Directories that hold caches, sessions or environments rather than the agent's source.
 EXCLUDED_DIRS = frozenset({"__pycache__", ".adk", ".venv", ".git", ".mypy_cache", ".pytest_cache"})
 _CHUNK = 1 << 16
+
+
+def _is_eval_or_config(rel: str) -> bool:
+    """Eval sets and criteria beside the agent are hashed as eval/config files, not as agent code:
+    editing a case must not read as "agent files changed"."""
+    name = rel.rsplit("/", 1)[-1]
+    return name == CONFIG_FILE_NAME or name.endswith(EVAL_FILE_SUFFIXES)
 
 
 class FileHash(BaseModel):
@@ -178,17 +188,21 @@ def _listed_files(proc: subprocess.CompletedProcess[bytes] | None) -> list[str] 
     return [n for n in dict.fromkeys(names) if not EXCLUDED_DIRS.intersection(n.split("/")[:-1])]
 
 
-_LS_FILES = ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
+# The --exclude patterns keep git from walking an un-ignored .venv (thousands of files) at all.
+_LS_FILES = ["ls-files", "-z", "--cached", "--others", "--exclude-standard",
+             *(f"--exclude={d}/" for d in sorted(EXCLUDED_DIRS)), "--", "."]
 
 
 def hash_agent_dir(agent_dir: Path, names: list[str] | None = None) -> tuple[str, dict[str, str]]:
     """Folder hash (sha256 over sorted `path NUL file-sha256 LF`) and the per-file hashes.
 
     `names` are the relative paths to hash (from git: tracked plus untracked-not-ignored); None walks
-    every file outside the excluded folders.
+    every file outside the excluded folders. Eval set and test_config.json files are left out.
     """
     files: dict[str, str] = {}
     for rel in sorted(names if names is not None else _walk_files(agent_dir)):
+        if _is_eval_or_config(rel):
+            continue
         digest = sha256_file(agent_dir / rel)
         if digest is not None:  # a tracked file deleted in the work tree is simply absent
             files[rel] = digest
