@@ -112,8 +112,10 @@ def _agent_around(target: str) -> str | None:
 
 
 def _print_warnings(warnings: Sequence[str], err: TextIO) -> None:
+    from .textsafe import safe_line
+
     for w in warnings:
-        print(f"warning: {w}", file=err)
+        print(f"warning: {safe_line(w)}", file=err)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -155,10 +157,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         save=not args.no_save,
     )
     from .engine.events import RunError
+    from .textsafe import safe_line
 
     def on_event(event: object) -> None:
         if isinstance(event, RunError):
-            print(f"error: {event.message}", file=err)
+            print(f"error: {safe_line(event.message)}", file=err)
 
     run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
     # A run builds millions of small, acyclic objects (turns, results, JSON dicts); the cyclic GC
@@ -273,8 +276,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_watch(args, out, err)
         return cmd_open(args)
     except UsageError as exc:
+        from .textsafe import safe_line
+
         for line in str(exc).splitlines():
-            print(f"error: {line}", file=err)
+            print(f"error: {safe_line(line)}", file=err)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=err)
