@@ -1,6 +1,7 @@
 """The headless face: `tui-eval run`, `watch`, `migrate`, and launching the dashboard.
 
-Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments or unreadable input.
+Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments, unreadable input, or
+results (eval history, --json, --junit) that could not be written.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_WRITE_FAILED = 2  # history, --json or --junit could not be written (as bad input: the run's output is lost)
 SUBCOMMANDS = ("run", "watch", "migrate", "open")
 
 
@@ -175,10 +177,20 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)
-    if args.json_out:
-        write_json(record, Path(args.json_out))
-    if args.junit_out:
-        write_junit(record, Path(args.junit_out))
+    # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
+    failed_writes = list(record.save_errors)
+    for flag, path, write in (("--json", args.json_out, write_json), ("--junit", args.junit_out, write_junit)):
+        if not path:
+            continue
+        try:
+            write(record, Path(path))
+        except (OSError, TypeError, ValueError) as exc:  # orjson's "Recursion limit reached" is a TypeError
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+            message = f"could not write {flag} {path}: {reason}"
+            print(f"error: {safe_line(message)}", file=err)
+            failed_writes.append(message)
+    if failed_writes:
+        return EXIT_WRITE_FAILED
     return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 import uuid
 from collections import defaultdict
@@ -41,6 +42,7 @@ from .events import (
 from .plan import EvalTarget, RunPlan
 
 EventSink = Callable[[Event], None]
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -69,6 +71,8 @@ class RunRecord:
     cancelled: bool = False
     results: list[EvalSetResult] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
+    # Why results could not be saved as eval history (the CLI exits 2 when there is any).
+    save_errors: list[str] = field(default_factory=list)
     judge_stats: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[EvalStatus, int]:
@@ -334,8 +338,11 @@ class Run:
         if self.options.save and self.store is not None:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
-            except Exception as exc:
-                self.emit(RunError(f"could not save results: {_error_text(exc)}"))
+            except Exception as exc:  # an unsaveable result (too deep, a name too long) must not lose the run
+                message = f"could not save eval history: {_error_text(exc)}"
+                logger.error("%s", message, exc_info=True)
+                self.record.save_errors.append(message)
+                self.emit(RunError(message))
         self.emit(
             RunFinished(
                 self.run_id,
