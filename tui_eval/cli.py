@@ -150,6 +150,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
+    from .engine.tempfiles import remove_stale_temp_files_for
+
+    remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
 
     options = RunOptions(
         concurrency=args.concurrency,
@@ -194,20 +197,26 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 async def _execute(run: Any, agent: Any) -> Any:
-    # Ctrl-C cancels the run instead of killing it, so finished cases are still reported and saved.
+    # Ctrl-C, and SIGTERM (a CI job's timeout, `kill`), cancel the run instead of killing it, so
+    # finished cases are still reported and saved.
     loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, run.cancel)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-        pass
+    for sig in _STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, run.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+            pass
     try:
         return await run.execute()
     finally:
-        try:
-            loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
+        for sig in _STOP_SIGNALS:
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         close = getattr(agent, "aclose", None)
         if close is not None:
             await close()

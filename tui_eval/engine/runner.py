@@ -43,6 +43,8 @@ from .plan import EvalTarget, RunPlan
 
 EventSink = Callable[[Event], None]
 logger = logging.getLogger(__name__)
+# Seconds of uninterrupted scoring after which a worker lets the loop run (signals, the UI, events).
+YIELD_EVERY = 0.05
 
 
 @dataclass(slots=True)
@@ -262,6 +264,7 @@ class Run:
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._owns_judge = False
+        self._last_yield = time.perf_counter()
 
     def emit(self, event: Event) -> None:
         if self._emit_fn is not None:
@@ -279,6 +282,8 @@ class Run:
         if self.judge is None and _judge_needed(plan):
             self.judge = make_judge(self.options)
             self._owns_judge = True
+        if self.options.save and self.store is not None:
+            self._remove_leftovers()
         progress = ScoreProgress(self.emit)
         for target in plan.targets:
             for case in target.cases:
@@ -354,6 +359,16 @@ class Run:
         )
         return self.record
 
+    def _remove_leftovers(self) -> None:
+        """Temp files a killed save left in the history folders this run writes to."""
+        from .tempfiles import remove_stale_temp_files
+
+        history_dir = getattr(self.store, "history_dir", None)
+        if history_dir is None:
+            return
+        for directory in {history_dir(self.agent, t.eval_file) for t in self.plan.targets}:
+            remove_stale_temp_files(Path(directory))
+
     async def _worker(
         self,
         pending: Iterator[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]],
@@ -363,6 +378,12 @@ class Run:
             if self._cancelled:
                 return
             results[index] = await self._run_case(target, case, progress)
+            # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
+            # run of 100k cases would hold the loop for a minute and Ctrl-C (a loop callback) would wait.
+            now = time.perf_counter()
+            if now - self._last_yield > YIELD_EVERY:
+                self._last_yield = now
+                await asyncio.sleep(0)
 
     async def _infer(
         self, target: EvalTarget, case: EvalCase, key: CaseKey, progress: ScoreProgress
