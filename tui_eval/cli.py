@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import logging
+import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence, TextIO
@@ -217,9 +220,9 @@ async def _execute(run: Any, agent: Any) -> Any:
                 loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
-        close = getattr(agent, "aclose", None)
-        if close is not None:
-            await close()
+        from .agents.isolation import close_agent
+
+        await close_agent(agent)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -307,12 +310,34 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return 130
 
 
+def _leaked_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and t.is_alive()]
+
+
 def entry() -> None:
     """The console script: `main`, then exit without a last garbage collection over every result."""
     code = main()
     # Interpreter shutdown runs the cyclic GC over everything still alive: 1.4 s after a
     # 5,000-case run, for objects that are about to be freed anyway. Frozen objects are skipped.
     gc.freeze()
+    leaked = _leaked_threads()
+    if leaked:
+        # Agent code may start non-daemon threads that never end; the interpreter would wait for them
+        # for ever after the summary. A thread cannot be made a daemon once started, nor stopped, so
+        # the only way out is os._exit, after flushing what we wrote (it skips atexit handlers, which
+        # is why it is not the path of every run).
+        from .textsafe import safe_line
+
+        names = safe_line(", ".join(sorted(t.name for t in leaked)))
+        print(f"warning: not waiting for {len(leaked)} thread(s) left running by agent code: {names}",
+              file=sys.stderr)
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more can be said
+                pass
+        os._exit(code)
     sys.exit(code)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Agent, AgentError, AgentSession, CaseContext
+from .base import Agent, AgentCrash, AgentError, AgentSession, CaseContext
 
-__all__ = ["Agent", "AgentError", "AgentSession", "CaseContext", "load_agent", "is_agent_ref"]
+__all__ = ["Agent", "AgentCrash", "AgentError", "AgentSession", "CaseContext", "load_agent", "is_agent_ref"]
 
 
 def is_agent_ref(ref: str) -> bool:

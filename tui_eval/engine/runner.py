@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..agents.base import Agent, AgentError, CaseContext
+from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
+from ..agents.isolation import isolated
 from ..metrics.base import MetricInput, get_metric
 from ..schema.config import EvalConfig
 from ..schema.model import EvalCase, Invocation
@@ -90,6 +91,9 @@ class RunRecord:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, AgentCrash) and exc.details:
+        # The reason on the first line (summaries show it), the agent's traceback below it.
+        return f"{exc}\n{exc.details.rstrip()}"
     if isinstance(exc, AgentError):
         return str(exc)
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
@@ -254,6 +258,8 @@ class Run:
     ) -> None:
         self.plan = plan
         self.agent = agent
+        # Agent code runs on its own loop thread: nothing it does (block, exit, cancel) reaches ours.
+        self._agent = isolated(agent) if agent is not None else None
         self.options = options or RunOptions()
         self._emit_fn = on_event
         self.judge = judge
@@ -339,7 +345,7 @@ class Run:
             try:
                 await self.judge.aclose()
             except Exception:  # closing a client must never lose results
-                pass
+                logger.warning("closing the judge service failed", exc_info=True)
         if self.options.save and self.store is not None:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
@@ -392,18 +398,22 @@ class Run:
         stored = self.inferences.get(key)
         if stored is not None:
             return stored, None, ""
-        if self.agent is None:
+        agent = self._agent
+        if agent is None:
             return [], "no agent to run and no stored inference for this case", ""
         actual: list[Invocation] = []
         ctx = CaseContext(target.eval_set, target.eval_file)
+        timeout = self.options.turn_timeout
         try:
-            session = await self.agent.new_session(case, ctx)
+            async with asyncio.timeout(timeout):
+                session = await agent.new_session(case, ctx)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            return actual, f"agent could not start a session: timed out after {timeout:g} s", ""
         except Exception as exc:
             return actual, f"agent could not start a session: {_error_text(exc)}", ""
         session_id = getattr(session, "session_id", "") or ""
-        timeout = self.options.turn_timeout
         try:
             if case.is_scenario:
                 from ..agents.simulator import simulate_conversation
@@ -434,8 +444,8 @@ class Run:
         finally:
             try:
                 await session.close()
-            except Exception:
-                pass
+            except Exception as exc:  # a session that cannot close must not sink the case's result
+                logger.warning("closing the session of %s failed: %s", key.eval_id, _error_text(exc))
         return actual, None, session_id
 
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress) -> CaseResult:
@@ -444,8 +454,9 @@ class Run:
         t0 = time.perf_counter()
         actual, error, session_id = await self._infer(target, case, key, progress)
         if error is not None:
+            reason = error.split("\n", 1)[0]
             metrics = [
-                MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {error}", c.to_dict())
+                MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {reason}", c.to_dict())
                 for n, c in target.config.criteria.items()
             ]
             # Complete the bars by what this case added to them: its expected turns, or for a
