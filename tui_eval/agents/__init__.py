@@ -22,10 +22,10 @@ def load_agent(ref: str) -> Agent:
     if ref.startswith("replay:"):
         from .replay import ReplayAgent
 
-        path = ref.removeprefix("replay:")
-        if not Path(path).is_file():
-            raise AgentError(f"replay file not found: {path}")
-        return ReplayAgent(path)
+        recording = ref.removeprefix("replay:")
+        if not Path(recording).is_file():
+            raise AgentError(f"replay file not found: {recording}")
+        return ReplayAgent(recording)
     path = Path(ref)
     if not path.is_dir():
         raise AgentError(f"agent folder not found: {ref}")

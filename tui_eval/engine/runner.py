@@ -205,7 +205,8 @@ async def _score_metric(
         progress=on_progress,
     )
     try:
-        return await _maybe_await(spec.evaluate(inp))
+        result: MetricResult = await _maybe_await(spec.evaluate(inp))
+        return result
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a metric bug or judge failure must not sink the run
