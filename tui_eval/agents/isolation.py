@@ -9,11 +9,14 @@ engine's own timeout. What agent code may do, and what the engine sees instead:
 - raise `asyncio.CancelledError` on its own: a failure of the case, never taken for the user's cancel;
 - return something that is not an Invocation (None, a dict) or not a session: the case fails saying so.
 
-A worker thread, not a worker process: measured on the demo agents (bench/isolation_overhead.py) a
-turn costs ~0.1 ms more on a thread loop against ~1 ms on a process (pickling the case and the turn both
-ways), a process cannot run agents handed over as objects (tests, the dashboard's loaded agents) and must
-re-import google-adk (~2 s) per worker. What only a process could stop (os._exit, a segfault, a tool
-holding the GIL in C) stays out of scope; leaked non-daemon threads are handled by the CLI's exit.
+A worker thread, not a worker process. Measured with bench/isolation_overhead.py on the hello_world demo
+agent (offline policy, real tools; 3,000 turns, a 2-core machine under load): direct 1.66 ms/turn, agent
+loop thread +0.98 to +1.09 ms, worker process +0.96 to +1.55 ms (fork start-up 34-56 ms). Per turn the
+two cost about the same (two thread wake-ups either way); the process also pickles or JSON-encodes every
+case and turn both ways (growing with the turn's size), cannot run agents handed over as objects (tests,
+the dashboard's loaded agents, ADK objects holding clients), and must re-import the agent per worker.
+What only a process could stop (os._exit, a segfault, C code holding the GIL) stays out of scope; leaked
+non-daemon threads are handled by the CLI's exit.
 One loop per agent, not per session: google-genai and ADK clients bind connections to the loop that made
 them, and agents share one model client across sessions, as on ADK's single loop.
 """
@@ -68,12 +71,13 @@ class AgentLoop:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
+        self.loop.set_task_factory(_contained_task)
         while True:
             try:
                 self.loop.run_forever()
                 break
-            except BaseException:  # noqa: BLE001 - a task agent code spawned raised SystemExit & co.
-                # Task.__step re-raises SystemExit/KeyboardInterrupt out of run_forever; the loop is
+            except BaseException:  # noqa: BLE001 - a callback agent code scheduled raised SystemExit & co.
+                # Handle._run re-raises SystemExit/KeyboardInterrupt out of run_forever; the loop is
                 # still sound, and every call of ours is guarded, so serve on.
                 logger.warning("agent code on %s raised out of its event loop", self.name, exc_info=True)
         try:
@@ -98,8 +102,14 @@ class AgentLoop:
             if not pong.done():
                 pong.set_result(None)
 
+        def relay() -> None:
+            try:
+                here.call_soon_threadsafe(answer)
+            except RuntimeError:  # the asking loop closed while this one was blocked: nobody waits
+                pass
+
         try:
-            self.loop.call_soon_threadsafe(lambda: here.call_soon_threadsafe(answer))
+            self.loop.call_soon_threadsafe(relay)
         except RuntimeError:
             return False
         try:
@@ -117,6 +127,24 @@ class AgentLoop:
             self.loop.call_soon_threadsafe(self.loop.stop)
         except RuntimeError:
             pass
+
+
+class ContainedExit(Exception):
+    """A task of agent code raised SystemExit or KeyboardInterrupt; it ends with this instead."""
+
+
+async def _contain(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await coro
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise ContainedExit(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _contained_task(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
+    """Every task on an agent loop: CPython 3.11's C task step re-raises SystemExit out of the loop,
+    and doing so corrupts interpreter state (a later `compile` in any thread fails with "AST constructor
+    recursion depth mismatch"); as an ordinary exception it just ends the task."""
+    return asyncio.Task(_contain(coro), loop=loop, **kwargs)
 
 
 def _describe(exc: BaseException) -> _Failed:
@@ -147,6 +175,8 @@ async def _guarded(coro: Coroutine[Any, Any, T]) -> T | _Failed:
         cause = exc.__cause__
         details = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__)) if cause else ""
         return _Failed(str(exc), details)
+    except ContainedExit as exc:  # raised in a task the agent awaited
+        return _describe(exc.__cause__ or exc)
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt: the case fails, not the run
         return _describe(exc)
 
