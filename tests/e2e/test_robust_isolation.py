@@ -181,3 +181,46 @@ def test_the_process_exits_after_the_summary_despite_a_leaked_non_daemon_thread(
     assert proc.returncode == 0, (out, err)
     assert "Total: 1 passed, 0 failed, 0 not evaluated" in out
     assert "leaked-job" in err  # said why the process did not wait
+
+
+ADK_BLOCKING = '''
+import time
+
+from google.adk.agents import LlmAgent
+
+
+def lookup(city: str) -> dict:
+    """Look a city up (a sync tool: ADK runs it on the event loop)."""
+    if city == "Paris":
+        time.sleep(20)
+    return {"city": city, "ok": True}
+
+
+root_agent = LlmAgent(name="lookup_agent", model="gemini-2.5-flash", instruction="Look cities up.", tools=[lookup])
+'''
+
+
+def test_an_adk_sync_tool_that_blocks_times_out_and_the_next_case_runs(tmp_path: Path, gemini_env) -> None:
+    from tests.support.fake_gemini import function_call_reply, text_reply
+
+    def respond(request):
+        user = next((p.get("text", "") for c in request.contents if c.get("role") == "user"
+                     for p in c.get("parts") or [] if "text" in p), "")
+        city = "Paris" if "Paris" in user else "Rome"
+        if not request.function_responses:
+            return function_call_reply("lookup", {"city": city}, id=f"call-{city}")
+        return text_reply(f"{city} looked up.")
+
+    gemini_env.responder = respond
+    folder, evalset = _folder(
+        tmp_path, "lookup_agent", ADK_BLOCKING,
+        case("paris", turn("Look up Paris", "Paris looked up.", [("lookup", {"city": "Paris"})])),
+        case("rome", turn("Look up Rome", "Rome looked up.", [("lookup", {"city": "Rome"})])),
+    )
+    t0 = time.monotonic()
+    code, out, err = _run("run", str(folder), str(evalset), "--turn-timeout", "2", "--concurrency", "1",
+                          "--no-save")
+    assert time.monotonic() - t0 < 15, "the blocking sync tool held up the run"
+    assert code == 1, (out, err)
+    assert "Total: 1 passed, 1 failed, 0 not evaluated" in out, out + err
+    assert "turn 1 timed out after 2 s" in out
