@@ -149,3 +149,15 @@ async def test_a_task_raising_system_exit_does_not_kill_the_agent_loop(ctx) -> N
     assert isinstance(await _turn(agent, ctx, "hi"), Invocation)
     assert inner.threads[0] == inner.threads[1]
     await agent.aclose()
+
+
+async def test_sessions_started_together_after_a_block_share_one_fresh_loop(ctx) -> None:
+    inner = ProbeAgent()
+    agent = isolated(inner)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await _turn(agent, ctx, "block")
+    results = await asyncio.gather(*(_turn(agent, ctx, "hi") for _ in range(4)))
+    assert all(isinstance(r, Invocation) for r in results)
+    assert len(set(inner.threads[1:])) == 1 and inner.threads[1] != inner.threads[0]
+    await agent.aclose()

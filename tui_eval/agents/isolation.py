@@ -253,6 +253,8 @@ class IsolatedAgent(Agent):
                 current.stuck = True
                 logger.warning("agent code blocks %s (a sync tool that does not return?); "
                                "new sessions run on a fresh loop", current.name)
+        # Re-read after the ping: sessions started meanwhile may have replaced the loop already.
+        current = self._current
         if current is None or current.stuck:
             current = AgentLoop(self._label)
             self._loops.append(current)
