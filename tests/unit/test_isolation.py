@@ -154,9 +154,10 @@ async def test_a_task_raising_system_exit_does_not_kill_the_agent_loop(ctx) -> N
 async def test_sessions_started_together_after_a_block_share_one_fresh_loop(ctx) -> None:
     inner = ProbeAgent()
     agent = isolated(inner)
+    blocked = await agent.new_session(*ctx)
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.3):
-            await _turn(agent, ctx, "block")
+            await blocked.turn(Content.from_text("block"), 0)  # not closed: nobody has probed the loop yet
     results = await asyncio.gather(*(_turn(agent, ctx, "hi") for _ in range(4)))
     assert all(isinstance(r, Invocation) for r in results)
     assert len(set(inner.threads[1:])) == 1 and inner.threads[1] != inner.threads[0]
