@@ -127,7 +127,7 @@ def test_a_tool_calling_sys_exit_fails_its_case_and_the_run_goes_on(tmp_path: Pa
     assert "Total: 1 passed, 1 failed, 0 not evaluated" in out
     assert "sys.exit(0)" in out
     cases = _record(folder)
-    assert cases["c_ok"]["final_eval_status"] == 1 if "final_eval_status" in cases["c_ok"] else True
+    assert cases["c_ok"]["status"] == 1 and cases["c_quit"]["status"] == 2
     error = cases["c_quit"]["error"]
     assert "sys.exit(0)" in error and "Traceback" in error and "quit_now" in error
     statuses = {c["eval_id"]: c["final_eval_status"] for c in json.loads(out_json.read_text())[0]["eval_case_results"]}
