@@ -190,7 +190,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             continue
         try:
             write(record, Path(path))
-        except (OSError, TypeError, ValueError) as exc:  # orjson's "Recursion limit reached" is a TypeError
+        except Exception as exc:  # too deep (orjson's TypeError), a full disk, a bad path: say it, exit 2
+            logging.getLogger(__name__).debug("writing %s failed", flag, exc_info=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
             message = f"could not write {flag} {path}: {reason}"
             print(f"error: {safe_line(message)}", file=err)

@@ -57,6 +57,8 @@ class Session(AgentSession):
             return None
         if text == "dict":
             return {"final_response": {"parts": [{"text": "hello"}]}}
+        if text == "unsaveable":
+            return Invocation(user_content=user_content, final_response="not a Content")
         if text == "cancel":
             raise asyncio.CancelledError()
         if text == "interrupt":
@@ -150,18 +152,19 @@ def test_junk_returns_and_agent_raised_cancel_or_interrupt_fail_their_cases_only
         tmp_path, "junk", MISBEHAVING,
         case("c_none", turn("none", "hello")), case("c_dict", turn("dict", "hello")),
         case("c_cancel", turn("cancel", "hello")), case("c_interrupt", turn("interrupt", "hello")),
-        case("c_ok", turn("hi", "hello")),
+        case("c_unsaveable", turn("unsaveable", "hello")), case("c_ok", turn("hi", "hello")),
     )
     out_json = tmp_path / "out.json"
     code, out, err = _run("run", str(folder), str(evalset), "--json", str(out_json))
     assert code == 1, (out, err)
     total = next(line for line in out.splitlines() if line.startswith("Total:"))
-    assert total == "Total: 1 passed, 4 failed, 0 not evaluated", out  # not "cancelled"
+    assert total == "Total: 1 passed, 5 failed, 0 not evaluated", out  # not "cancelled"
+    assert "returned an Invocation that cannot be saved: AttributeError" in out
     assert "returned NoneType, not an Invocation" in out
     assert "returned dict, not an Invocation" in out
     assert "CancelledError" in out and "KeyboardInterrupt" in out
     results = json.loads(out_json.read_text())[0]["eval_case_results"]
-    assert len(results) == 5
+    assert len(results) == 6
     cases = _record(folder)
     assert "Traceback" in cases["c_interrupt"]["error"]
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Coroutine, TypeVar
 
+import orjson
+
 from ..schema.model import AppDetails, Content, EvalCase, Invocation
 from .base import Agent, AgentCrash, AgentError, AgentSession, CaseContext
 
@@ -196,6 +198,23 @@ async def call_on(agent_loop: AgentLoop, coro: Coroutine[Any, Any, T]) -> T:
     return outcome
 
 
+def checked_invocation(value: object) -> Invocation:
+    """`value` if it is an Invocation that can be saved, else AgentError saying what is wrong: one
+    agent turn with a set in its tool args (or a str for a Content) must fail its own case, not the
+    saving of every case of the run."""
+    if not isinstance(value, Invocation):
+        raise AgentError(f"the agent's turn returned {type(value).__name__}, not an Invocation")
+    try:
+        orjson.dumps(value.to_dict(), option=orjson.OPT_NON_STR_KEYS)
+    except Exception as exc:  # noqa: BLE001 - any fault of the agent's data (AttributeError, TypeError...)
+        text = str(exc)
+        raise AgentError(
+            f"the agent's turn returned an Invocation that cannot be saved: {type(exc).__name__}"
+            + (f": {text}" if text else "")
+        ) from exc
+    return value
+
+
 class IsolatedSession(AgentSession):
     """An agent session whose every call runs on the agent's loop; what comes back is checked."""
 
@@ -206,9 +225,7 @@ class IsolatedSession(AgentSession):
 
     async def turn(self, user_content: Content, index: int) -> Invocation:
         value: object = await call_on(self.agent_loop, self.inner.turn(user_content, index))
-        if not isinstance(value, Invocation):
-            raise AgentError(f"the agent's turn returned {type(value).__name__}, not an Invocation")
-        return value
+        return checked_invocation(value)
 
     async def close(self) -> None:
         loop = self.agent_loop
