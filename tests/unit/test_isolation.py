@@ -30,6 +30,11 @@ class Probe(AgentSession):
             raise SystemExit(3)
         if text == "cancel":
             raise asyncio.CancelledError()
+        if text == "self-cancel":
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            await asyncio.sleep(0)
         if text == "block":
             time.sleep(5)
         if text == "wait":
@@ -108,6 +113,9 @@ async def test_system_exit_and_agent_cancel_come_back_as_crashes_with_tracebacks
         await _turn(agent, ctx, "cancel")
     assert "CancelledError" in str(info.value)
     assert not asyncio.current_task().cancelling()  # the caller was not cancelled
+    with pytest.raises(AgentCrash, match="cancelled its own task"):
+        await _turn(agent, ctx, "self-cancel")
+    assert not asyncio.current_task().cancelling()
     with pytest.raises(AgentError, match="returned NoneType, not an Invocation"):
         await _turn(agent, ctx, "none")
     await agent.aclose()

@@ -190,6 +190,10 @@ async def call_on(agent_loop: AgentLoop, coro: Coroutine[Any, Any, T]) -> T:
     try:
         outcome = await asyncio.wrap_future(future)
     except asyncio.CancelledError:
+        me = asyncio.current_task()
+        if me is not None and not me.cancelling():
+            # Nobody cancelled us: agent code cancelled its own task. A failure, not a cancel of the run.
+            raise AgentCrash("the agent cancelled its own task (not a cancel of the run)") from None
         future.cancel()
         agent_loop.suspect = True
         raise
