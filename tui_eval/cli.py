@@ -1,6 +1,7 @@
 """The headless face: `tui-eval run`, `watch`, `migrate`, and launching the dashboard.
 
-Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments or unreadable input.
+Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments, unreadable input, or
+results (eval history, --json, --junit) that could not be written.
 """
 
 from __future__ import annotations
@@ -8,13 +9,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import logging
+import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_WRITE_FAILED = 2  # history, --json or --junit could not be written (as bad input: the run's output is lost)
 SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces")
 
 
@@ -94,7 +99,7 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
 
 
-def split_agent(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
     """The agent reference and the eval targets, from `--agent` or the first positional."""
     from .api import agent_around, agent_ref_of
 
@@ -118,8 +123,10 @@ def split_agent(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 
 def _print_warnings(warnings: Sequence[str], err: TextIO) -> None:
+    from .textsafe import safe_line
+
     for w in warnings:
-        print(f"warning: {w}", file=err)
+        print(f"warning: {safe_line(w)}", file=err)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -140,6 +147,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
+    from .engine.tempfiles import remove_stale_temp_files_for
+
+    remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
 
     options = RunOptions(
         concurrency=args.concurrency,
@@ -149,10 +159,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         save=not args.no_save,
     )
     from .engine.events import RunError
+    from .textsafe import safe_line
 
     def on_event(event: object) -> None:
         if isinstance(event, RunError):
-            print(f"error: {event.message}", file=err)
+            print(f"error: {safe_line(event.message)}", file=err)
 
     run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
     # A run builds millions of small, acyclic objects (turns, results, JSON dicts); the cyclic GC
@@ -166,30 +177,47 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)
-    if args.json_out:
-        write_json(record, Path(args.json_out))
-    if args.junit_out:
-        write_junit(record, Path(args.junit_out))
+    # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
+    failed_writes = list(record.save_errors)
+    for flag, path, write in (("--json", args.json_out, write_json), ("--junit", args.junit_out, write_junit)):
+        if not path:
+            continue
+        try:
+            write(record, Path(path))
+        except Exception as exc:  # too deep (orjson's TypeError), a full disk, a bad path: say it, exit 2
+            logging.getLogger(__name__).debug("writing %s failed", flag, exc_info=True)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+            message = f"could not write {flag} {path}: {reason}"
+            print(f"error: {safe_line(message)}", file=err)
+            failed_writes.append(message)
+    if failed_writes:
+        return EXIT_WRITE_FAILED
     return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 async def _execute(run: Any, agent: Any) -> Any:
-    # Ctrl-C cancels the run instead of killing it, so finished cases are still reported and saved.
+    # Ctrl-C, and SIGTERM (a CI job's timeout, `kill`), cancel the run instead of killing it, so
+    # finished cases are still reported and saved.
     loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, run.cancel)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-        pass
+    for sig in _STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, run.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+            pass
     try:
         return await run.execute()
     finally:
-        try:
-            loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-        close = getattr(agent, "aclose", None)
-        if close is not None:
-            await close()
+        for sig in _STOP_SIGNALS:
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        from .agents.isolation import close_agent
+
+        await close_agent(agent)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -271,12 +299,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_ces(args, out, err)
         return cmd_open(args)
     except UsageError as exc:
+        from .textsafe import safe_line
+
         for line in str(exc).splitlines():
-            print(f"error: {line}", file=err)
+            print(f"error: {safe_line(line)}", file=err)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return 130
+
+
+def _leaked_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and t.is_alive()]
 
 
 def entry() -> None:
@@ -285,6 +319,24 @@ def entry() -> None:
     # Interpreter shutdown runs the cyclic GC over everything still alive: 1.4 s after a
     # 5,000-case run, for objects that are about to be freed anyway. Frozen objects are skipped.
     gc.freeze()
+    leaked = _leaked_threads()
+    if leaked:
+        # Agent code may start non-daemon threads that never end; the interpreter would wait for them
+        # for ever after the summary. A thread cannot be made a daemon once started, nor stopped, so
+        # the only way out is os._exit, after flushing what we wrote (it skips atexit handlers, which
+        # is why it is not the path of every run).
+        from .textsafe import safe_line
+
+        names = safe_line(", ".join(sorted(t.name for t in leaked)))
+        print(f"warning: not waiting for {len(leaked)} thread(s) left running by agent code: {names}",
+              file=sys.stderr)
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more can be said
+                pass
+        os._exit(code)
     sys.exit(code)
 
 

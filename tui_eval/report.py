@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -11,16 +10,13 @@ from typing import TYPE_CHECKING, TextIO
 from .engine.store import atomic_write, dump_json
 from .schema.model import FunctionCall, content_text
 from .schema.results import CaseResult, EvalStatus, MetricResult
+from .textsafe import safe_line, safe_text, xml_safe
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.runner import RunRecord
 
-# XML 1.0 forbids most control characters; agent text may carry escape sequences.
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def _xml_text(text: str) -> str:
-    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+# XML 1.0 forbids most control characters; agent text and ids may carry escape sequences.
+_xml_text = xml_safe
 
 
 _MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EVALUATED: "N/E "}
@@ -45,21 +41,28 @@ def _counts_text(counts: dict[EvalStatus, int]) -> str:
     )
 
 
+def _first_line(text: str) -> str:
+    """An agent error's first line (the reason); the traceback under it is for the detailed view."""
+    return text.split("\n", 1)[0]
+
+
 def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> None:
-    """Per eval set: counts, then every case that did not pass with why."""
+    """Per eval set: counts, then every case that did not pass with why. Each line is one line: ids and
+    reasons are escaped (safe_line), so no text can move the cursor or forge a line."""
     for result in record.results:
-        print(f"{result.eval_set_id} ({result.eval_set_file}): {_counts_text(result.counts())}", file=out)
+        print(f"{safe_line(result.eval_set_id)} ({safe_line(result.eval_set_file)}): "
+              f"{_counts_text(result.counts())}", file=out)
         if not verbose:
             continue
         for case in result.case_results:
             if case.status == EvalStatus.PASSED:
                 continue
-            print(f"  {_MARK[case.status]} {case.eval_id}", file=out)
+            print(f"  {_MARK[case.status]} {safe_line(case.eval_id)}", file=out)
             if case.error:
-                print(f"       agent error: {case.error}", file=out)
+                print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
             for m in case.metrics:
                 if m.status != EvalStatus.PASSED and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
-                    print(f"       {metric_line(m)}", file=out)
+                    print(f"       {safe_line(metric_line(m))}", file=out)
     total = record.counts()
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
     print(f"Total: {_counts_text(total)}{tail}", file=out)
@@ -71,7 +74,7 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             file=out,
         )
     for path in record.saved:
-        print(f"Saved eval history: {path}", file=out)
+        print(f"Saved eval history: {safe_line(path)}", file=out)
 
 
 def _calls_text(calls: list[FunctionCall]) -> str:
@@ -80,11 +83,26 @@ def _calls_text(calls: list[FunctionCall]) -> str:
     return "; ".join(f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls)
 
 
+class _SafeOut:
+    """A text stream that escapes every control character but newline and tab before writing: detailed
+    results print whole responses (several lines), and no byte of them may reach the terminal raw."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(safe_text(text))
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
 def print_detailed(record: RunRecord, out: TextIO) -> None:
     """Per invocation: prompt, expected and actual response and tool calls, each metric's verdict."""
+    out = _SafeOut(out)  # type: ignore[assignment]
     for result in record.results:
         for case in result.case_results:
-            print(f"=== {result.eval_set_id} / {case.eval_id}: {case.status.name}", file=out)
+            print(f"=== {safe_line(result.eval_set_id)} / {safe_line(case.eval_id)}: {case.status.name}", file=out)
             if case.error:
                 print(f"agent error: {case.error}", file=out)
             for i, actual in enumerate(case.actual):
@@ -127,19 +145,19 @@ def write_junit(record: RunRecord, path: Path) -> None:
         suite = ET.SubElement(
             suites,
             "testsuite",
-            name=result.eval_set_id,
+            name=_xml_text(result.eval_set_id),
             tests=str(len(result.case_results)),
             failures=str(counts[EvalStatus.FAILED]),
             skipped=str(counts[EvalStatus.NOT_EVALUATED]),
             errors="0",
-            file=result.eval_set_file,
+            file=_xml_text(result.eval_set_file),
         )
         for case in result.case_results:
             tc = ET.SubElement(
                 suite,
                 "testcase",
                 name=_xml_text(case.eval_id),
-                classname=result.eval_set_id,
+                classname=_xml_text(result.eval_set_id),
                 time=f"{case.wall_seconds:.3f}",
             )
             if case.status == EvalStatus.FAILED:

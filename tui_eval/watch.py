@@ -23,6 +23,7 @@ from .engine.runner import RunOptions, RunRecord
 from .engine.store import ResultStore
 from .report import metric_line, print_summary
 from .schema.results import EvalStatus
+from .textsafe import safe_line
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -68,7 +69,8 @@ class _Printer:
         self.quiet_runs = True  # the initial run prints a full summary instead
 
     def _line(self, text: str, stream: TextIO | None = None) -> None:
-        print(text, file=stream or self.out, flush=True)
+        # Every line carries file names, ids, agent errors or reasons: each is printed as one literal line.
+        print(safe_line(text), file=stream or self.out, flush=True)
 
     def __call__(self, event: Any) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -100,7 +102,7 @@ class _Printer:
             mark = "FAIL" if case.status == EvalStatus.FAILED else "N/E "
             self._line(f"  {mark} {Path(case.eval_set_file).name}:{case.eval_id}")
             if case.error:
-                self._line(f"       agent error: {case.error}")
+                self._line(f"       agent error: {case.error.split(chr(10), 1)[0]}")
                 continue
             for m in case.metrics:
                 if m.status != EvalStatus.PASSED:
@@ -138,7 +140,7 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
             print("no eval files found yet; waiting for some to appear", file=out)
         printer.quiet_runs = False
         names = ", ".join(str(p) for p in session.watch_paths())
-        print(f"watching {names} for changes (Ctrl-C to stop)", file=out, flush=True)
+        print(safe_line(f"watching {names} for changes (Ctrl-C to stop)"), file=out, flush=True)
         await watcher
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -157,10 +159,10 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         root, agent, files = _targets(args)
     except ValueError as exc:
-        print(f"error: {exc}", file=err)
+        print(f"error: {safe_line(exc)}", file=err)
         return EXIT_BAD_INPUT
     if args.config and not Path(args.config).is_file():
-        print(f"error: {args.config}: no such config file", file=err)
+        print(f"error: {safe_line(args.config)}: no such config file", file=err)
         return EXIT_BAD_INPUT
     options = RunOptions(
         concurrency=args.concurrency,

@@ -85,7 +85,9 @@ async def test_agent_error_fails_the_case_with_the_error_kept(tmp_path: Path):
     # A crashed case still fills its share of every progress bar.
     last = {e.metric_name: (e.done, e.total) for e in events if isinstance(e, MetricProgress)}
     assert all(done == total == 5 for done, total in last.values())
-    assert failed.status == EvalStatus.FAILED and failed.error == "RuntimeError: tool exploded"
+    # The reason on the first line, the agent's traceback kept below it.
+    assert failed.status == EvalStatus.FAILED and failed.error.splitlines()[0] == "RuntimeError: tool exploded"
+    assert "Traceback" in failed.error and 'raise RuntimeError("tool exploded")' in failed.error
     assert all(m.status == EvalStatus.NOT_EVALUATED and "the agent failed" in m.reason for m in failed.metrics)
     assert by_id["c_pass"].status == EvalStatus.PASSED  # one crash sinks only its own case
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Agent, AgentError, AgentSession, CaseContext
+from .base import Agent, AgentCrash, AgentError, AgentSession, CaseContext
 
-__all__ = ["Agent", "AgentError", "AgentSession", "CaseContext", "load_agent", "is_agent_ref"]
+__all__ = ["Agent", "AgentCrash", "AgentError", "AgentSession", "CaseContext", "load_agent", "is_agent_ref"]
 
 
 def is_agent_ref(ref: str) -> bool:
@@ -22,10 +22,10 @@ def load_agent(ref: str) -> Agent:
     if ref.startswith("replay:"):
         from .replay import ReplayAgent
 
-        path = ref.removeprefix("replay:")
-        if not Path(path).is_file():
-            raise AgentError(f"replay file not found: {path}")
-        return ReplayAgent(path)
+        recording = ref.removeprefix("replay:")
+        if not Path(recording).is_file():
+            raise AgentError(f"replay file not found: {recording}")
+        return ReplayAgent(recording)
     path = Path(ref)
     if not path.is_dir():
         raise AgentError(f"agent folder not found: {ref}")

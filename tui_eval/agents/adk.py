@@ -224,8 +224,8 @@ class AdkSession(AgentSession):
 
     def _invocation(self, user_content: Content, events: list[Any], index: int, created: float, duration: float,
                     timings: list[ToolTiming]) -> Invocation:
-        final_event = None
-        kept = []
+        final_event: Any = None
+        kept: list[Any] = []
         for event in events:
             if (event.author or "").lower() == _USER:
                 continue

@@ -5,12 +5,21 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from ..schema.model import AppDetails, Content, EvalCase, EvalSet, Invocation
 
 
 class AgentError(Exception):
     """An agent could not be loaded or answered with an error; the message is shown to the user."""
+
+
+class AgentCrash(AgentError):
+    """Agent code raised (SystemExit and CancelledError included); `details` is its traceback."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
 
 
 @dataclass(slots=True)
@@ -41,6 +50,9 @@ class Agent(abc.ABC):
     name: str = "agent"
     #: Where the eval history goes: `<home>/.adk/eval_history/`.
     home: Path | None = None
+    #: Whether the engine runs this agent's code on its own loop thread (agents/isolation.py). Only
+    #: tui-eval's own agents that run no user code (replay) may say False.
+    needs_isolation: ClassVar[bool] = True
 
     @abc.abstractmethod
     async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:

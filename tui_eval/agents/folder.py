@@ -39,7 +39,7 @@ class _SourceLoader(importlib.machinery.SourceFileLoader):
         path = self.get_filename(fullname)
         return self.source_to_code(self.get_data(path), path)
 
-    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+    def set_data(self, path: str, data: Any, *, _mode: int = 0o666) -> None:
         pass  # write no bytecode into the user's folder
 
 
@@ -111,7 +111,7 @@ def _purge(package: str, folder: Path) -> None:
 
 def source_files(folder: Path) -> list[Path]:
     """The Python files of an agent folder (edits to any of them reload the agent)."""
-    out = []
+    out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith("."))
         out.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))

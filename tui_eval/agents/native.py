@@ -118,7 +118,7 @@ def _schema(annotation: Any) -> dict[str, Any]:
     args = typing.get_args(annotation)
     if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
         rest = [a for a in args if a is not type(None)]
-        out = _schema(rest[0]) if rest else {"type": "STRING"}
+        out: dict[str, Any] = _schema(rest[0]) if rest else {"type": "STRING"}
         if len(rest) < len(args):
             out["nullable"] = True
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 import uuid
 from collections import defaultdict
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..agents.base import Agent, AgentError, CaseContext
+from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
+from ..agents.isolation import isolated
 from ..metrics.base import MetricInput, get_metric
 from ..schema.config import EvalConfig
 from ..schema.model import EvalCase, Invocation
@@ -41,6 +43,9 @@ from .events import (
 from .plan import EvalTarget, RunPlan
 
 EventSink = Callable[[Event], None]
+logger = logging.getLogger(__name__)
+# Seconds of uninterrupted scoring after which a worker lets the loop run (signals, the UI, events).
+YIELD_EVERY = 0.05
 
 
 @dataclass(slots=True)
@@ -69,6 +74,8 @@ class RunRecord:
     cancelled: bool = False
     results: list[EvalSetResult] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
+    # Why results could not be saved as eval history (the CLI exits 2 when there is any).
+    save_errors: list[str] = field(default_factory=list)
     judge_stats: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[EvalStatus, int]:
@@ -84,6 +91,9 @@ class RunRecord:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, AgentCrash) and exc.details:
+        # The reason on the first line (summaries show it), the agent's traceback below it.
+        return f"{exc}\n{exc.details.rstrip()}"
     if isinstance(exc, AgentError):
         return str(exc)
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
@@ -195,7 +205,8 @@ async def _score_metric(
         progress=on_progress,
     )
     try:
-        return await _maybe_await(spec.evaluate(inp))
+        result: MetricResult = await _maybe_await(spec.evaluate(inp))
+        return result
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a metric bug or judge failure must not sink the run
@@ -248,6 +259,8 @@ class Run:
     ) -> None:
         self.plan = plan
         self.agent = agent
+        # Agent code runs on its own loop thread: nothing it does (block, exit, cancel) reaches ours.
+        self._agent = isolated(agent) if agent is not None else None
         self.options = options or RunOptions()
         self._emit_fn = on_event
         self.judge = judge
@@ -258,6 +271,7 @@ class Run:
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._owns_judge = False
+        self._last_yield = time.perf_counter()
 
     def emit(self, event: Event) -> None:
         if self._emit_fn is not None:
@@ -275,6 +289,8 @@ class Run:
         if self.judge is None and _judge_needed(plan):
             self.judge = make_judge(self.options)
             self._owns_judge = True
+        if self.options.save and self.store is not None:
+            self._remove_leftovers()
         progress = ScoreProgress(self.emit)
         for target in plan.targets:
             for case in target.cases:
@@ -330,12 +346,15 @@ class Run:
             try:
                 await self.judge.aclose()
             except Exception:  # closing a client must never lose results
-                pass
+                logger.warning("closing the judge service failed", exc_info=True)
         if self.options.save and self.store is not None:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
-            except Exception as exc:
-                self.emit(RunError(f"could not save results: {_error_text(exc)}"))
+            except Exception as exc:  # an unsaveable result (too deep, a name too long) must not lose the run
+                message = f"could not save eval history: {_error_text(exc)}"
+                logger.error("%s", message, exc_info=True)
+                self.record.save_errors.append(message)
+                self.emit(RunError(message))
         self.emit(
             RunFinished(
                 self.run_id,
@@ -347,6 +366,16 @@ class Run:
         )
         return self.record
 
+    def _remove_leftovers(self) -> None:
+        """Temp files a killed save left in the history folders this run writes to."""
+        from .tempfiles import remove_stale_temp_files
+
+        history_dir = getattr(self.store, "history_dir", None)
+        if history_dir is None:
+            return
+        for directory in {history_dir(self.agent, t.eval_file) for t in self.plan.targets}:
+            remove_stale_temp_files(Path(directory))
+
     async def _worker(
         self,
         pending: Iterator[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]],
@@ -356,6 +385,12 @@ class Run:
             if self._cancelled:
                 return
             results[index] = await self._run_case(target, case, progress)
+            # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
+            # run of 100k cases would hold the loop for a minute and Ctrl-C (a loop callback) would wait.
+            now = time.perf_counter()
+            if now - self._last_yield > YIELD_EVERY:
+                self._last_yield = now
+                await asyncio.sleep(0)
 
     async def _infer(
         self, target: EvalTarget, case: EvalCase, key: CaseKey, progress: ScoreProgress
@@ -364,18 +399,22 @@ class Run:
         stored = self.inferences.get(key)
         if stored is not None:
             return stored, None, ""
-        if self.agent is None:
+        agent = self._agent
+        if agent is None:
             return [], "no agent to run and no stored inference for this case", ""
         actual: list[Invocation] = []
         ctx = CaseContext(target.eval_set, target.eval_file)
+        timeout = self.options.turn_timeout
         try:
-            session = await self.agent.new_session(case, ctx)
+            async with asyncio.timeout(timeout):
+                session = await agent.new_session(case, ctx)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            return actual, f"agent could not start a session: timed out after {timeout:g} s", ""
         except Exception as exc:
             return actual, f"agent could not start a session: {_error_text(exc)}", ""
         session_id = getattr(session, "session_id", "") or ""
-        timeout = self.options.turn_timeout
         try:
             if case.is_scenario:
                 from ..agents.simulator import simulate_conversation
@@ -406,8 +445,8 @@ class Run:
         finally:
             try:
                 await session.close()
-            except Exception:
-                pass
+            except Exception as exc:  # a session that cannot close must not sink the case's result
+                logger.warning("closing the session of %s failed: %s", key.eval_id, _error_text(exc))
         return actual, None, session_id
 
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress) -> CaseResult:
@@ -416,8 +455,9 @@ class Run:
         t0 = time.perf_counter()
         actual, error, session_id = await self._infer(target, case, key, progress)
         if error is not None:
+            reason = error.split("\n", 1)[0]
             metrics = [
-                MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {error}", c.to_dict())
+                MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {reason}", c.to_dict())
                 for n, c in target.config.criteria.items()
             ]
             # Complete the bars by what this case added to them: its expected turns, or for a
