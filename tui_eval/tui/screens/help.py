@@ -26,13 +26,15 @@ FLOWS = (
 )
 
 
-# Sections with their keys on screen already (the yes/no question, this help): not repeated in the help.
-_SELF_EXPLAINING = ("Questions", "Help")
+# Sections the help does not list as rows: the yes/no question and this help show their keys already,
+# and the tree's arrows are in the closing line.
+_SELF_EXPLAINING = ("Questions", "Help", "Tree")
 
 
 def binding_sections() -> list[tuple[str, list[BindingType]]]:
     """Every screen's bindings under the title the help shows them with (also the ids a keymap may use)."""
     from ..app import EvalApp
+    from ..widgets.browser import EvalBrowser
     from .confirm import ConfirmScreen
     from .history import CompareScreen, HistoryScreen
     from .main import MainScreen
@@ -46,6 +48,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Everywhere", list(EvalApp.BINDINGS)),
         ("Questions", list(ConfirmScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),
+        ("Tree", list(EvalBrowser.BINDINGS)),
     ]
 
 
