@@ -97,3 +97,19 @@ async def test_unknown_binding_id_is_reported(
         await settle(pilot)
         found = [n for n in notifications(app) if "unknown binding ids" in n]
         assert len(found) == 1 and "run.everything" in found[0] and "run.failed" not in found[0]
+
+
+async def test_a_key_taken_from_another_binding_is_reported_once(
+        workspace: Path, make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('run.all = "r"\n', encoding="utf-8")
+    monkeypatch.setenv("TUI_EVAL_KEYMAP", str(keymap))
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "up")
+        await pilot.press("r")  # now "Run all", not the highlighted file
+        await settle(pilot)
+        assert app.run_state is not None and app.run_state.label == "Run all"
+        clashes = [n for n in notifications(app) if n.startswith("Keymap clash")]
+        assert len(clashes) == 1 and "run.selection" in clashes[0]

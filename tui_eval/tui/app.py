@@ -14,7 +14,7 @@ import functools
 import logging
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, TypeVar
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -45,6 +45,7 @@ SESSION = "this session"
 TICK_HZ = 8
 
 _M = TypeVar("_M", bound=Message)
+HeapPhase = Literal["run", "settled"]
 
 
 def _reported(handler: Callable[[EvalApp, _M], None]) -> Callable[[EvalApp, _M], None]:
@@ -72,9 +73,9 @@ class EvalApp(App[int]):
     ]
 
     #: A run is in progress (screens hide run keys and show cancel). Set from the engine's state.
-    busy: var[bool] = var(False, bindings=True)
+    busy: var[bool] = var(False, init=False, bindings=True)
     #: The folder is loaded and the engine is up, so runs can start.
-    ready: var[bool] = var(False, bindings=True)
+    ready: var[bool] = var(False, init=False, bindings=True)
 
     def __init__(
         self,
@@ -87,6 +88,7 @@ class EvalApp(App[int]):
         run_options: Any = None,
         store: Any = None,
         keymap: UserKeymap | None = None,
+        on_heap_phase: Callable[[HeapPhase], None] | None = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
@@ -98,13 +100,16 @@ class EvalApp(App[int]):
         self.store = store
         #: The user's keymap (binding id -> keys); read from the keymap file unless given.
         self.user_keymap = keymap if keymap is not None else load_keymap()
+        #: Told when the heap settles (folder loaded, run over) or starts churning (a run streams): the
+        #: entry point's GC policy hangs here, so the app itself never touches process-wide state.
+        self.on_heap_phase = on_heap_phase
         # What the screen last showed, so a tick redraws only what changed.
         self._shown_run: RunState | None = None
         self._shown_phase: str | None = None
         self._shown_loading: bool | None = None
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
-        self._clashes_reported: set[frozenset[str]] = set()
+        self._clashes_reported: set[str] = set()
         self.register_theme(TUI_EVAL_THEME)
         self.theme = theme or default_theme()
 
@@ -147,6 +152,10 @@ class EvalApp(App[int]):
         log.error("%s", what, exc_info=exc)
         self.notify(f"{type(exc).__name__}: {exc}", title=what, severity="error", markup=False, timeout=10)
 
+    def watch_busy(self, busy: bool) -> None:
+        if self.on_heap_phase is not None:
+            self.on_heap_phase("run" if busy else "settled")
+
     def _sync_status(self) -> None:
         """Push the engine's state down to the reactives the screens' bindings depend on."""
         self.busy = self.bridge.busy
@@ -167,20 +176,24 @@ class EvalApp(App[int]):
     def _check_keymap_ids(self) -> None:
         from .screens.help import binding_sections
 
-        known = [b.id for _title, bindings in binding_sections() for b in bindings if isinstance(b, Binding) and b.id]
-        unknown = self.user_keymap.unknown_ids(known)
+        sections = [[b for b in bindings if isinstance(b, Binding)] for _title, bindings in binding_sections()]
+        unknown = self.user_keymap.unknown_ids(b.id for bindings in sections for b in bindings if b.id)
         if unknown:
             text = f"{self.user_keymap.path}: unknown binding ids {', '.join(unknown)} (the help screen, ?, lists the keys)"
             log.warning("keymap: %s", text)
             self.notify(text, title="Keymap", severity="warning", markup=False, timeout=10)
+        for clash in self.user_keymap.clashes(sections):
+            self._report_clash(f"{clash}: the keymap's binding wins")
 
     def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
-        """A remapped key now also means another action: say so once (Textual asks on every key press)."""
-        ids = frozenset(b.id or b.action for b in clashed_bindings)
-        if ids in self._clashes_reported:
+        """Textual found a remapped key that another binding had (it asks on every key press)."""
+        ids = ", ".join(sorted(b.id or b.action for b in clashed_bindings))
+        self._report_clash(f"the keymap's keys replace {ids}")
+
+    def _report_clash(self, text: str) -> None:
+        if text in self._clashes_reported:
             return
-        self._clashes_reported.add(ids)
-        text = f"the keymap's keys replace these bindings: {', '.join(sorted(ids))}"
+        self._clashes_reported.add(text)
         log.warning("keymap: %s", text)
         self.notify(text, title="Keymap clash", severity="warning", markup=False, timeout=10)
 
@@ -298,6 +311,8 @@ class EvalApp(App[int]):
                 self._shown_loading = self.inbox.loading
                 cat.loaded = not self.inbox.loading
                 main.summary.refresh_entry()
+                if cat.loaded and self.on_heap_phase is not None:
+                    self.on_heap_phase("settled")
             main.refresh_topbar()
 
     # ---- live mode ---------------------------------------------------------------------------
@@ -564,8 +579,23 @@ class EvalApp(App[int]):
         self._confirm("Delete case", body, then)
 
 
+def _gc_policy(phase: HeapPhase) -> None:
+    """The dashboard process's cyclic-GC policy: no collections while a run streams (a full one stalls
+    the UI and the engine alike), then collect once and freeze what is left (the loaded eval sets and
+    results) so later collections skip it."""
+    import gc
+
+    if phase == "run":
+        gc.disable()
+    else:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
+
+
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point)."""
-    app = EvalApp(path, agent=agent, live=live)
+    import os
+    app = EvalApp(path, agent=agent, live=live, on_heap_phase=None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy)
     app.run(mouse=mouse)
     return app.return_code or 0

@@ -12,7 +12,10 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from textual.binding import Binding
 
 log = logging.getLogger(__name__)
 
@@ -42,20 +45,42 @@ class UserKeymap:
         known_set = set(known)
         return [binding_id for binding_id in self.bindings if binding_id not in known_set]
 
+    def clashes(self, sections: Iterable[Sequence[Binding]]) -> list[str]:
+        """Keys the keymap gives to a binding while another binding of the same screen keeps them:
+        Textual then lets the remapped one win and the other loses its key."""
+        from textual.keys import key_to_character
+
+        found: list[str] = []
+        for bindings in sections:
+            owners: dict[str, list[str]] = {}
+            for binding in bindings:
+                if not binding.id:
+                    continue
+                for key in self.bindings.get(binding.id, binding.key).split(","):
+                    key = key.strip()
+                    owners.setdefault(key_to_character(key) or key, []).append(binding.id)
+            for key, ids in owners.items():
+                if len(ids) > 1 and any(i in self.bindings for i in ids):
+                    found.append(f"{key!r} is bound to {' and '.join(ids)}")
+        return found
+
 
 def load_keymap(path: Path | None = None) -> UserKeymap:
     """Read the keymap file; a missing file is an empty keymap, a broken one an empty keymap with a problem."""
-    import tomllib
-
     path = path or keymap_path()
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        raw = path.read_bytes()
     except FileNotFoundError:
         if os.environ.get(ENV_VAR):
             return _reported(UserKeymap(path, problems=(f"{path}: no such file (named by ${ENV_VAR})",)))
         return UserKeymap()
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        return _reported(UserKeymap(path, problems=(f"{path}: {exc}",)))
+    import tomllib  # only when there is a file: most start-ups have none
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return _reported(UserKeymap(path, problems=(f"{path}: {exc}",)))
     bindings: dict[str, str] = {}
     problems: list[str] = []
