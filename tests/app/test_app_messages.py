@@ -82,3 +82,16 @@ async def test_a_failing_pull_is_shown_once_and_the_loop_goes_on(workspace: Path
             # Once the fault is gone the loop folds again: the folder's files reach the top bar.
             assert "eval files" in str(app.main.query_one("#topbar").render())
     assert sum("Could not update the screen" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_the_app_tells_the_entry_point_when_the_heap_churns_and_settles(workspace: Path, make_app) -> None:
+    phases: list[str] = []
+    app = make_app(workspace, on_heap_phase=phases.append)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        assert phases == ["settled"]  # the folder is loaded
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.run_state is not None and app.run_state.phase == "finished"
+        assert phases == ["settled", "run", "settled"]

@@ -11,7 +11,9 @@ here start runs, write edits and push screens; data flows back down through the 
 from __future__ import annotations
 
 import functools
+import gc
 import logging
+import os
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, TypeVar
@@ -584,8 +586,6 @@ def _gc_policy(phase: HeapPhase) -> None:
     """The dashboard process's cyclic-GC policy: no collections while a run streams (a full one stalls
     the UI and the engine alike), then collect once and freeze what is left (the loaded eval sets and
     results) so later collections skip it."""
-    import gc
-
     if phase == "run":
         gc.disable()
     else:
@@ -601,9 +601,10 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     shared 2-core machine (load ~6), two rounds each: key-to-paint during a run p95 83 / 101 ms and max
     185 / 228 ms with it, against 92 / 133 ms and 335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
     """
-    import os
-
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
     app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy)
-    app.run(mouse=mouse)
+    try:
+        app.run(mouse=mouse)
+    finally:
+        gc.enable()  # quitting during a run leaves it off
     return app.return_code or 0

@@ -39,10 +39,6 @@ class EditKind(enum.Enum):
     DELETE_TURN = "delete_turn"
     DELETE_CASE = "delete_case"
 
-    @property
-    def needs_turn(self) -> bool:
-        return self in (EditKind.ACCEPT_TURN, EditKind.DELETE_TURN)
-
 
 @dataclass
 class EditRequested(Message):
