@@ -43,9 +43,13 @@ def test_load_keymap_reports_a_broken_file_and_bad_values(tmp_path: Path) -> Non
     assert len(mixed.problems) == 1 and "run.all" in mixed.problems[0]
 
 
-def test_a_missing_default_keymap_is_no_keymap(tmp_path: Path) -> None:
+def test_a_missing_default_keymap_is_no_keymap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_keymap(tmp_path / "nowhere.toml").bindings == {}
     assert load_keymap(tmp_path / "nowhere.toml").problems == ()
+    # A file the user named must exist.
+    monkeypatch.setenv("TUI_EVAL_KEYMAP", str(tmp_path / "named.toml"))
+    named = load_keymap()
+    assert named.bindings == {} and len(named.problems) == 1 and "named.toml" in named.problems[0]
 
 
 async def test_remapped_key_starts_a_run_and_the_help_shows_it(
@@ -81,7 +85,7 @@ async def test_broken_keymap_is_reported_and_the_defaults_work(
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert any(n.startswith("Keymap not applied") and str(keymap) in n for n in notifications(app))
+        assert any(n.startswith("Keymap:") and str(keymap) in n for n in notifications(app))
         await pilot.press("R")
         await settle(pilot)
         assert app.run_state is not None and app.run_state.label == "Run all"

@@ -168,7 +168,7 @@ class EvalApp(App[int]):
     def _apply_keymap(self) -> None:
         keymap = self.user_keymap
         for problem in keymap.problems:
-            self.notify(problem, title="Keymap not applied", severity="warning", markup=False, timeout=10)
+            self.notify(problem, title="Keymap", severity="warning", markup=False, timeout=10)
         if not keymap.bindings:
             return
         self.set_keymap(keymap.bindings)

@@ -67,11 +67,12 @@ class UserKeymap:
 
 def load_keymap(path: Path | None = None) -> UserKeymap:
     """Read the keymap file; a missing file is an empty keymap, a broken one an empty keymap with a problem."""
+    named = path is None and bool(os.environ.get(ENV_VAR))
     path = path or keymap_path()
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        if os.environ.get(ENV_VAR):
+        if named:  # a file the user named is expected to exist; the default one is optional
             return _reported(UserKeymap(path, problems=(f"{path}: no such file (named by ${ENV_VAR})",)))
         return UserKeymap()
     except OSError as exc:
