@@ -36,6 +36,13 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
     time.tzset()
 
 
+@pytest.fixture(autouse=True)
+def _no_user_keymap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The developer's own keymap (~/.config/tui-eval/keymap.toml) never reaches a test."""
+    monkeypatch.delenv("TUI_EVAL_KEYMAP", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """The travel / smalltalk / broken folder with two saved travel runs and one smalltalk run."""

@@ -83,7 +83,7 @@ async def test_failed_only_metric_and_search_filters(workspace: Path, make_app) 
         assert not any("broken" in line for line in labels(app))  # no failed case in it
         assert "filter: failed only" in str(app.screen.query_one("#topbar").render())
         # By metric: failed on hallucinations_v1 only.
-        metric_order = app.metric_names()
+        metric_order = app.catalog.metric_names()
         presses = metric_order.index("hallucinations_v1") + 1
         await pilot.press(*["m"] * presses)
         assert app.catalog.filter.metric == "hallucinations_v1"

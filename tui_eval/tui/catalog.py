@@ -255,15 +255,25 @@ class Catalog:
         """Store (or, with None, forget) a case's latest result, keeping the file's counts current."""
         path = Path(key.eval_file)
         cached = self._counts.get(path)
-        counted = cached is not None and self.case(key) is not None
-        if counted:
-            cached[1][self.case_status(key)] -= 1
+        counts = cached[1] if cached is not None and self.case(key) is not None else None
+        if counts is not None:
+            counts[self.case_status(key)] -= 1
         if result is None:
             self.results.forget(key)
         else:
             self.results.put(key, result, origin)
-        if counted:
-            cached[1][self.case_status(key)] += 1
+        if counts is not None:
+            counts[self.case_status(key)] += 1
+
+    def metric_names(self) -> list[str]:
+        """Every metric with a result or in a config, results' first (the order `m` cycles through)."""
+        names = dict.fromkeys(self.results.metric_names())
+        ws = self.workspace
+        if ws is not None:
+            for state in list(ws.configs.values()):
+                if state.config is not None:
+                    names.update(dict.fromkeys(state.config.criteria))
+        return list(names)
 
     # ---- filtering ---------------------------------------------------------------------------
 

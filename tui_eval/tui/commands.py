@@ -11,6 +11,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 
+from .messages import JumpTo
 from .text import literal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,14 +46,14 @@ class CaseCommands(Provider):
         for i, (title, key) in enumerate(self._cases()):
             if i >= 20:
                 break
-            yield DiscoveryHit(Text(title), partial(self.app.jump_to, key), help="Show this case")
+            yield DiscoveryHit(Text(title), partial(self.app.post_message, JumpTo(key)), help="Show this case")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, key in _shortlist(query, self._cases()):
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, _highlight(matcher, title), partial(self.app.jump_to, key), text=title,
+                yield Hit(score, _highlight(matcher, title), partial(self.app.post_message, JumpTo(key)), text=title,
                           help="Show this case")
 
 
@@ -63,7 +64,8 @@ def _shortlist(query: str, cases: Iterator[tuple[str, CaseKey]]) -> list[tuple[s
     if not needle:
         return list(cases)[:MAX_SCORED]
     subsequence = re.compile(".*?".join(re.escape(c) for c in needle if not c.isspace()), re.IGNORECASE)
-    substring, in_order = [], []
+    substring: list[tuple[str, CaseKey]] = []
+    in_order: list[tuple[str, CaseKey]] = []
     for title, key in cases:
         low = title.lower()
         if needle in low:

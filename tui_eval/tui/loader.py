@@ -6,11 +6,14 @@ polls it, so they stream into the tree); saved results go through the Inbox.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .state import Inbox
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
@@ -57,19 +60,21 @@ def load_latest_results(
             break
         entries = list_history(directory)
         for path in files:
-            state = workspace.eval_files.get(path)
-            if not entries or state is None or state.eval_set is None:
+            file_state = workspace.eval_files.get(path)
+            if not entries or file_state is None or file_state.eval_set is None:
                 continue
-            set_id = state.eval_set.eval_set_id
+            set_id = file_state.eval_set.eval_set_id
             same_file = [e for e in entries if e.eval_file and _same_path(e.eval_file, path)]
             same_set = [e for e in entries
                         if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]
-            chosen = (same_file or same_set or [None])[0]
-            if chosen is None:
+            candidates = same_file or same_set
+            if not candidates:
                 continue
+            chosen = candidates[0]
             try:
                 _meta, result = load_record(chosen.path)
             except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("could not read saved results %s", chosen.path, exc_info=exc)
                 inbox.push_message(f"could not read saved results {chosen.path.name}: {exc}", "warning")
                 continue
             origin = "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(chosen.creation_timestamp))

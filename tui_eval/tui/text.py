@@ -114,13 +114,13 @@ def join_lines(lines: list[Content | str]) -> Content:
 def rich_style(app: Any, var: str, **attributes: Any) -> Any:
     """A Rich Style coloured by a theme variable (for Rich Text cells, e.g. in a DataTable)."""
     from rich.style import Style
-    from textual.color import Color
+    from textual.color import Color, ColorParseError
 
     color = None
     value = app.theme_variables.get(var) if var else None
     if value:
         try:
             color = Color.parse(value).rich_color
-        except Exception:  # a variable that is not a plain colour ("auto 60%")
+        except ColorParseError:  # a variable that is not a plain colour ("auto 60%")
             color = None
     return Style(color=color, **attributes)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -26,12 +26,40 @@ FLOWS = (
 )
 
 
-def _binding_rows(app: object, title: str, bindings: list[BindingType]) -> list[Content]:
+# Sections the help does not list as rows: the yes/no question and this help show their keys already,
+# and the tree's arrows are in the closing line.
+_SELF_EXPLAINING = ("Questions", "Help", "Tree")
+
+
+def binding_sections() -> list[tuple[str, list[BindingType]]]:
+    """Every screen's bindings under the title the help shows them with (also the ids a keymap may use)."""
+    from ..app import EvalApp
+    from ..widgets.browser import EvalBrowser
+    from .confirm import ConfirmScreen
+    from .history import CompareScreen, HistoryScreen
+    from .main import MainScreen
+    from .turn import TurnScreen
+
+    return [
+        ("Browser", list(MainScreen.BINDINGS)),
+        ("Turn view", list(TurnScreen.BINDINGS)),
+        ("History", list(HistoryScreen.BINDINGS)),
+        ("Comparison", list(CompareScreen.BINDINGS)),
+        ("Everywhere", list(EvalApp.BINDINGS)),
+        ("Questions", list(ConfirmScreen.BINDINGS)),
+        ("Help", list(HelpScreen.BINDINGS)),
+        ("Tree", list(EvalBrowser.BINDINGS)),
+    ]
+
+
+def _binding_rows(app: App[object], title: str, bindings: list[BindingType], keymap: Mapping[str, str]) -> list[Content]:
+    """One line a binding: its keys (as remapped by the keymap) and what it does."""
     rows = [Content.styled(title, "bold $text-accent")]
     for b in bindings:
         if not isinstance(b, Binding) or not b.description:
             continue
-        keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(","))  # type: ignore[attr-defined]
+        key_list = (keymap.get(b.id) if b.id else None) or b.key
+        keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in key_list.split(","))
         rows.append(Content.assemble((f"  {keys:<14}", "bold"), b.description))
     return rows
 
@@ -45,21 +73,17 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close"),
     ]
 
-    def compose(self) -> ComposeResult:
-        from ..app import EvalApp
-        from .history import CompareScreen, HistoryScreen
-        from .main import MainScreen
-        from .turn import TurnScreen
+    def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        #: The user's keymap (binding id -> keys), so the help shows the keys that really work.
+        self.keymap = dict(keymap or {})
 
+    def compose(self) -> ComposeResult:
         lines: list[Content] = [Content.styled("tui-eval", "bold"), Content(FLOWS), Content("")]
-        for title, bindings in (
-            ("Browser", MainScreen.BINDINGS),
-            ("Turn view", TurnScreen.BINDINGS),
-            ("History", HistoryScreen.BINDINGS),
-            ("Comparison", CompareScreen.BINDINGS),
-            ("Everywhere", EvalApp.BINDINGS),
-        ):
-            lines.extend(_binding_rows(self.app, title, list(bindings)))
+        for title, bindings in binding_sections():
+            if title in _SELF_EXPLAINING:
+                continue
+            lines.extend(_binding_rows(self.app, title, bindings, self.keymap))
             lines.append(Content(""))
         lines.append(Content.styled("Tree: ↑ ↓ move, → ← expand / collapse, enter opens. Text panes scroll "
                                     "with ↑ ↓ pgup pgdn; tab moves focus.", "$text-muted"))

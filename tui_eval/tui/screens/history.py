@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -11,15 +12,20 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
+from ..messages import JumpTo
 from ..text import STATUS_GLYPH, fmt_score, literal, rich_style
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.store import CaseChange, HistoryEntry
     from ..app import EvalApp
+    from ..catalog import Catalog
+
+log = logging.getLogger(__name__)
 
 # change kind -> theme variable of its colour (Rich Text cells cannot use CSS variables directly)
 _KIND_VAR = {"regression": "error", "fixed": "success", "changed": "warning", "new": "accent", "removed": "secondary",
@@ -51,8 +57,9 @@ class HistoryScreen(Screen[None]):
         Binding("space", "mark", "Mark as base", id="history.mark"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, catalog: Catalog) -> None:
         super().__init__(id="history")
+        self.catalog = catalog
         self.entries: dict[str, HistoryEntry] = {}
         self.base: str | None = None
 
@@ -78,10 +85,10 @@ class HistoryScreen(Screen[None]):
         from ...engine.store import list_history
         from ..loader import history_dir_for
 
-        ws = self.app.catalog.workspace
+        ws = self.catalog.workspace
         dirs: dict[Path, None] = {}
         if ws is not None:
-            for path in list(self.app.catalog.files):
+            for path in list(self.catalog.files):
                 dirs.setdefault(history_dir_for(ws, path), None)
         entries: list[HistoryEntry] = []
         for directory in dirs:
@@ -95,6 +102,7 @@ class HistoryScreen(Screen[None]):
             return
         status = self.query_one("#history-status", Static)
         if event.state == WorkerState.ERROR:
+            log.error("could not read the run history", exc_info=event.worker.error)
             status.update(Content.styled(f"Could not read the history: {event.worker.error}", "$text-error"))
         elif event.state == WorkerState.SUCCESS:
             self.show_entries(event.worker.result or [])
@@ -124,7 +132,7 @@ class HistoryScreen(Screen[None]):
         table = self.query_one(DataTable)
         if not self.entries or table.cursor_row < 0:
             return None
-        row_key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
+        row_key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key
         return self.entries.get(str(row_key.value))
 
     def action_mark(self) -> None:
@@ -151,10 +159,10 @@ class HistoryScreen(Screen[None]):
             older = [e for e in self.entries.values()
                      if e.eval_set_id == after.eval_set_id and e.creation_timestamp < after.creation_timestamp]
             if not older:
-                self.app.notify("No earlier run of this eval set to compare with.", markup=False)
+                self.notify("No earlier run of this eval set to compare with.", markup=False)
                 return
             before = max(older, key=lambda e: e.creation_timestamp)
-        self.app.push_screen(CompareScreen(before, after))
+        self.app.push_screen(CompareScreen(self.catalog, before, after))
 
 
 class CompareScreen(Screen[None]):
@@ -169,8 +177,9 @@ class CompareScreen(Screen[None]):
         Binding("u", "toggle_unchanged", "Hide unchanged", id="compare.unchanged"),
     ]
 
-    def __init__(self, before: HistoryEntry, after: HistoryEntry) -> None:
+    def __init__(self, catalog: Catalog, before: HistoryEntry, after: HistoryEntry) -> None:
         super().__init__(id="compare")
+        self.catalog = catalog
         self.before = before
         self.after = after
         self.changes: list[CaseChange] = []
@@ -209,6 +218,7 @@ class CompareScreen(Screen[None]):
             return
         status = self.query_one("#compare-status", Static)
         if event.state == WorkerState.ERROR:
+            log.error("could not compare two runs", exc_info=event.worker.error)
             status.update(Content.styled(f"Could not compare: {event.worker.error}", "$text-error"))
         elif event.state == WorkerState.SUCCESS:
             self.changes = event.worker.result or []
@@ -241,15 +251,15 @@ class CompareScreen(Screen[None]):
         table = self.query_one(DataTable)
         if table.row_count == 0:
             return
-        eval_id = str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+        eval_id = str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         path = self._eval_file()
         if path is None:
-            self.app.notify("That eval file is no longer loaded.", markup=False)
+            self.notify("That eval file is no longer loaded.", markup=False)
             return
-        self.app.jump_to(self.app.catalog.key(path, eval_id))
+        self.post_message(JumpTo(self.catalog.key(path, eval_id)))
 
     def _eval_file(self) -> Path | None:
-        cat = self.app.catalog
+        cat = self.catalog
         for path in cat.files:
             state = cat.file_state(path)
             if self.after.eval_file and Path(self.after.eval_file).name == path.name and state and state.eval_set \

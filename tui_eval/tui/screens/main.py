@@ -13,6 +13,16 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, Tree
 
+from ..messages import (
+    AgentRerunsToggled,
+    CancelRequested,
+    EditKind,
+    EditRequested,
+    LiveToggled,
+    OpenHistory,
+    OpenTurn,
+    RunRequested,
+)
 from ..text import plain
 from ..widgets.browser import CaseEntry, Entry, EvalBrowser, SetEntry, TurnEntry
 from ..widgets.run_panel import RunPanel
@@ -121,7 +131,7 @@ class MainScreen(Screen[None]):
     @on(Tree.NodeSelected, "#browser")
     def _selected(self, event: Tree.NodeSelected[Entry]) -> None:
         if isinstance(event.node.data, TurnEntry):
-            self.app.open_turn(event.node.data.key, event.node.data.index)
+            self.post_message(OpenTurn(event.node.data.key, event.node.data.index))
 
     def refresh_keys(self, keys: set[CaseKey]) -> None:
         """New results or running state for these cases: repaint their lines and the summary."""
@@ -144,7 +154,7 @@ class MainScreen(Screen[None]):
     # ---- actions -----------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        running = self.app.bridge.busy
+        running = self.app.busy
         if action == "cancel_run":
             return running  # hidden from the footer unless a run is going
         if action in ("run_selection", "run_all", "run_failed"):
@@ -161,31 +171,31 @@ class MainScreen(Screen[None]):
     def action_run_selection(self) -> None:
         entry = self.selected
         if isinstance(entry, SetEntry):
-            self.app.start_run(f"Run {entry.path.name}", files=[entry.path])
+            self.post_message(RunRequested(f"Run {entry.path.name}", files=(entry.path,)))
         elif isinstance(entry, (CaseEntry, TurnEntry)):
-            self.app.start_run(f"Run {entry.key.eval_id}", keys=[entry.key])
+            self.post_message(RunRequested(f"Run {entry.key.eval_id}", keys=(entry.key,)))
 
     def action_run_all(self) -> None:
-        self.app.start_run("Run all", files=list(self.catalog.files))
+        self.post_message(RunRequested("Run all", files=tuple(self.catalog.files)))
 
     def action_run_failed(self) -> None:
         keys = self.catalog.failed_keys()
         if not keys:
-            self.app.notify("No failed cases to run.")
+            self.notify("No failed cases to run.")
             return
-        self.app.start_run(f"Run {len(keys)} failed", keys=keys)
+        self.post_message(RunRequested(f"Run {len(keys)} failed", keys=tuple(keys)))
 
     def action_cancel_run(self) -> None:
-        self.app.cancel_run()
+        self.post_message(CancelRequested())
 
     def action_toggle_failed(self) -> None:
         self.catalog.filter.failed_only = not self.catalog.filter.failed_only
         self.apply_filter()
 
     def action_cycle_metric(self) -> None:
-        names = self.app.metric_names()
+        names = self.catalog.metric_names()
         if not names:
-            self.app.notify("No metrics yet: run something first.")
+            self.notify("No metrics yet: run something first.")
             return
         current = self.catalog.filter.metric
         cycle = [None, *names]
@@ -255,30 +265,30 @@ class MainScreen(Screen[None]):
     def action_open_turn(self) -> None:
         entry = self.selected
         if isinstance(entry, TurnEntry):
-            self.app.open_turn(entry.key, entry.index)
+            self.post_message(OpenTurn(entry.key, entry.index))
 
     def action_accept(self) -> None:
         entry = self.selected
         if isinstance(entry, TurnEntry):
-            self.app.accept_turn(entry.key, entry.index)
+            self.post_message(EditRequested(EditKind.ACCEPT_TURN, entry.key, entry.index))
         elif isinstance(entry, CaseEntry):
-            self.app.accept_case(entry.key)
+            self.post_message(EditRequested(EditKind.ACCEPT_CASE, entry.key))
 
     def action_delete(self) -> None:
         entry = self.selected
         if isinstance(entry, TurnEntry):
-            self.app.delete_turn(entry.key, entry.index)
+            self.post_message(EditRequested(EditKind.DELETE_TURN, entry.key, entry.index))
         elif isinstance(entry, CaseEntry):
-            self.app.delete_case(entry.key)
+            self.post_message(EditRequested(EditKind.DELETE_CASE, entry.key))
 
     def action_history(self) -> None:
-        self.app.open_history()
+        self.post_message(OpenHistory())
 
     def action_toggle_live(self) -> None:
-        self.app.set_live(not self.app.live)
+        self.post_message(LiveToggled(not self.app.live))
 
     def action_toggle_agent_reruns(self) -> None:
-        self.app.set_agent_reruns(not self.app.agent_reruns)
+        self.post_message(AgentRerunsToggled(not self.app.agent_reruns))
 
     def select_key(self, key: CaseKey, turn: int | None = None) -> None:
         """Show a case in the browser (clearing filters that hide it)."""

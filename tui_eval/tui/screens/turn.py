@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..messages import EditKind, EditRequested, RunRequested
 from ..text import one_line, plain, status_content, word_diff
 from ..verdicts import (
     HALLUCINATIONS,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
     from ...schema.model import Invocation
     from ..app import EvalApp
+    from ..catalog import Catalog
 
 _JUDGE_VOTE_METRICS = ("final_response_match_v2", "safety_v1")
 
@@ -62,8 +64,9 @@ class TurnScreen(Screen[None]):
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
     ]
 
-    def __init__(self, key: CaseKey, index: int) -> None:
+    def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
         super().__init__(id="turn")
+        self.catalog = catalog
         self.key = key
         self.index = index
         self.match_type: str | None = None
@@ -95,7 +98,7 @@ class TurnScreen(Screen[None]):
     # ---- data --------------------------------------------------------------------------------
 
     def _turns(self) -> tuple[Invocation | None, Invocation | None, int]:
-        cat = self.app.catalog
+        cat = self.catalog
         case = cat.case(self.key)
         result = cat.result(self.key)
         expected_list = (result.expected if result is not None and result.expected is not None else None) or (
@@ -119,7 +122,7 @@ class TurnScreen(Screen[None]):
     # ---- rendering ---------------------------------------------------------------------------
 
     def render_turn(self) -> None:
-        cat = self.app.catalog
+        cat = self.catalog
         result = cat.result(self.key)
         case = cat.case(self.key)
         expected, actual, n = self._turns()
@@ -132,7 +135,8 @@ class TurnScreen(Screen[None]):
         )
         self.query_one("#turn-title", Static).update(title)
 
-        user = (expected or actual).user_content.text if (expected or actual) else ""
+        shown = expected or actual
+        user = shown.user_content.text if shown is not None else ""
         self.query_one("#turn-user", Static).update(plain(user))
 
         # Response: the word diff, then the metrics that judge this turn.
@@ -243,9 +247,9 @@ class TurnScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("accept_turn", "accept_case"):
-            return self.app.catalog.result(self.key) is not None or None
+            return self.catalog.result(self.key) is not None or None
         if action == "rerun":
-            return (self.app.ready and not self.app.bridge.busy) or None
+            return (self.app.ready and not self.app.busy) or None
         return True
 
     def action_step(self, delta: int) -> None:
@@ -259,7 +263,7 @@ class TurnScreen(Screen[None]):
 
     def action_cycle_match_type(self) -> None:
         names = [n for n in MATCH_TYPES if n in self._alignments] or list(MATCH_TYPES)
-        current = self.match_type or configured_match_type(self.app.catalog.result(self.key), None)[0]
+        current = self.match_type or configured_match_type(self.catalog.result(self.key), None)[0]
         self.match_type = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
         self.render_turn()
 
@@ -268,19 +272,19 @@ class TurnScreen(Screen[None]):
         self.render_turn()
 
     def action_accept_turn(self) -> None:
-        self.app.accept_turn(self.key, self.index)
+        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index))
 
     def action_accept_case(self) -> None:
-        self.app.accept_case(self.key)
+        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key))
 
     def action_delete_turn(self) -> None:
-        self.app.delete_turn(self.key, self.index)
+        self.post_message(EditRequested(EditKind.DELETE_TURN, self.key, self.index))
 
     def action_delete_case(self) -> None:
-        self.app.delete_case(self.key)
+        self.post_message(EditRequested(EditKind.DELETE_CASE, self.key))
 
     def action_rerun(self) -> None:
-        self.app.start_run(f"Run {self.key.eval_id}", keys=[self.key])
+        self.post_message(RunRequested(f"Run {self.key.eval_id}", keys=(self.key,)))
 
 
 def status_chip_text(inv: Any) -> Content:

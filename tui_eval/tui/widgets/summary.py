@@ -47,7 +47,8 @@ class Summary(Static):
         """Update, with a layout pass only when the height changes (a layout costs more than the
         repaint, and moving between similar cases seldom changes the height)."""
         width = self.content_region.width
-        height = content.get_height(self.styles, width) if width > 0 else -1
+        # RenderStyles reads like the RulesMap the signature names; Textual's Widget passes it the same way.
+        height = content.get_height(self.styles, width) if width > 0 else -1  # type: ignore[arg-type]
         same = height >= 0 and height == self._height and width == self._width
         self._height, self._width = height, width
         self.update(content, layout=not same)
@@ -106,10 +107,9 @@ class Summary(Static):
                                   plain(self.catalog.relpath(cstate.path) if cstate else "defaults (no test_config.json)"))]
         if cstate is not None and cstate.error is not None:
             lines.append(plain(f"⚠ {self.catalog.error_text(cstate.error)}", "$text-error"))
-        try:
-            config = ws.config_for(path)
-        except Exception:  # a broken config with no good version: the error is shown above
-            return lines
+        if cstate is not None and cstate.config is None and cstate.error is not None:
+            return lines  # a broken config with no good version: the error is shown above
+        config = ws.config_for(path)
         for name, crit in config.criteria.items():
             extra = ""
             if name == "tool_trajectory_avg_score":
@@ -164,7 +164,8 @@ class Summary(Static):
         expected = case.conversation[i] if case is not None and case.conversation and i < len(case.conversation) else None
         actual = result.actual[i] if result is not None and i < len(result.actual) else None
         lines: list[Content] = [_title(f"Turn {i + 1} of", one_line(key.eval_id, 50))]
-        user = (expected or actual).user_content.text if (expected or actual) else ""
+        shown = expected or actual
+        user = shown.user_content.text if shown is not None else ""
         lines.append(Content.assemble(("user ", "$text-muted"), plain(one_line(user, 300))))
         if expected is not None:
             lines.append(Content.assemble(("expected ", "$text-muted"),

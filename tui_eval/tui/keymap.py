@@ -1,0 +1,122 @@
+"""User key bindings: a TOML file mapping binding ids (`run.all`) to keys, applied with `App.set_keymap`.
+
+TOML rather than JSON because people edit this file by hand: it takes comments, and a dotted id needs
+no quotes (`run.all = "ctrl+r"` is a nested table in TOML, which we flatten back to the id). `tomllib`
+is in the standard library (Python 3.11+), so this costs no dependency. A bad file or an unknown id is
+reported (a log line and a notification), never a crash: the dashboard opens with its default keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from textual.binding import Binding
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "TUI_EVAL_KEYMAP"
+FILE_NAME = "keymap.toml"
+
+
+def keymap_path() -> Path:
+    """Where the keymap is read from: `$TUI_EVAL_KEYMAP`, else `$XDG_CONFIG_HOME/tui-eval/keymap.toml`."""
+    explicit = os.environ.get(ENV_VAR)
+    if explicit:
+        return Path(explicit).expanduser()
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "tui-eval" / FILE_NAME
+
+
+@dataclass(frozen=True)
+class UserKeymap:
+    """A keymap read from a file: binding id -> Textual key list ("ctrl+r" or "r,ctrl+r"), and what was wrong."""
+
+    path: Path | None = None
+    bindings: dict[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+    def unknown_ids(self, known: Iterable[str]) -> list[str]:
+        """Ids in the file that no binding has (a typo, or a binding that was renamed)."""
+        known_set = set(known)
+        return [binding_id for binding_id in self.bindings if binding_id not in known_set]
+
+    def clashes(self, sections: Iterable[Sequence[Binding]]) -> list[str]:
+        """Keys the keymap gives to a binding while another binding of the same screen keeps them:
+        Textual then lets the remapped one win and the other loses its key."""
+        from textual.keys import key_to_character
+
+        found: list[str] = []
+        for bindings in sections:
+            owners: dict[str, list[str]] = {}
+            for binding in bindings:
+                if not binding.id:
+                    continue
+                for key in self.bindings.get(binding.id, binding.key).split(","):
+                    key = key.strip()
+                    owners.setdefault(key_to_character(key) or key, []).append(binding.id)
+            for key, ids in owners.items():
+                if len(ids) > 1 and any(i in self.bindings for i in ids):
+                    found.append(f"{key!r} is bound to {' and '.join(ids)}")
+        return found
+
+
+def load_keymap(path: Path | None = None) -> UserKeymap:
+    """Read the keymap file; a missing file is an empty keymap, a broken one an empty keymap with a problem."""
+    named = path is None and bool(os.environ.get(ENV_VAR))
+    path = path or keymap_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if named:  # a file the user named is expected to exist; the default one is optional
+            return _reported(UserKeymap(path, problems=(f"{path}: no such file (named by ${ENV_VAR})",)))
+        return UserKeymap()
+    except OSError as exc:
+        return _reported(UserKeymap(path, problems=(f"{path}: {exc}",)))
+    import tomllib  # only when there is a file: most start-ups have none
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return _reported(UserKeymap(path, problems=(f"{path}: {exc}",)))
+    bindings: dict[str, str] = {}
+    problems: list[str] = []
+    for binding_id, value in _flatten(data):
+        keys = _keys(value)
+        if keys is None:
+            problems.append(f"{path}: {binding_id}: expected a key (\"ctrl+r\") or a list of keys, "
+                            f"got {type(value).__name__}")
+        else:
+            bindings[binding_id] = keys
+    return _reported(UserKeymap(path, bindings, tuple(problems)))
+
+
+def _reported(keymap: UserKeymap) -> UserKeymap:
+    for problem in keymap.problems:
+        log.warning("keymap: %s", problem)
+    if keymap.bindings:
+        log.info("keymap: %d bindings from %s", len(keymap.bindings), keymap.path)
+    return keymap
+
+
+def _flatten(data: Mapping[str, object], prefix: str = "") -> Iterable[tuple[str, object]]:
+    """`{"run": {"all": "x"}}` (what `run.all = "x"` parses to) -> `("run.all", "x")`."""
+    for name, value in data.items():
+        binding_id = f"{prefix}{name}"
+        if isinstance(value, dict):
+            yield from _flatten(value, binding_id + ".")
+        else:
+            yield binding_id, value
+
+
+def _keys(value: object) -> str | None:
+    """A Textual key list ("r,ctrl+r") from a string or a list of strings; None if it is neither."""
+    if isinstance(value, str) and value.strip():
+        return ",".join(k.strip() for k in value.split(",") if k.strip())
+    if isinstance(value, list) and value and all(isinstance(k, str) and k.strip() for k in value):
+        return ",".join(k.strip() for k in value)
+    return None
