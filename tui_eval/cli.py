@@ -199,7 +199,8 @@ async def _execute(run: Any, agent: Any) -> Any:
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .engine.store import atomic_write, dump_json
+    from .engine.store import dump_json
+    from .schema.fileio import atomic_write
     from .schema.errors import LoadError
     from .schema.load import eval_set_id_for, parse_eval_set
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 
-from ..fileio import atomic_write
+from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation
