@@ -79,7 +79,7 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
 
 
-def split_agent(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
     """The agent reference and the eval targets, from `--agent` or the first positional."""
     from .agents import is_agent_ref
 

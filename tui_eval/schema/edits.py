@@ -131,8 +131,9 @@ def _legacy_rows(data: list[Any], eval_id: str, path: Path) -> list[Any]:
     """The turn rows of a legacy case: the whole file, or the `data` of the entry named eval_id."""
     if data and isinstance(data[0], dict) and "data" in data[0] and "query" not in data[0]:
         for entry in data:
-            if isinstance(entry, dict) and entry.get("name") == eval_id and isinstance(entry.get("data"), list):
-                return entry["data"]
+            rows = entry.get("data") if isinstance(entry, dict) and entry.get("name") == eval_id else None
+            if isinstance(rows, list):
+                return rows
         raise EditError(f"{path}: no legacy case named {eval_id!r}")
     return data
 
