@@ -1,6 +1,8 @@
 """The headless face: `tui-eval run`, `watch`, `migrate`, and launching the dashboard.
 
 Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments or unreadable input.
+Every command takes `--log-level` (also spelt `--log_level`, as ADK's CLI does): `run`, `watch` and
+`migrate` log to stderr, the dashboard to a file (see `logging_setup`).
 """
 
 from __future__ import annotations
@@ -8,14 +10,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import logging
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Sequence, TextIO
+
+from .logging_setup import DEFAULT_LEVEL, configure_logging, default_log_file, parse_level, reset_logging
 
 EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
 SUBCOMMANDS = ("run", "watch", "migrate", "open")
+LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .agents.base import Agent
+    from .engine.runner import Run, RunRecord
+
+log = logging.getLogger(__name__)
 
 
 class UsageError(Exception):
@@ -38,6 +50,29 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-judge-cache", action="store_true", help="always call the judge, ignoring the cache")
 
 
+def _log_level(value: str) -> str:
+    try:
+        return parse_level(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every command takes (pass as `parents=[...]` to a new subcommand's parser)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(*LOG_LEVEL_FLAGS, dest="log_level", type=_log_level, default=DEFAULT_LEVEL,
+                        metavar="LEVEL", help="debug, info, warning (default), error or critical; the dashboard "
+                        "logs to $TUI_EVAL_LOG_FILE (default ~/.local/state/tui-eval/tui-eval.log), "
+                        "the other commands to stderr")
+    return common
+
+
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str,
+                help: str) -> argparse.ArgumentParser:
+    """A subcommand's parser, with the options every command takes."""
+    return sub.add_parser(name, help=help, parents=[common_options()])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tui-eval",
@@ -46,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
 
-    run = sub.add_parser("run", help="run eval sets headlessly (CI): summary, --json, --junit, exit code")
+    run = add_command(sub, "run", "run eval sets headlessly (CI): summary, --json, --junit, exit code")
     _add_run_args(run)
     run.add_argument("--json", dest="json_out", metavar="OUT", help="write ADK EvalSetResult list as JSON")
     run.add_argument("--junit", dest="junit_out", metavar="OUT", help="write a JUnit XML report")
@@ -55,19 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-save", action="store_true", help="do not write eval history")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
 
-    watch = sub.add_parser("watch", help="re-run what changed whenever eval files, configs or agents are saved")
+    watch = add_command(sub, "watch", "re-run what changed whenever eval files, configs or agents are saved")
     _add_run_args(watch)
     watch.add_argument("--debounce", type=float, default=0.3, help="seconds of quiet before reacting")
     watch.add_argument("--no-rerun-on-agent-change", action="store_true",
                        help="only reload eval files and configs; never re-run the agent on its own edits")
 
-    migrate = sub.add_parser("migrate", help="convert a legacy .test.json file to the EvalSet schema")
+    migrate = add_command(sub, "migrate", "convert a legacy .test.json file to the EvalSet schema")
     migrate.add_argument("source", help="legacy .test.json file")
     migrate.add_argument("dest", nargs="?", help="output file (default: SOURCE with .evalset.json)")
     migrate.add_argument("--eval-set-id", help="id of the new eval set (default: from the file name)")
     migrate.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
 
-    open_ = sub.add_parser("open", help="open the dashboard (same as `tui-eval [PATH]`)")
+    open_ = add_command(sub, "open", "open the dashboard (same as `tui-eval [PATH]`)")
     _add_open_args(open_)
     return parser
 
@@ -154,11 +189,14 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         judge_cache=not args.no_judge_cache,
         save=not args.no_save,
     )
-    from .engine.events import RunError
+    from .engine.events import Event, RunError, deliver
 
-    def on_event(event: object) -> None:
+    def print_errors(event: Event) -> None:
         if isinstance(event, RunError):
             print(f"error: {event.message}", file=err)
+
+    def on_event(event: Event) -> None:
+        deliver(print_errors, event, RunError)
 
     run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
     # A run builds millions of small, acyclic objects (turns, results, JSON dicts); the cyclic GC
@@ -179,23 +217,21 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
 
 
-async def _execute(run: Any, agent: Any) -> Any:
+async def _execute(run: Run, agent: Agent) -> RunRecord:
     # Ctrl-C cancels the run instead of killing it, so finished cases are still reported and saved.
     loop = asyncio.get_running_loop()
     try:
         loop.add_signal_handler(signal.SIGINT, run.cancel)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-        pass
+    except (NotImplementedError, RuntimeError, ValueError) as exc:  # not the main thread, or Windows
+        log.debug("Ctrl-C cannot cancel the run gracefully here: %s", exc)
     try:
         return await run.execute()
     finally:
         try:
             loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-        close = getattr(agent, "aclose", None)
-        if close is not None:
-            await close()
+        except (NotImplementedError, RuntimeError, ValueError) as exc:
+            log.debug("no SIGINT handler to remove: %s", exc)
+        await agent.aclose()
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -249,8 +285,33 @@ def cmd_open(args: argparse.Namespace) -> int:
     return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live) or 0
 
 
+def _hoist_common_options(argv: list[str]) -> list[str]:
+    """`tui-eval --log-level debug run ...`: move options given before the command to after it."""
+    front: list[str] = []
+    rest = list(argv)
+    while rest and rest[0].split("=", 1)[0] in LOG_LEVEL_FLAGS:
+        flag = rest.pop(0)
+        front.append(flag)
+        if "=" not in flag and rest:
+            front.append(rest.pop(0))
+    if not front:
+        return rest
+    if rest and rest[0] in SUBCOMMANDS:
+        return [rest[0], *front, *rest[1:]]
+    return [*front, *rest]
+
+
+def _start_logging(args: argparse.Namespace, err: TextIO) -> None:
+    """The dashboard owns the terminal, so it logs to a file; every other command logs to stderr."""
+    level = getattr(args, "log_level", DEFAULT_LEVEL)
+    if args.command in (None, "open"):
+        configure_logging(level, default_log_file())
+    else:
+        configure_logging(level, stream=err)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _hoist_common_options(list(sys.argv[1:] if argv is None else argv))
     out = out or sys.stdout
     err = err or sys.stderr
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
@@ -265,6 +326,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments already
         return int(exc.code or 0)
+    _start_logging(args, err)
     try:
         if args.command == "run":
             return cmd_run(args, out, err)
@@ -280,6 +342,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return 130
+    finally:
+        reset_logging()
 
 
 def entry() -> None:
