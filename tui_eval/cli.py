@@ -200,7 +200,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
     # A run builds millions of small, acyclic objects (turns, results, JSON dicts); the cyclic GC
-    # would rescan the whole heap again and again for nothing. This process ends with the run.
+    # would rescan the whole heap again and again for nothing. Measured on bench/headless_run.py's
+    # 5,000-case corpus (--no-save, CPU time): 5.2-5.6 s with the GC on (477 collections), 4.0-4.1 s
+    # with it off (39, all before this line). Only this entry point does it, and turns it back on.
     gc.disable()
     try:
         record = asyncio.run(_execute(run, agent))
@@ -349,8 +351,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 def entry() -> None:
     """The console script: `main`, then exit without a last garbage collection over every result."""
     code = main()
-    # Interpreter shutdown runs the cyclic GC over everything still alive: 1.4 s after a
-    # 5,000-case run, for objects that are about to be freed anyway. Frozen objects are skipped.
+    # Interpreter shutdown runs the cyclic GC over everything still alive, for objects about to be
+    # freed anyway; frozen objects are skipped. After a 5,000-case run (bench/headless_run.py data):
+    # 0.11-0.25 s from main's return to process exit without this, 0.02-0.07 s with it.
     gc.freeze()
     sys.exit(code)
 
