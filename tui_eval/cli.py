@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Sequence, TextIO
 from .logging_setup import DEFAULT_LEVEL, configure_logging, default_log_file, parse_level, reset_logging
 
 EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
-SUBCOMMANDS = ("run", "watch", "migrate", "open")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,12 +38,14 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "targets",
         nargs="+",
-        metavar="[AGENT] EVAL_FILE[:id1,id2]",
-        help="an agent folder or replay:PATH (optional when --agent is given), then eval files; "
-        "a ':id1,id2' suffix selects cases",
+        metavar="[AGENT] EVAL_FILE_OR_ID[:id1,id2]",
+        help="an agent folder (or its __init__.py) or replay:PATH (optional when --agent is given), then "
+        "eval files, folders of eval files, or eval set ids (AGENT/ID.evalset.json, as `adk eval` "
+        "resolves them); a ':id1,id2' suffix selects cases",
     )
     p.add_argument("--agent", help="agent folder, or replay:PATH to score a recorded eval set")
-    p.add_argument("--config", help="EvalConfig JSON (default: test_config.json beside each eval file)")
+    p.add_argument("--config", "--config_file_path", dest="config",
+                   help="EvalConfig JSON (default: test_config.json beside each eval file)")
     p.add_argument("--concurrency", type=int, default=8, help="cases run at once (default 8)")
     p.add_argument("--judge-concurrency", type=int, default=8, help="judge calls in flight (default 8)")
     p.add_argument("--turn-timeout", type=float, default=120.0, help="seconds an agent turn may take")
@@ -57,13 +59,18 @@ def _log_level(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_common_options(p: argparse.ArgumentParser) -> None:
+    """The options every command takes."""
+    p.add_argument(*LOG_LEVEL_FLAGS, dest="log_level", type=_log_level, default=DEFAULT_LEVEL,
+                   metavar="LEVEL", help="debug, info, warning (default), error or critical; the dashboard "
+                   "logs to $TUI_EVAL_LOG_FILE (default ~/.local/state/tui-eval/tui-eval.log), "
+                   "the other commands to stderr")
+
+
 def common_options() -> argparse.ArgumentParser:
-    """Options every command takes (pass as `parents=[...]` to a new subcommand's parser)."""
+    """A parent parser with the options every command takes (`parents=[common_options()]`)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(*LOG_LEVEL_FLAGS, dest="log_level", type=_log_level, default=DEFAULT_LEVEL,
-                        metavar="LEVEL", help="debug, info, warning (default), error or critical; the dashboard "
-                        "logs to $TUI_EVAL_LOG_FILE (default ~/.local/state/tui-eval/tui-eval.log), "
-                        "the other commands to stderr")
+    add_common_options(common)
     return common
 
 
@@ -85,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(run)
     run.add_argument("--json", dest="json_out", metavar="OUT", help="write ADK EvalSetResult list as JSON")
     run.add_argument("--junit", dest="junit_out", metavar="OUT", help="write a JUnit XML report")
-    run.add_argument("--print-detailed-results", action="store_true", help="print every invocation")
+    run.add_argument("--print-detailed-results", "--print_detailed_results", action="store_true",
+                     help="print every invocation")
     run.add_argument("--num-runs", type=int, default=1, help="repeat the whole evaluation N times")
     run.add_argument("--no-save", action="store_true", help="do not write eval history")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
@@ -104,7 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     open_ = add_command(sub, "open", "open the dashboard (same as `tui-eval [PATH]`)")
     _add_open_args(open_)
+    _add_adk_aliases(run)
+    from .ces.cli import add_ces_parser
+
+    # `tui-eval ces --log-level debug pull ...`: ces's own subcommands come after the option.
+    add_common_options(add_ces_parser(sub))
     return parser
+
+
+def _add_adk_aliases(p: argparse.ArgumentParser) -> None:
+    """`adk eval`'s own spellings not covered above, so a pasted `adk eval` line runs unchanged
+    (`--log_level` is one of the options every command takes)."""
+    p.add_argument("--eval_storage_uri", default=None, help=argparse.SUPPRESS)
 
 
 def _add_open_args(p: argparse.ArgumentParser) -> None:
@@ -116,16 +135,19 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
 
 def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
     """The agent reference and the eval targets, from `--agent` or the first positional."""
-    from .agents import is_agent_ref
+    from .api import agent_around, agent_ref_of
 
+    if getattr(args, "eval_storage_uri", None):
+        raise UsageError("--eval_storage_uri (eval sets in Cloud Storage) is not supported: "
+                         "copy the eval sets beside the agent and name them by id or path")
     targets = list(args.targets)
     agent = args.agent
-    if agent is None and targets and is_agent_ref(targets[0]):
-        agent = targets.pop(0)
+    if agent is None and targets and agent_ref_of(targets[0]) is not None:
+        agent = agent_ref_of(targets.pop(0))
     if not targets:
         raise UsageError("no eval files given")
     if agent is None:
-        agent = _agent_around(targets[0])
+        agent = agent_around(targets[0])
     if agent is None:
         raise UsageError(
             "no agent: name an agent folder or replay:PATH first, or pass --agent "
@@ -134,50 +156,26 @@ def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
     return agent, targets
 
 
-def _agent_around(target: str) -> str | None:
-    """ADK keeps eval files inside the agent folder: find an agent folder above the eval file."""
-    from .agents import is_agent_ref
-    from .engine.plan import split_target
-
-    path = Path(split_target(target)[0]).resolve()
-    for parent in list(path.parents)[:4]:
-        if is_agent_ref(str(parent)) and (parent / "agent.py").is_file():
-            return str(parent)
-    return None
-
-
 def _print_warnings(warnings: Sequence[str], err: TextIO) -> None:
     for w in warnings:
         print(f"warning: {w}", file=err)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .agents import AgentError, load_agent
-    from .engine.plan import PlanError, plan_run
+    from .api import SetupError, prepare_run
     from .engine.runner import Run, RunOptions
-    from .engine.store import ResultStore, UnsafeNameError, check_segment
+    from .engine.store import ResultStore
     from .report import print_detailed, print_summary, write_json, write_junit
-    from .schema.errors import LoadError
 
     if args.concurrency < 1 or args.judge_concurrency < 1:
         raise UsageError("--concurrency and --judge-concurrency must be at least 1")
     agent_ref, targets = split_agent(args)
-    if args.config and not Path(args.config).is_file():
-        raise UsageError(f"{args.config}: no such config file")
     try:
-        plan = plan_run(targets, config_path=args.config, num_runs=args.num_runs)
-    except PlanError as exc:
+        prepared = prepare_run(agent_ref, targets, config_path=args.config, num_runs=args.num_runs)
+    except SetupError as exc:
         raise UsageError(str(exc)) from None
+    plan, agent = prepared.plan, prepared.agent
     _print_warnings(plan.warnings, err)
-    try:
-        for t in plan.targets:
-            check_segment(t.eval_set.eval_set_id, f"{t.eval_file}: eval_set_id")
-    except UnsafeNameError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        agent = load_agent(agent_ref)
-    except (AgentError, LoadError) as exc:
-        raise UsageError(str(exc)) from None
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
@@ -336,6 +334,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_migrate(args, out, err)
         if args.command == "watch":
             return cmd_watch(args, out, err)
+        if args.command == "ces":
+            from .ces.cli import cmd_ces
+
+            return cmd_ces(args, out, err)
         return cmd_open(args)
     except UsageError as exc:
         for line in str(exc).splitlines():

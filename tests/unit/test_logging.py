@@ -37,7 +37,7 @@ def test_the_option_may_come_before_the_command_and_defaults_to_warning(tmp_path
 
 
 def test_every_command_takes_it_and_a_bad_level_is_a_usage_error(tmp_path: Path, capsys) -> None:
-    for command in ("run", "watch", "migrate", "open"):
+    for command in ("run", "watch", "migrate", "open", "ces"):
         code = main([command, "--help"])
         assert code == 0 and "--log-level" in capsys.readouterr().out
     code = main(["run", "--log-level", "loud", "replay:x.json", "y.evalset.json"])

@@ -1,13 +1,18 @@
-"""Plan a run: which eval files, which cases in each (`FILE:id1,id2`), and the config each runs with."""
+"""Plan a run: which eval files, which cases in each (`FILE:id1,id2`), and the config each runs with.
+
+An eval target is what `adk eval` accepts too: an eval file, a folder (every eval file below it), or an
+eval set id, which resolves as google-adk 2.13's LocalEvalSetsManager does: `<agent>/<id>.evalset.json`.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..schema.config import EvalConfig, config_for
 from ..schema.errors import LoadError
-from ..schema.load import load_eval_set
+from ..schema.load import EVAL_FILE_SUFFIXES, load_eval_set
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
 
@@ -58,27 +63,80 @@ def split_target(arg: str) -> tuple[str, list[str] | None]:
     return arg, None
 
 
+ADK_EVAL_SET_SUFFIX = ".evalset.json"
+
+
+def eval_files_below(folder: Path) -> list[Path]:
+    """Every `*.evalset.json` and `*.test.json` below a folder, in path order (hidden folders,
+    virtualenvs, caches and eval history skipped, as the dashboard's discovery does)."""
+    from .workspace import SKIP_DIRS  # workspace imports this module
+
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        found.extend(Path(dirpath) / n for n in sorted(filenames) if n.endswith(EVAL_FILE_SUFFIXES))
+    return found
+
+
+def resolve_target(arg: str, agent_dir: Path | None = None) -> list[tuple[Path, list[str] | None]]:
+    """The eval files one target names, each with its case selection. Raises PlanError."""
+    file, ids = split_target(arg)
+    path = Path(file)
+    if path.is_file():
+        return [(path, ids)]
+    # A bare name is an eval set id first (`adk eval agent my_set` run beside a `my_set/` folder).
+    as_id = agent_dir is not None and bool(file) and not any(c in file for c in "/\\\x00") \
+        and file not in (".", "..")
+    by_id = agent_dir / f"{file}{ADK_EVAL_SET_SUFFIX}" if agent_dir is not None and as_id else None
+    if by_id is not None and by_id.is_file():
+        return [(by_id, ids)]
+    if path.is_dir():
+        if ids is not None:
+            raise PlanError(f"{arg}: a case selection (':id1,id2') needs one eval file, not a folder")
+        files = eval_files_below(path)
+        if not files:
+            raise PlanError(f"{file}: no eval files (*.evalset.json, *.test.json) below this folder")
+        return [(f, None) for f in files]
+    if by_id is not None:
+        raise PlanError(f"{file}: no such eval file, and no eval set with that id ({by_id} does not exist)")
+    raise PlanError(f"{file}: no such eval file")
+
+
 def plan_run(
     eval_args: list[str],
     *,
     config_path: str | Path | None = None,
     num_runs: int = 1,
+    agent_dir: str | Path | None = None,
+    config: EvalConfig | None = None,
 ) -> RunPlan:
-    """Load every eval file named. Collects every load error before raising, one line each."""
+    """Load every eval file named (files, folders, or eval set ids of the agent in `agent_dir`).
+    `config` (a loaded EvalConfig) or `config_path` overrides each file's test_config.json.
+    Collects every load error before raising, one line each."""
     errors: list[str] = []
     targets: list[EvalTarget] = []
     warnings: list[str] = []
     config_cache: dict[Path | None, EvalConfig] = {}
+    if config is not None:
+        warnings.extend(f"{config.source or 'config'}: {w}" for w in config.warnings)
+    resolved: list[tuple[Path, list[str] | None]] = []
+    whole: set[Path] = set()
     for arg in eval_args:
         try:
-            file, ids = split_target(arg)
+            found = resolve_target(arg, Path(agent_dir) if agent_dir is not None else None)
         except PlanError as exc:
             errors.append(str(exc))
             continue
-        path = Path(file)
-        if not path.is_file():
-            errors.append(f"{file}: no such eval file")
-            continue
+        for path, ids in found:
+            # A file already running whole (named twice, or also inside a folder named) runs once.
+            if ids is None:
+                key = path.resolve()
+                if key in whole:
+                    continue
+                whole.add(key)
+            resolved.append((path, ids))
+    for path, ids in resolved:
+        file = str(path)
         try:
             eval_set = load_eval_set(path)
         except LoadError as exc:
@@ -86,17 +144,19 @@ def plan_run(
             continue
         config_key = Path(config_path) if config_path else path.parent
         try:
+            if config is not None:
+                config_cache[config_key] = config
             if config_key not in config_cache:
                 config_cache[config_key] = config_for(path, config_path)
                 cfg = config_cache[config_key]
                 warnings.extend(f"{cfg.source}: {w}" for w in cfg.warnings)
-            config = config_cache[config_key]
+            file_config = config_cache[config_key]
         except LoadError as exc:
             errors.append(str(exc))
             continue
-        if config.unknown_metrics:
+        if file_config.unknown_metrics:
             errors.append(
-                f"{config.source}: unknown metric(s) {', '.join(config.unknown_metrics)}"
+                f"{file_config.source}: unknown metric(s) {', '.join(file_config.unknown_metrics)}"
                 " (a misspelt criterion would never run)"
             )
             continue
@@ -106,7 +166,7 @@ def plan_run(
             if missing:
                 errors.append(f"{file}: no eval case with id {', '.join(repr(m) for m in missing)}")
                 continue
-        targets.append(EvalTarget(path, eval_set, config, ids))
+        targets.append(EvalTarget(path, eval_set, file_config, ids))
     if errors:
         raise PlanError("\n".join(dict.fromkeys(errors)))
     if not targets:

@@ -1,0 +1,392 @@
+"""A local CES MCP server for tests: evaluations, runs and results in memory, over streamable HTTP.
+
+Built on the official `mcp` SDK's low-level server and its streamable HTTP app, served by uvicorn on
+127.0.0.1 in a thread. It checks the bearer token (a wrong one gets HTTP 401, as Google's front end
+answers), pages `list_evaluations` (page size 2 by default), enforces etags on `update_evaluation`,
+and runs evaluations over time: a run moves one evaluation forward per `get_evaluation_run` call. An
+evaluation whose display name contains "fail" fails; an app whose id contains "broken" gets a failed
+operation from `run_evaluation`, one whose id contains "flaky" a run that ends in state ERROR.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+import uvicorn
+from mcp.server.lowlevel.server import Server
+
+TOKEN = "test-token"
+APP = "projects/p1/locations/us/apps/app1"
+
+
+def golden_evaluation(app: str = APP, eval_id: str = "weather-golden") -> dict[str, Any]:
+    """A golden with every kind of step the mapping must keep, and fields no schema knows yet."""
+    tools = f"{app}/tools"
+    return {
+        "name": f"{app}/evaluations/{eval_id}",
+        "displayName": "Weather in Paris",
+        "description": "asks for the weather, then books",
+        "tags": ["smoke", "weather"],
+        "etag": "etag-1",
+        "createTime": "2026-01-02T03:04:05.123456789Z",
+        "updateTime": "2026-01-03T03:04:05Z",
+        "evaluationRuns": [f"{app}/evaluationRuns/r0"],
+        "futureTopLevelField": {"kept": True},
+        "evaluationMetricsThresholdOverride": {
+            "goldenEvaluationMetricsThresholds": {
+                "turnLevelMetricsThresholds": {"semanticSimilaritySuccessThreshold": 2},
+                "toolMatchingSettings": {"extraToolCallBehavior": "ALLOW"},
+            }
+        },
+        "golden": {
+            "evaluationExpectations": [f"{app}/evaluationExpectations/polite"],
+            "turns": [
+                {
+                    "steps": [
+                        {"userInput": {"variables": {"customer_tier": "gold"}}},
+                        {"userInput": {"text": "What's the weather in Paris?", "willContinue": False}},
+                        {"expectation": {
+                            "note": "Check_Weather_Tool_Called",
+                            "toolCall": {"id": "c1", "tool": f"{tools}/get_weather", "args": {"city": "Paris"},
+                                         "displayName": "Get weather"},
+                        }},
+                        {"expectation": {
+                            "toolResponse": {"id": "c1", "tool": f"{tools}/get_weather",
+                                             "response": {"output": {"temp_c": 21}}},
+                        }},
+                        {"expectation": {
+                            "mockToolResponse": {"tool": f"{tools}/get_weather", "response": {"output": "sunny"}},
+                            "note": "mocked",
+                        }},
+                        {"expectation": {"agentResponse": {
+                            "role": "agent", "chunks": [{"text": "It is 21 degrees"}, {"text": " and sunny."}]}}},
+                    ],
+                    "rootSpan": {"name": "turn", "duration": "1.5s"},
+                },
+                {
+                    "steps": [
+                        {"userInput": {"text": "Book me a table"}},
+                        {"agentTransfer": {"targetAgent": f"{app}/agents/booking"}},
+                        {"expectation": {"toolCall": {
+                            "toolsetTool": {"toolset": f"{app}/toolsets/restaurants", "toolId": "book_table"},
+                            "args": {}}}},
+                        {"expectation": {"agentTransfer": {"targetAgent": f"{app}/agents/booking"},
+                                         "note": "transferred"}},
+                        {"expectation": {"updatedVariables": {"booked": True}}},
+                        {"expectation": {"agentResponse": {"role": "agent", "chunks": [
+                            {"text": "Booked."}, {"payload": {"card": "confirmation"}}, {"text": "Enjoy!"}]}}},
+                        {"expectation": {"agentResponse": {"role": "agent", "chunks": [{"text": "Anything else?"}],
+                                                           "futureMessageField": 1}}},
+                    ]
+                },
+            ],
+        },
+        "lastCompletedResult": {
+            "name": f"{app}/evaluations/{eval_id}/results/res1",
+            "evaluationStatus": "PASS",
+            "executionState": "COMPLETED",
+            "goldenResult": {"turnReplayResults": [{
+                "semanticSimilarityResult": {"score": 4, "label": "Fully consistent", "outcome": "PASS"},
+                "hallucinationResult": {"score": 1, "label": "Justified"},
+                "toolOrderedInvocationScore": 1.0,
+                "turnLatency": "1.2s",
+                "expectationOutcome": [{"outcome": "PASS", "expectation": {"note": "Check_Weather_Tool_Called"}}],
+            }]},
+        },
+    }
+
+
+def scenario_evaluation(app: str = APP, eval_id: str = "refund-scenario") -> dict[str, Any]:
+    return {
+        "name": f"{app}/evaluations/{eval_id}",
+        "displayName": "Refund a late order",
+        "etag": "etag-9",
+        "tags": ["scenario"],
+        "scenario": {
+            "task": "You want a refund for order 123, which arrived late.",
+            "userFacts": [{"name": "Order number", "value": "123"}, {"name": "Email", "value": "a@b.c"}],
+            "maxTurns": 8,
+            "rubrics": ["The agent confirms the order number.", "The agent is polite."],
+            "scenarioExpectations": [{"toolExpectation": {
+                "expectedToolCall": {"tool": f"{app}/tools/refund", "args": {"order": "123"}},
+                "mockToolResponse": {"tool": f"{app}/tools/refund", "response": {"output": "ok"}},
+            }}],
+            "variableOverrides": {"channel": "chat"},
+            "userGoalBehavior": "USER_GOAL_SATISFIED",
+            "futureScenarioField": ["x"],
+        },
+    }
+
+
+# ---- the server --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    name: str
+    app: str
+    evaluations: list[str]
+    results: list[str] = field(default_factory=list)
+    polls: int = 0
+
+
+@dataclass
+class FakeCesState:
+    """What the server holds; tests read and change it directly."""
+
+    evaluations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[str, _Run] = field(default_factory=dict)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    page_size: int = 2
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    quota_projects: set[str] = field(default_factory=set)  # x-goog-user-project values seen
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def add(self, evaluation: dict[str, Any]) -> None:
+        self.evaluations[evaluation["name"]] = copy.deepcopy(evaluation)
+
+    def new_etag(self) -> str:
+        return f"etag-{next(self._ids) + 100}"
+
+
+class _ToolError(Exception):
+    pass
+
+
+def _ok(value: dict[str, Any]) -> types.CallToolResult:
+    # Like the real server: the JSON as text, and as structured content.
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(value))], structured_content=value
+    )
+
+
+def _page(items: list[dict[str, Any]], key: str, args: dict[str, Any], default_size: int) -> dict[str, Any]:
+    start = int(args.get("pageToken") or 0)
+    size = int(args.get("pageSize") or default_size)
+    out: dict[str, Any] = {key: items[start:start + size]}
+    if start + size < len(items):
+        out["nextPageToken"] = str(start + size)
+    return out
+
+
+def _apply_mask(stored: dict[str, Any], update: dict[str, Any], mask: str | None) -> None:
+    paths = [p.strip() for p in mask.split(",")] if mask else [k for k in update if k not in ("name", "etag")]
+    for path in paths:
+        keys = path.split(".")
+        src: Any = update
+        dst = stored
+        for key in keys[:-1]:
+            src = src.get(key, {}) if isinstance(src, dict) else {}
+            dst = dst.setdefault(key, {})
+        if isinstance(src, dict) and keys[-1] in src:
+            dst[keys[-1]] = copy.deepcopy(src[keys[-1]])
+        else:
+            dst.pop(keys[-1], None)
+
+
+class FakeCes:
+    """The tool handlers over a FakeCesState."""
+
+    def __init__(self, state: FakeCesState) -> None:
+        self.state = state
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        st = self.state
+        with st.lock:
+            st.calls.append((name, copy.deepcopy(args)))
+            handler = getattr(self, "_" + name, None)
+            if handler is None:
+                raise _ToolError(f"unknown tool {name}")
+            result: dict[str, Any] = handler(args)
+            return result
+
+    def _need(self, args: dict[str, Any], key: str) -> Any:
+        if key not in args:
+            raise _ToolError(f"INVALID_ARGUMENT: missing {key}")
+        return args[key]
+
+    def _get(self, name: str) -> dict[str, Any]:
+        if name not in self.state.evaluations:
+            raise _ToolError(f"NOT_FOUND: evaluation {name} not found")
+        return self.state.evaluations[name]
+
+    def _list_evaluations(self, args: dict[str, Any]) -> dict[str, Any]:
+        parent = self._need(args, "parent")
+        items = [copy.deepcopy(e) for n, e in sorted(self.state.evaluations.items()) if n.startswith(parent + "/")]
+        if not args.get("lastTenResults"):
+            for item in items:
+                item.pop("lastTenResults", None)
+        return _page(items, "evaluations", args, self.state.page_size)
+
+    def _get_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
+        return copy.deepcopy(self._get(self._need(args, "name")))
+
+    def _create_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
+        parent = self._need(args, "parent")
+        evaluation = copy.deepcopy(self._need(args, "evaluation"))
+        eval_id = args.get("evaluationId") or f"e{next(self.state._ids)}"
+        evaluation["name"] = f"{parent}/evaluations/{eval_id}"
+        evaluation["etag"] = self.state.new_etag()
+        self.state.add(evaluation)
+        return copy.deepcopy(evaluation)
+
+    def _update_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
+        update = self._need(args, "evaluation")
+        stored = self._get(update.get("name", ""))
+        if update.get("etag") and update["etag"] != stored.get("etag"):
+            raise _ToolError(
+                f"ABORTED: etag mismatch for {stored['name']}: the evaluation was changed since it was read"
+            )
+        _apply_mask(stored, update, args.get("updateMask"))
+        stored["etag"] = self.state.new_etag()
+        stored["updateTime"] = "2026-02-01T00:00:00Z"
+        return copy.deepcopy(stored)
+
+    def _delete_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
+        self._get(self._need(args, "name"))
+        del self.state.evaluations[args["name"]]
+        return {}
+
+    def _run_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
+        app = self._need(args, "app")
+        n = next(self.state._ids)
+        if "broken" in app:
+            return {"name": f"{app}/operations/op{n}", "done": True,
+                    "error": {"code": 9, "message": "FAILED_PRECONDITION: the app has no deployed version"}}
+        wanted = args.get("evaluations") or []
+        names = [
+            e for e in sorted(self.state.evaluations)
+            if e.startswith(app + "/") and (not wanted or e.rsplit("/", 1)[-1] in wanted or e in wanted)
+        ]
+        run = _Run(name=f"{app}/evaluationRuns/run{n}", app=app, evaluations=names)
+        self.state.runs[run.name] = run
+        return {"name": f"{app}/operations/op{n}", "done": False,
+                "metadata": {"evaluationRun": run.name, "evaluations": names}}
+
+    def _run_view(self, run: _Run) -> dict[str, Any]:
+        done = len(run.results)
+        passed = sum(1 for r in run.results if self.state.results[r]["evaluationStatus"] == "PASS")
+        out: dict[str, Any] = {
+            "name": run.name, "evaluations": run.evaluations, "evaluationResults": list(run.results),
+            "state": "COMPLETED" if done == len(run.evaluations) else "RUNNING",
+            "progress": {"totalCount": len(run.evaluations), "completedCount": done,
+                         "passedCount": passed, "failedCount": done - passed, "errorCount": 0},
+        }
+        return out
+
+    def _get_evaluation_run(self, args: dict[str, Any]) -> dict[str, Any]:
+        name = self._need(args, "name")
+        run = self.state.runs.get(name)
+        if run is None:
+            raise _ToolError(f"NOT_FOUND: evaluation run {name} not found")
+        run.polls += 1
+        if "flaky" in run.app:
+            view = self._run_view(run)
+            view["state"] = "RUNNING" if run.polls == 1 else "ERROR"
+            if run.polls > 1:
+                view["error"] = {"code": 13, "message": "INTERNAL: the simulator crashed"}
+            return view
+        if run.polls > 1 and len(run.results) < len(run.evaluations):  # one more finished per poll
+            evaluation = self.state.evaluations[run.evaluations[len(run.results)]]
+            status = "FAIL" if "fail" in str(evaluation.get("displayName", "")).lower() else "PASS"
+            result_name = f"{evaluation['name']}/results/{run.name.rsplit('/', 1)[-1]}"
+            result = {"name": result_name, "displayName": evaluation.get("displayName", ""),
+                      "evaluationStatus": status, "executionState": "COMPLETED", "evaluationRun": run.name}
+            self.state.results[result_name] = result
+            run.results.append(result_name)
+            evaluation["lastCompletedResult"] = copy.deepcopy(result)
+        return self._run_view(run)
+
+    def _list_evaluation_runs(self, args: dict[str, Any]) -> dict[str, Any]:
+        parent = self._need(args, "parent")
+        items = [self._run_view(r) for n, r in sorted(self.state.runs.items()) if n.startswith(parent + "/")]
+        return _page(items, "evaluationRuns", args, self.state.page_size)
+
+    def _list_evaluation_results(self, args: dict[str, Any]) -> dict[str, Any]:
+        parent = self._need(args, "parent")
+        items = [copy.deepcopy(r) for n, r in sorted(self.state.results.items()) if n.startswith(parent + "/")]
+        return _page(items, "evaluationResults", args, self.state.page_size)
+
+    def _get_evaluation_result(self, args: dict[str, Any]) -> dict[str, Any]:
+        name = self._need(args, "name")
+        if name not in self.state.results:
+            raise _ToolError(f"NOT_FOUND: evaluation result {name} not found")
+        return copy.deepcopy(self.state.results[name])
+
+
+TOOL_NAMES = (
+    "list_evaluations", "get_evaluation", "create_evaluation", "update_evaluation", "delete_evaluation",
+    "run_evaluation", "get_evaluation_run", "list_evaluation_runs", "list_evaluation_results",
+    "get_evaluation_result",
+)
+
+
+def build_app(state: FakeCesState, token: str = TOKEN) -> Any:
+    """The ASGI app: a bearer-token check in front of the SDK's streamable HTTP app."""
+    fake = FakeCes(state)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name=n, input_schema={"type": "object"}) for n in TOOL_NAMES])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            return _ok(fake.call(params.name, dict(params.arguments or {})))
+        except _ToolError as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+
+    server = Server("fake-ces", on_list_tools=list_tools, on_call_tool=call_tool)
+    inner = server.streamable_http_app(stateless_http=True, json_response=True)
+    expected = f"Bearer {token}".encode()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/token":  # an OAuth token endpoint for ADC tests
+            body = json.dumps({"access_token": token, "expires_in": 3600, "token_type": "Bearer"}).encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["type"] == "http":
+            state.quota_projects.add(dict(scope["headers"]).get(b"x-goog-user-project", b"").decode())
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            body = json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
+                                         "message": "Request had invalid authentication credentials."}}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await inner(scope, receive, send)
+
+    return app
+
+
+@contextmanager
+def serve(state: FakeCesState, token: str = TOKEN) -> Iterator[str]:
+    """Serve on a free port of 127.0.0.1 in a thread; yields the MCP endpoint URL; stops on exit."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(build_app(state, token), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="fake-ces", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the fake CES server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,275 @@
+"""The Python face: `evaluate()` scores eval files against an agent and returns the typed run record.
+
+Like google-adk's `AgentEvaluator.evaluate`, a run with failures raises an AssertionError that names
+every failing case and metric (score against threshold, or why it was not evaluated), so a plain
+`def test_agent(): evaluate("my_agent", "my_agent/tests")` is a complete pytest test.
+
+`evaluate()` is synchronous and works from plain code and from inside a running event loop (an
+`async def` test under pytest-asyncio): there it runs the evaluation on its own loop in a worker
+thread and blocks until it is done. In async code, `await aevaluate(...)` runs on the caller's loop.
+The CLI's `run` prepares its runs with `prepare_run` too, so both faces resolve agents, eval files,
+folders and eval set ids the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib.util
+import logging
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Coroutine, Sequence, TypeVar
+
+from .report import metric_line
+from .schema.results import CaseResult, EvalStatus
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .agents.base import Agent
+    from .engine.plan import RunPlan
+    from .engine.runner import RunOptions, RunRecord
+    from .schema.config import EvalConfig
+
+__all__ = ["SetupError", "PreparedRun", "aevaluate", "evaluate", "execute", "failures_of", "prepare_run", "run_sync"]
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+AGENT_FILES = ("__init__.py", "agent.py")
+
+
+class SetupError(ValueError):
+    """The run cannot start as asked: no agent, a missing or unreadable eval file or config, an unknown id."""
+
+
+@dataclass(slots=True)
+class PreparedRun:
+    """A planned run and the loaded agent that will answer it."""
+
+    plan: RunPlan
+    agent: Agent
+    agent_ref: str
+
+
+def agent_ref_of(arg: str) -> str | None:
+    """The agent an argument names, or None: `replay:PATH`, an agent folder, or (as `adk eval` users
+    sometimes paste) the folder's `__init__.py` or `agent.py`."""
+    from .agents import is_agent_ref
+
+    if is_agent_ref(arg):
+        return arg
+    path = Path(arg)
+    if path.name in AGENT_FILES and path.is_file() and is_agent_ref(str(path.parent)):
+        return str(path.parent)
+    return None
+
+
+def agent_around(target: str) -> str | None:
+    """ADK keeps eval files inside the agent folder: find an agent folder above the eval file."""
+    from .agents import is_agent_ref
+    from .engine.plan import split_target
+
+    path = Path(split_target(target)[0]).resolve()
+    for parent in list(path.parents)[:4]:
+        if is_agent_ref(str(parent)) and (parent / "agent.py").is_file():
+            return str(parent)
+    return None
+
+
+def agent_ref_for(agent: str | Path | types.ModuleType) -> str:
+    """A path, `replay:PATH`, an imported agent module, or a dotted module name as ADK's
+    AgentEvaluator takes it (`"my_project.my_agent"`): the folder (or replay file) to load."""
+    if isinstance(agent, types.ModuleType):
+        file = getattr(agent, "__file__", None)
+        if not file:
+            raise SetupError(f"module {agent.__name__} has no source file to load the agent from")
+        path = Path(file)
+        # `my_agent.agent` names the module inside the folder; `my_agent` names the package itself.
+        return str(path.parent)
+    text = str(agent)
+    ref = agent_ref_of(text)
+    if ref is not None:
+        return ref
+    if not Path(text).exists() and text.replace(".", "").replace("_", "").isalnum():
+        name = text.removesuffix(".agent")
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError) as exc:
+            raise SetupError(f"{text}: not an agent folder, and the module cannot be found: {exc}") from None
+        if spec is not None and spec.submodule_search_locations:
+            return str(Path(next(iter(spec.submodule_search_locations))))
+    raise SetupError(f"agent folder not found: {text}")
+
+
+def prepare_run(
+    agent_ref: str | None,
+    targets: Sequence[str],
+    *,
+    config_path: str | Path | None = None,
+    config: EvalConfig | None = None,
+    num_runs: int = 1,
+) -> PreparedRun:
+    """Resolve the agent (or find it around the first eval file), plan the run and load the agent.
+    Raises SetupError with every problem on its own line."""
+    from .agents import AgentError, load_agent
+    from .engine.plan import PlanError, plan_run
+    from .engine.store import UnsafeNameError, check_segment
+    from .schema.errors import LoadError
+
+    if not targets:
+        raise SetupError("no eval files given")
+    if agent_ref is not None:
+        agent_ref = agent_ref_of(agent_ref) or agent_ref
+    else:
+        agent_ref = agent_around(targets[0])
+    if agent_ref is None:
+        raise SetupError(
+            "no agent: name an agent folder or replay:PATH first, or pass --agent "
+            "(or keep the eval file inside an agent folder)"
+        )
+    if config_path and not Path(config_path).is_file():
+        raise SetupError(f"{config_path}: no such config file")
+    agent_dir = None if agent_ref.startswith("replay:") else Path(agent_ref)
+    try:
+        plan = plan_run(list(targets), config_path=config_path, config=config, num_runs=num_runs,
+                        agent_dir=agent_dir)
+    except PlanError as exc:
+        raise SetupError(str(exc)) from None
+    try:
+        for t in plan.targets:
+            check_segment(t.eval_set.eval_set_id, f"{t.eval_file}: eval_set_id")
+    except UnsafeNameError as exc:
+        raise SetupError(str(exc)) from None
+    try:
+        agent = load_agent(agent_ref)
+    except (AgentError, LoadError) as exc:
+        raise SetupError(str(exc)) from None
+    return PreparedRun(plan, agent, agent_ref)
+
+
+def _config_arg(config: str | Path | EvalConfig | None) -> tuple[str | Path | None, EvalConfig | None]:
+    if config is None or isinstance(config, str | Path):
+        return config, None
+    return None, config
+
+
+def _case_failures(case: CaseResult, strict: bool) -> list[str]:
+    """Why one case counts as a failure (empty when it passed)."""
+    not_evaluated = [m for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]
+    if case.status == EvalStatus.PASSED and not (strict and not_evaluated):
+        return []
+    lines = [f"agent error: {case.error}"] if case.error else []
+    lines += [
+        metric_line(m)
+        for m in case.metrics
+        if m.status == EvalStatus.FAILED or (m.status == EvalStatus.NOT_EVALUATED and not case.error)
+    ]
+    return lines or [f"status {case.status.name}"]
+
+
+def failures_of(record: RunRecord, *, strict: bool = False) -> list[str]:
+    """One block per case that did not pass: `eval_set / eval_id (file): STATUS` and its failing
+    metrics. With `strict`, a passed case with a metric not evaluated fails too (ADK's rule)."""
+    blocks: list[str] = []
+    for result in record.results:
+        for case in result.case_results:
+            lines = _case_failures(case, strict)
+            if lines:
+                head = f"{result.eval_set_id} / {case.eval_id} ({result.eval_set_file}): {case.status.name}"
+                blocks.append("\n".join([head, *(f"  {line}" for line in lines)]))
+    if record.cancelled:
+        blocks.append("the run was cancelled: unfinished cases were not evaluated")
+    return blocks
+
+
+def check_record(record: RunRecord, *, strict: bool = False) -> None:
+    """Raise an AssertionError naming every failing case and metric, as ADK's AgentEvaluator does."""
+    blocks = failures_of(record, strict=strict)
+    if blocks:
+        raise AssertionError("Following are all the test failures.\n" + "\n".join(blocks))
+
+
+async def execute(prepared: PreparedRun, options: RunOptions | None = None) -> RunRecord:
+    """Run a prepared run to the end on the current loop and close the agent."""
+    from .engine.runner import Run, RunOptions
+    from .engine.store import ResultStore
+
+    options = options or RunOptions(save=False)
+    logger.info("evaluating %d case(s) with %s", prepared.plan.total_cases, prepared.agent_ref)
+    run = Run(prepared.plan, prepared.agent, options=options, store=ResultStore() if options.save else None)
+    try:
+        return await run.execute()
+    finally:
+        close = getattr(prepared.agent, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def run_sync(coro: Coroutine[object, object, T]) -> T:
+    """Run a coroutine to the end from sync code, even when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # Called from a running loop (an async test): that loop cannot be re-entered, so the run gets its
+    # own loop in a worker thread while this call blocks.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tui-eval") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def aevaluate(
+    agent_module_or_path: str | Path | types.ModuleType,
+    eval_path_or_dir: str | Path | Sequence[str | Path],
+    config: str | Path | EvalConfig | None = None,
+    num_runs: int = 1,
+    *,
+    raise_on_failure: bool = True,
+    strict: bool = False,
+    save: bool = False,
+    concurrency: int = 8,
+    turn_timeout: float = 120.0,
+) -> RunRecord:
+    """`evaluate` on the caller's event loop (for `async def` code). Same arguments and result."""
+    from .engine.runner import RunOptions
+
+    if isinstance(eval_path_or_dir, str | Path):
+        targets = [str(eval_path_or_dir)]
+    else:
+        targets = [str(t) for t in eval_path_or_dir]
+    config_path, config_obj = _config_arg(config)
+    prepared = prepare_run(agent_ref_for(agent_module_or_path), targets, config_path=config_path,
+                           config=config_obj, num_runs=num_runs)
+    options = RunOptions(concurrency=concurrency, turn_timeout=turn_timeout, save=save)
+    record = await execute(prepared, options)
+    if raise_on_failure:
+        check_record(record, strict=strict)
+    return record
+
+
+def evaluate(
+    agent_module_or_path: str | Path | types.ModuleType,
+    eval_path_or_dir: str | Path | Sequence[str | Path],
+    config: str | Path | EvalConfig | None = None,
+    num_runs: int = 1,
+    *,
+    raise_on_failure: bool = True,
+    strict: bool = False,
+    save: bool = False,
+    concurrency: int = 8,
+    turn_timeout: float = 120.0,
+) -> RunRecord:
+    """Run the eval cases of `eval_path_or_dir` (an eval file, `FILE:id1,id2`, a folder of eval files,
+    an eval set id of the agent, or a list of those) with the agent, and return the RunRecord
+    (`record.results`: one EvalSetResult per eval set and run).
+
+    `agent_module_or_path`: an agent folder, its `__init__.py`/`agent.py`, `replay:PATH`, an imported
+    agent module or a dotted module name. `config`: an EvalConfig or the path of one (default: each
+    eval file's test_config.json). Raises AssertionError naming every case that did not pass unless
+    `raise_on_failure=False`; with `strict=True` a metric that was not evaluated fails its case, as in
+    ADK's AgentEvaluator. Raises SetupError (a ValueError) for bad arguments or unreadable files.
+    History is written to `<agent>/.adk/eval_history` only with `save=True`.
+    """
+    coro = aevaluate(agent_module_or_path, eval_path_or_dir, config, num_runs, raise_on_failure=raise_on_failure,
+                     strict=strict, save=save, concurrency=concurrency, turn_timeout=turn_timeout)
+    return run_sync(coro)

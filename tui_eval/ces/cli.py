@@ -1,0 +1,286 @@
+"""`tui-eval ces import|export|pull|run|push`: CES evaluations as ADK eval sets, and the CES app behind them.
+
+Exit codes: 0 done (run: every evaluation passed), 1 run with failures or a push with etag conflicts,
+2 bad arguments, unreadable input, or CES unreachable / refusing. Errors print one line each, no traceback.
+Only argparse is imported here at start-up; the rest waits for a `ces` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    from .client import CesClient
+    from .model import EvaluationRun
+
+T = TypeVar("T")
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"  # kept equal to client.DEFAULT_ENDPOINT (tested)
+
+
+class _Usage(Exception):
+    """Bad input or a CES failure: one line, exit code 2."""
+
+
+def _add_endpoint(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--endpoint", help=f"CES MCP endpoint URL (default {DEFAULT_ENDPOINT})")
+    p.add_argument("--location", help="use the regional endpoint https://ces.LOCATION.rep.googleapis.com/mcp")
+
+
+def add_ces_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Register `ces` and its subcommands on the top-level subparsers."""
+    ces = subparsers.add_parser("ces", help="CES (Customer Engagement Suite) evaluations: import, export, pull, run, push")
+    sub = ces.add_subparsers(dest="ces_command", required=True)
+
+    imp = sub.add_parser("import", help="CES Evaluation JSON files -> one ADK eval set")
+    imp.add_argument("files", nargs="+", metavar="FILE", help="an Evaluation, a list, or a {\"evaluations\": [...]} page")
+    imp.add_argument("-o", "--output", required=True, metavar="OUT.evalset.json")
+    imp.add_argument("--eval-set-id", help="id of the eval set (default: from OUT's name)")
+
+    exp = sub.add_parser("export", help="an eval set -> CES Evaluations ({\"evaluations\": [...]})")
+    exp.add_argument("eval_set", metavar="EVALSET")
+    exp.add_argument("-o", "--output", required=True, metavar="OUT.json")
+
+    pull = sub.add_parser("pull", help="save an app's evaluations and their last results as an eval set")
+    pull.add_argument("app", metavar="APP_RESOURCE", help="projects/P/locations/L/apps/A")
+    pull.add_argument("-o", "--output-dir", default=".", metavar="DIR")
+    _add_endpoint(pull)
+
+    run = sub.add_parser("run", help="run an app's evaluations in CES and follow the run until it is done")
+    run.add_argument("app", metavar="APP_RESOURCE")
+    run.add_argument("--evaluations", nargs="+", metavar="ID", help="evaluation ids (or names), comma or space separated")
+    run.add_argument("--display-name", help="display name of the evaluation run")
+    run.add_argument("--poll-interval", type=float, default=2.0, help="seconds between progress checks (default 2)")
+    run.add_argument("--timeout", type=float, default=3600.0, help="give up following after this many seconds")
+    _add_endpoint(run)
+
+    push = sub.add_parser("push", help="send edited CES cases back with update_evaluation (etag-checked)")
+    push.add_argument("eval_set", metavar="EVALSET")
+    _add_endpoint(push)
+    return ces
+
+
+def _endpoint(args: argparse.Namespace) -> str:
+    if args.endpoint:
+        return str(args.endpoint)
+    if args.location:
+        from .client import regional_endpoint
+
+        return regional_endpoint(args.location)
+    return DEFAULT_ENDPOINT
+
+
+def _dump(data: Any) -> bytes:
+    import orjson
+
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _write(path: Path, data: Any) -> None:
+    from ..schema.fileio import atomic_write
+
+    try:
+        atomic_write(path, _dump(data))
+    except OSError as exc:
+        raise _Usage(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _read_eval_set(path: Path) -> dict[str, Any]:
+    """An eval set file as its JSON dict, after our loader accepted it (so its shape can be trusted)."""
+    import orjson
+
+    from ..schema.errors import LoadError
+    from ..schema.load import parse_eval_set
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise _Usage(f"{path}: cannot read file: {exc.strerror or exc}") from None
+    try:
+        _, legacy = parse_eval_set(raw, path)
+    except LoadError as exc:
+        raise _Usage(str(exc)) from None
+    if legacy:
+        raise _Usage(f"{path}: a legacy .test.json list; run `tui-eval migrate` first")
+    data: dict[str, Any] = orjson.loads(raw)
+    return data
+
+
+def _eval_set_id_for(path: Path) -> str:
+    from ..schema.load import eval_set_id_for
+
+    return eval_set_id_for(path)
+
+
+# ---- files -------------------------------------------------------------------------------------------
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    from ..schema.errors import LoadError
+    from .files import read_evaluations
+    from .mapping import evaluations_to_eval_set
+
+    evaluations = []
+    for name in args.files:
+        try:
+            evaluations.extend(read_evaluations(name))
+        except LoadError as exc:
+            raise _Usage(str(exc)) from None
+    dest = Path(args.output)
+    eval_set = evaluations_to_eval_set(
+        evaluations, args.eval_set_id or _eval_set_id_for(dest), creation_timestamp=time.time()
+    )
+    _write(dest, eval_set)
+    goldens = sum(1 for e in evaluations if e.golden is not None)
+    print(f"wrote {dest}: {len(evaluations)} evaluation(s), {goldens} golden, "
+          f"{len(evaluations) - goldens} scenario", file=out)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    from .mapping import MappingError, eval_set_to_evaluations
+
+    src = Path(args.eval_set)
+    eval_set = _read_eval_set(src)
+    try:
+        evaluations = eval_set_to_evaluations(eval_set)
+    except MappingError as exc:
+        raise _Usage(f"{src} at {exc.json_path}: {exc.message}") from None
+    dest = Path(args.output)
+    _write(dest, {"evaluations": [e.to_json_dict() for e in evaluations]})
+    print(f"wrote {dest}: {len(evaluations)} evaluation(s)", file=out)
+    return EXIT_OK
+
+
+# ---- remote ------------------------------------------------------------------------------------------
+
+
+def _connect_and(args: argparse.Namespace, work: Callable[[CesClient], Awaitable[T]]) -> T:
+    """Run `work` on a client connected to the endpoint the arguments name; CES failures become one line."""
+    import asyncio
+
+    from .client import CesError, with_client
+
+    try:
+        return asyncio.run(with_client(_endpoint(args), work))
+    except CesError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _safe(text: object) -> str:
+    """Text from the server, printable on a terminal: control characters escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def cmd_pull(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    from .mapping import evaluations_to_eval_set, short_name
+    from .model import Evaluation
+    from .remote import pull
+
+    async def work(client: CesClient) -> list[Evaluation]:
+        return await pull(client, args.app)
+
+    evaluations = _connect_and(args, work)
+    app_id = short_name(args.app)
+    dest = Path(args.output_dir) / f"{app_id}.evalset.json"
+    _write(dest, evaluations_to_eval_set(evaluations, app_id, creation_timestamp=time.time()))
+    with_results = sum(1 for e in evaluations if e.last_completed_result is not None)
+    print(f"wrote {dest}: {len(evaluations)} evaluation(s) of {_safe(args.app)}, "
+          f"{with_results} with a last result", file=out)
+    return EXIT_OK
+
+
+def _progress_line(run: EvaluationRun) -> str:
+    p = run.progress
+    if p is None:
+        return f"{_safe(run.name)}: {run.state or '?'}"
+    done = (p.completed_count or 0) + (p.error_count or 0)
+    return (f"{_safe(run.name)}: {run.state or '?'} {done}/{p.total_count or 0} "
+            f"(passed {p.passed_count or 0}, failed {p.failed_count or 0}, errors {p.error_count or 0})")
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .remote import RunOutcome, run
+
+    wanted = [e for chunk in args.evaluations or [] for e in chunk.split(",") if e.strip()]
+    last: list[str] = []
+
+    def on_progress(current: EvaluationRun) -> None:
+        line = _progress_line(current)
+        if not last or last[-1] != line:  # stream changes only
+            print(line, file=err, flush=True)
+            last.append(line)
+
+    async def work(client: CesClient) -> RunOutcome:
+        return await run(client, args.app, wanted or None, on_progress=on_progress,
+                         poll_interval=args.poll_interval, timeout=args.timeout, display_name=args.display_name)
+
+    outcome = _connect_and(args, work)
+    if outcome.run.state == "ERROR":
+        reason = (outcome.run.error.message if outcome.run.error else None) or (
+            outcome.run.error_info.error_message if outcome.run.error_info else None) or "no reason given"
+        print(f"error: {_safe(outcome.run.name)} ended in ERROR: {_safe(reason)}", file=err)
+        return EXIT_BAD_INPUT
+    for result in outcome.results:
+        status = result.evaluation_status or result.execution_state or "?"
+        print(f"{status:5} {_safe(result.display_name or result.name)}", file=out)
+    p = outcome.run.progress
+    if p is not None:
+        print(f"{_safe(outcome.run.name)}: {p.passed_count or 0} passed, {p.failed_count or 0} failed, "
+              f"{p.error_count or 0} errors of {p.total_count or 0}", file=out)
+    return EXIT_FAILED if outcome.failed else EXIT_OK
+
+
+def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .mapping import MappingError, eval_set_to_evaluations
+    from .remote import PushReport, push
+
+    path = Path(args.eval_set)
+    eval_set = _read_eval_set(path)
+    try:  # bad input is found before any network
+        eval_set_to_evaluations(eval_set)
+    except MappingError as exc:
+        raise _Usage(f"{path} at {exc.json_path}: {exc.message}") from None
+
+    async def work(client: CesClient) -> PushReport:
+        return await push(client, eval_set)
+
+    report = _connect_and(args, work)
+    if report.updated:
+        _write(path, eval_set)  # the new etags, so the next push starts from what CES now holds
+    for name, mask in report.updated:
+        print(f"updated {_safe(name)} ({', '.join(mask)})", file=out)
+    for eval_id in report.skipped:
+        print(f"skipped {_safe(eval_id)}: not pulled from CES (no resource name)", file=out)
+    for line in report.conflicts:
+        print(f"conflict: {_safe(line)}", file=err)
+    if report.conflicts:
+        print("error: nothing was overwritten for the conflicting evaluation(s): pull again "
+              "(`tui-eval ces pull`), re-apply your edits, then push", file=err)
+        return EXIT_FAILED
+    print(f"{len(report.updated)} updated, {len(report.unchanged)} unchanged, {len(report.skipped)} skipped", file=out)
+    return EXIT_OK
+
+
+def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Dispatch `tui-eval ces ...`; errors are one line each on `err`."""
+    try:
+        if args.ces_command == "import":
+            return cmd_import(args, out)
+        if args.ces_command == "export":
+            return cmd_export(args, out)
+        if args.ces_command == "pull":
+            return cmd_pull(args, out)
+        if args.ces_command == "run":
+            return cmd_run(args, out, err)
+        return cmd_push(args, out, err)
+    except _Usage as exc:
+        print(f"error: {_safe(exc)}", file=err)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,305 @@
+"""The CES MCP client: JSON-RPC `tools/call` over streamable HTTP, on the official `mcp` SDK.
+
+The SDK and the HTTP stack are imported inside the functions that need them: nothing of this is paid
+for at dashboard start-up. Every failure reaches the caller as one `CesError` whose message is a single
+line naming the endpoint and what to do, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .model import (
+    Evaluation,
+    EvaluationPage,
+    EvaluationResult,
+    EvaluationResultPage,
+    EvaluationRun,
+    EvaluationRunPage,
+    Operation,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"
+SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+TOKEN_ENV = "CES_ACCESS_TOKEN"
+LOGIN_HINT = "run `gcloud auth application-default login` (or set CES_ACCESS_TOKEN)"
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+def regional_endpoint(location: str) -> str:
+    """The regional MCP endpoint of a CES location, e.g. `us` -> https://ces.us.rep.googleapis.com/mcp."""
+    return f"https://ces.{location}.rep.googleapis.com/mcp"
+
+
+class CesError(Exception):
+    """A CES failure, said in one line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+class CesAuthError(CesError):
+    """No credentials, or credentials the server refused."""
+
+
+class CesNetworkError(CesError):
+    """The endpoint could not be reached."""
+
+
+class CesToolError(CesError):
+    """A tool answered with an error (isError)."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(f"{tool}: {message}")
+        self.tool = tool
+        self.detail = message
+
+
+class CesConflictError(CesToolError):
+    """The evaluation changed on the server since it was read (etag mismatch)."""
+
+
+def auth_headers(endpoint: str) -> dict[str, str]:
+    """The request headers that authenticate: a bearer token from $CES_ACCESS_TOKEN, else from Google
+    Application Default Credentials, plus the ADC quota project (user credentials need one to bill to)."""
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        return {"Authorization": f"Bearer {token}"}
+    import google.auth
+    import google.auth.exceptions
+    from google.auth.transport.requests import Request
+
+    try:
+        credentials, _project = google.auth.default(scopes=list(SCOPES))
+        credentials.refresh(Request())
+    except google.auth.exceptions.DefaultCredentialsError:
+        raise CesAuthError(f"no Google credentials found for {endpoint}: {LOGIN_HINT}") from None
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise CesAuthError(f"Google credentials for {endpoint} could not be refreshed ({exc}): {LOGIN_HINT}") from None
+    token = getattr(credentials, "token", None)
+    if not isinstance(token, str) or not token:
+        raise CesAuthError(f"Google credentials gave no access token for {endpoint}: {LOGIN_HINT}")
+    headers = {"Authorization": f"Bearer {token}"}
+    quota_project = getattr(credentials, "quota_project_id", None)
+    if isinstance(quota_project, str) and quota_project:
+        headers["x-goog-user-project"] = quota_project
+    return headers
+
+
+@dataclass
+class _LastHttpError:
+    """The last HTTP error status the endpoint answered: the SDK only says 'error response'."""
+
+    status: int | None = None
+    body: str = ""
+
+
+class CesClient:
+    """Typed calls to the CES MCP tools, over one open MCP session."""
+
+    def __init__(self, session: Any, endpoint: str) -> None:
+        self._session = session
+        self.endpoint = endpoint
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call one tool; its JSON result (structured content, else the JSON text)."""
+        logger.debug("CES %s %s", tool, sorted(arguments))
+        result = await self._session.call_tool(tool, arguments)
+        text = "".join(getattr(block, "text", "") for block in result.content)
+        if result.is_error:
+            detail = text or "the tool reported an error"
+            kind = CesConflictError if ("etag" in detail.lower() or "ABORTED" in detail) else CesToolError
+            raise kind(tool, detail)
+        if isinstance(result.structured_content, dict):
+            return result.structured_content
+        if not text.strip():
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise CesError(f"{tool} at {self.endpoint} answered with text that is not JSON: {text[:120]!r}") from None
+        if not isinstance(value, dict):
+            raise CesError(f"{tool} at {self.endpoint} answered with JSON that is not an object")
+        return value
+
+    async def _typed(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
+        data = await self.call(tool, arguments)
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CesError(f"{tool} at {self.endpoint} answered an unexpected shape at {where}: {first['msg']}") from None
+
+    # ---- evaluations ----
+
+    async def list_evaluations(self, app: str, *, last_ten_results: bool = False, page_size: int | None = None) -> list[Evaluation]:
+        """Every evaluation of an app, following page tokens."""
+        out: list[Evaluation] = []
+        token: str | None = None
+        while True:
+            args: dict[str, Any] = {"parent": app}
+            if last_ten_results:
+                args["lastTenResults"] = True
+            if page_size:
+                args["pageSize"] = page_size
+            if token:
+                args["pageToken"] = token
+            page = await self._typed("list_evaluations", args, EvaluationPage)
+            out.extend(page.evaluations)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    async def get_evaluation(self, name: str) -> Evaluation:
+        return await self._typed("get_evaluation", {"name": name}, Evaluation)
+
+    async def create_evaluation(self, app: str, evaluation: dict[str, Any], evaluation_id: str | None = None) -> Evaluation:
+        args: dict[str, Any] = {"parent": app, "evaluation": evaluation}
+        if evaluation_id:
+            args["evaluationId"] = evaluation_id
+        return await self._typed("create_evaluation", args, Evaluation)
+
+    async def update_evaluation(self, evaluation: dict[str, Any], update_mask: list[str]) -> Evaluation:
+        """Update the named fields only; the evaluation carries the etag it was read with."""
+        args = {"evaluation": evaluation, "updateMask": ",".join(update_mask)}
+        return await self._typed("update_evaluation", args, Evaluation)
+
+    async def delete_evaluation(self, name: str, etag: str | None = None) -> None:
+        args: dict[str, Any] = {"name": name}
+        if etag:
+            args["etag"] = etag
+        await self.call("delete_evaluation", args)
+
+    # ---- runs and results ----
+
+    async def run_evaluation(self, app: str, evaluations: list[str] | None = None, display_name: str | None = None) -> Operation:
+        args: dict[str, Any] = {"app": app}
+        if evaluations:
+            args["evaluations"] = evaluations
+        if display_name:
+            args["displayName"] = display_name
+        return await self._typed("run_evaluation", args, Operation)
+
+    async def list_evaluation_runs(self, app: str) -> list[EvaluationRun]:
+        out: list[EvaluationRun] = []
+        token: str | None = None
+        while True:
+            args: dict[str, Any] = {"parent": app}
+            if token:
+                args["pageToken"] = token
+            page = await self._typed("list_evaluation_runs", args, EvaluationRunPage)
+            out.extend(page.evaluation_runs)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    async def get_evaluation_run(self, name: str) -> EvaluationRun:
+        return await self._typed("get_evaluation_run", {"name": name}, EvaluationRun)
+
+    async def list_evaluation_results(self, evaluation: str, filter: str | None = None) -> list[EvaluationResult]:
+        out: list[EvaluationResult] = []
+        token: str | None = None
+        while True:
+            args: dict[str, Any] = {"parent": evaluation}
+            if filter:
+                args["filter"] = filter
+            if token:
+                args["pageToken"] = token
+            page = await self._typed("list_evaluation_results", args, EvaluationResultPage)
+            out.extend(page.evaluation_results)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    async def get_evaluation_result(self, name: str) -> EvaluationResult:
+        return await self._typed("get_evaluation_result", {"name": name}, EvaluationResult)
+
+
+@asynccontextmanager
+async def _open(
+    endpoint: str, headers: dict[str, str], last: _LastHttpError, timeout: float
+) -> AsyncIterator[CesClient]:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def remember_errors(response: httpx2.Response) -> None:
+        # Only the JSON-RPC POSTs: a 405 to the optional GET stream or the closing DELETE is no error.
+        if response.status_code >= 400 and response.request.method == "POST":
+            last.status = response.status_code
+            try:
+                last.body = (await response.aread()).decode("utf-8", "replace")[:300]
+            except httpx2.HTTPError as exc:
+                logger.debug("could not read the error body from %s: %s", endpoint, exc)
+
+    http = httpx2.AsyncClient(
+        headers=headers,
+        timeout=httpx2.Timeout(timeout, read=max(timeout, 60.0)),
+        event_hooks={"response": [remember_errors]},
+    )
+    async with http, streamable_http_client(endpoint, http_client=http) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield CesClient(session, endpoint)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _explain(exc: BaseException, endpoint: str, last: _LastHttpError) -> CesError | None:
+    """One CesError for whatever the SDK or the transport raised; None for what is not ours to explain."""
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        if isinstance(leaf, CesError):
+            return leaf
+    if last.status in (401, 403):
+        return CesAuthError(f"{endpoint} refused the credentials (HTTP {last.status}): {LOGIN_HINT}; "
+                            "also check that the account may use CES in this project")
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.TransportError):
+            return CesNetworkError(
+                f"cannot reach the CES MCP server at {endpoint} ({type(leaf).__name__}: {leaf}): "
+                "check the network, or pass --endpoint / --location"
+            )
+    if last.status is not None:
+        return CesError(f"{endpoint} answered HTTP {last.status}: {last.body}")
+    for leaf in leaves:
+        if isinstance(leaf, MCPError):
+            return CesError(f"{endpoint}: MCP error: {leaf}")
+    return None
+
+
+async def with_client(
+    endpoint: str, work: Callable[[CesClient], Awaitable[T]], *, token: str | None = None, timeout: float = 60.0
+) -> T:
+    """Open a session to `endpoint`, run `work` with a client, close. Raises only CesError (or cancellation)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else auth_headers(endpoint)
+    last = _LastHttpError()
+    try:
+        async with _open(endpoint, headers, last, timeout) as client:
+            return await work(client)
+    except Exception as exc:  # the SDK wraps failures in exception groups: explain them in one line
+        explained = _explain(exc, endpoint, last)
+        if explained is None:
+            # At debug level: the default last-resort handler would print an ERROR's traceback.
+            logger.debug("unexpected failure talking to %s", endpoint, exc_info=True)
+            raise CesError(f"{endpoint}: unexpected failure: {type(exc).__name__}: {exc}") from exc
+        raise explained from None

@@ -1,0 +1,63 @@
+"""Reading CES evaluation files: one Evaluation, a list of them, or a `{"evaluations": [...]}` page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from ..schema.errors import LoadError, syntax_error
+from .model import Evaluation
+
+
+def _json_path(prefix: str, loc: tuple[int | str, ...]) -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def evaluations_from_json(data: Any, path: str | Path) -> list[Evaluation]:
+    """Validate parsed JSON as CES evaluations. Raises LoadError with the JSON path of the first fault."""
+    if isinstance(data, dict) and "evaluations" in data and not ("golden" in data or "scenario" in data):
+        items, prefix = data["evaluations"], "$.evaluations"
+        if not isinstance(items, list):
+            raise LoadError(str(path), "'evaluations' must be a list", prefix)
+    elif isinstance(data, list):
+        items, prefix = data, "$"
+    elif isinstance(data, dict):
+        items, prefix = [data], ""
+    else:
+        raise LoadError(str(path), f"expected a CES Evaluation object, a list or a page, got {type(data).__name__}")
+    out: list[Evaluation] = []
+    for i, item in enumerate(items):
+        where = f"{prefix}[{i}]" if prefix else "$"
+        if not isinstance(item, dict):
+            raise LoadError(str(path), f"expected a CES Evaluation object, got {type(item).__name__}", where)
+        try:
+            evaluation = Evaluation.model_validate(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise LoadError(str(path), first["msg"], _json_path(where, tuple(first["loc"]))) from None
+        if evaluation.golden is None and evaluation.scenario is None:
+            raise LoadError(str(path), "a CES Evaluation needs 'golden' or 'scenario'", where)
+        if evaluation.golden is not None and evaluation.scenario is not None:
+            raise LoadError(str(path), "a CES Evaluation has one of 'golden' and 'scenario', not both", where)
+        out.append(evaluation)
+    return out
+
+
+def read_evaluations(path: str | Path) -> list[Evaluation]:
+    """Read a CES file. Raises LoadError naming the file and the place of the fault."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(str(path), f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise syntax_error(path, exc) from None
+    return evaluations_from_json(data, path)

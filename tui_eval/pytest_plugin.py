@@ -1,0 +1,166 @@
+"""pytest plugin: with `pytest --tui-eval`, each case of every `*.evalset.json` / `*.test.json` is a test.
+
+Registered as a `pytest11` entry point, so it is loaded by every pytest run in an environment where
+tui-eval is installed: without `--tui-eval` it collects nothing and imports nothing of the engine.
+When active, one engine run per eval file (only the cases pytest selected) is shared by that file's
+items; a failing item shows the failing metrics and the per-turn details `--print-detailed-results`
+prints (responses, tool calls, the trajectory verdict, judge and not-evaluated reasons).
+
+Options (command line, or the ini keys in brackets): `--tui-eval-agent` [tui_eval_agent] names the
+agent (default: the agent folder around each eval file), `--tui-eval-config` [tui_eval_config] an
+EvalConfig for every file (default: test_config.json beside each), `--tui-eval-strict`
+[tui_eval_strict] fails a passed case whose metrics were not all evaluated.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+    from .engine.runner import RunRecord
+    from .schema.results import CaseResult, EvalSetResult
+
+# The same suffixes as tui_eval.schema.load.EVAL_FILE_SUFFIXES, spelt here so an inactive plugin
+# imports nothing of the engine.
+EVAL_SUFFIXES = (".evalset.json", ".test.json")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tui-eval", "tui-eval: eval files as tests")
+    group.addoption("--tui-eval", action="store_true", dest="tui_eval",
+                    help="collect *.evalset.json and *.test.json files, one test per eval case")
+    group.addoption("--tui-eval-agent", dest="tui_eval_agent", metavar="AGENT",
+                    help="agent folder or replay:PATH (default: the agent folder around each eval file)")
+    group.addoption("--tui-eval-config", dest="tui_eval_config", metavar="PATH",
+                    help="EvalConfig JSON for every eval file (default: test_config.json beside each)")
+    group.addoption("--tui-eval-strict", action="store_true", dest="tui_eval_strict", default=None,
+                    help="a case with a metric that was not evaluated fails")
+    parser.addini("tui_eval_agent", "agent folder (relative to the ini file) for --tui-eval", default=None)
+    parser.addini("tui_eval_config", "EvalConfig JSON (relative to the ini file) for --tui-eval", default=None)
+    parser.addini("tui_eval_strict", "a metric not evaluated fails its case", type="bool", default=False)
+
+
+def _setting(config: pytest.Config, name: str) -> str | None:
+    """A path option: from the command line as given, else from the ini file relative to it."""
+    value = config.getoption(name)
+    if value:
+        return str(value)
+    ini = config.getini(name)
+    if not ini:
+        return None
+    text = str(ini)
+    base = config.inipath.parent if config.inipath else config.rootpath
+    prefix = "replay:" if text.startswith("replay:") else ""
+    return prefix + str(base / text.removeprefix(prefix))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:
+    if not parent.config.getoption("tui_eval") or not file_path.name.endswith(EVAL_SUFFIXES):
+        return None
+    return EvalFile.from_parent(parent, path=file_path)
+
+
+class EvalCaseFailed(Exception):
+    """An eval case did not pass; the message is the text pytest shows."""
+
+
+class EvalFile(pytest.File):
+    """One eval file: its cases are the items; the first item to run runs the file's selected cases."""
+
+    _outcome: RunRecord | BaseException | None = None
+
+    def collect(self) -> Iterator[EvalCaseItem]:
+        from .engine.plan import PlanError, plan_run
+
+        try:
+            plan = plan_run([str(self.path)], config_path=_setting(self.config, "tui_eval_config"))
+        except PlanError as exc:
+            raise self.CollectError(str(exc)) from None
+        for case in plan.targets[0].cases:
+            yield EvalCaseItem.from_parent(self, name=case.eval_id)
+
+    def outcome(self) -> RunRecord | BaseException:
+        """The run of this file's selected items, made once (a setup error is kept and re-raised)."""
+        if self._outcome is None:
+            self._outcome = self._run()
+        return self._outcome
+
+    def _run(self) -> RunRecord | BaseException:
+        from .api import SetupError, execute, prepare_run, run_sync
+
+        wanted = [i.name for i in self.session.items if isinstance(i, EvalCaseItem) and i.parent is self]
+        try:
+            prepared = prepare_run(_setting(self.config, "tui_eval_agent"), [str(self.path)],
+                                   config_path=_setting(self.config, "tui_eval_config"))
+        except SetupError as exc:
+            return exc
+        # Only what pytest selected (-k, node ids) runs; an id list needs no `:` syntax, so any id works.
+        target = prepared.plan.targets[0]
+        target.case_ids = wanted or None
+        return run_sync(execute(prepared))
+
+
+class EvalCaseItem(pytest.Item):
+    """One eval case of an eval file."""
+
+    parent: EvalFile
+
+    def runtest(self) -> None:
+        from .api import failures_of
+
+        outcome = self.parent.outcome()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        found = _find_case(outcome, self.name)
+        if found is None:
+            raise EvalCaseFailed(f"eval case {self.name} produced no result (the run was cancelled?)")
+        result, case = found
+        strict = self.config.getoption("tui_eval_strict")
+        if strict is None:
+            strict = bool(self.config.getini("tui_eval_strict"))
+        blocks = failures_of(_only(outcome, result, case), strict=bool(strict))
+        if blocks:
+            raise EvalCaseFailed(_failure_text(outcome, result, case, blocks))
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: str | None = None) -> str | TerminalRepr:
+        from .api import SetupError
+
+        if isinstance(excinfo.value, EvalCaseFailed | SetupError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"eval case {self.name}"
+
+
+def _find_case(record: RunRecord, eval_id: str) -> tuple[EvalSetResult, CaseResult] | None:
+    for result in record.results:
+        for case in result.case_results:
+            if case.eval_id == eval_id:
+                return result, case
+    return None
+
+
+def _only(record: RunRecord, result: EvalSetResult, case: CaseResult) -> RunRecord:
+    """A shallow copy of the record holding just this case, for the report's whole-record functions."""
+    one_result = copy.copy(result)
+    one_result.case_results = [case]
+    one = copy.copy(record)
+    one.results = [one_result]
+    one.cancelled = False
+    return one
+
+
+def _failure_text(record: RunRecord, result: EvalSetResult, case: CaseResult, blocks: list[str]) -> str:
+    from .report import print_detailed
+
+    out = io.StringIO()
+    print_detailed(_only(record, result, case), out)
+    return "\n".join(blocks) + "\n\n" + out.getvalue().rstrip("\n")
