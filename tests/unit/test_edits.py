@@ -240,3 +240,13 @@ def test_importing_the_writer_leaves_the_umask_alone(tmp_path: Path) -> None:
             "import tui_eval.schema.fileio, tui_eval.schema.edits, tui_eval.engine.store; "
             "assert calls == [], calls")
     _python(code, 0o022, tmp_path)
+
+
+def test_windows_line_ends_and_a_byte_order_mark_stay(tmp_path: Path) -> None:
+    path = tmp_path / "w.evalset.json"
+    data = _weather_set({"role": "model", "parts": [{"text": "Rainy."}]}, [])
+    path.write_bytes(b"\xef\xbb\xbf" + (json.dumps(data, indent=2).replace("\n", "\r\n") + "\r\n").encode())
+    accept_turn(path, "paris", 0, _actual_with_run_ids("Sunny."))
+    after = _weather_set({"role": "model", "parts": [{"text": "Sunny."}]},
+                         [{"name": "get_weather", "args": {"city": "Paris"}}])
+    assert path.read_bytes() == b"\xef\xbb\xbf" + (json.dumps(after, indent=2).replace("\n", "\r\n") + "\r\n").encode()

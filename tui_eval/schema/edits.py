@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +52,14 @@ class _Style:
     separators: tuple[str, str]
     ensure_ascii: bool
     tail: str  # whatever followed the document (usually "\n" or "")
+    newline: str = "\n"
+    bom: bool = False
 
     def dump(self, data: Any) -> bytes:
         text = json.dumps(data, indent=self.indent, separators=self.separators, ensure_ascii=self.ensure_ascii)
-        return (text + self.tail).encode("utf-8")
+        if self.newline != "\n":
+            text = text.replace("\n", self.newline)
+        return ("\ufeff" if self.bom else "").encode("utf-8") + (text + self.tail).encode("utf-8")
 
 
 _INDENT = re.compile(r"\n([ \t]+)\S")
@@ -63,7 +67,12 @@ _COLON = re.compile(r'"\s*:( ?)')
 _COMMA = re.compile(r'[\]}"\d],( ?)[\[{"\-\dtfn]')
 
 
-def _style(text: str) -> _Style:
+def _style(text: str, bom: bool) -> _Style:
+    style = _layout(text)
+    return replace(style, newline="\r\n" if "\r\n" in text else "\n", bom=bom)
+
+
+def _layout(text: str) -> _Style:
     body = text.rstrip()
     tail = text[len(body):]
     colon = _COLON.search(body)
@@ -83,7 +92,8 @@ def _escaped(text: str) -> bool:
 
 def _read(path: Path) -> tuple[Any, _Style]:
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
     except OSError as exc:
         raise EditError(f"{path}: cannot read file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -91,7 +101,7 @@ def _read(path: Path) -> tuple[Any, _Style]:
     try:
         # The stdlib parser, not a faster one: it keeps every number as written (big ints too) and
         # every key in order, so what is written back is what was read.
-        return json.loads(text), _style(text)
+        return json.loads(text), _style(text, raw.startswith(b"\xef\xbb\xbf"))
     except ValueError as exc:
         raise EditError(f"{path}: the file is not valid JSON right now ({exc}); fix it first") from None
 
