@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .engine.store import atomic_write, dump_json
+from .engine.store import dump_json
+from .schema.fileio import atomic_write
 from .schema.model import FunctionCall, content_text
 from .schema.results import CaseResult, EvalStatus, MetricResult
 from .textsafe import safe_line, safe_text, xml_safe

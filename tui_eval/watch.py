@@ -4,28 +4,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from .engine.events import Log, RunError
+from .engine.events import Event, Log, RunError
 from .engine.live import (
     AgentReloaded,
     AgentStale,
     CasesRemoved,
     FileProblem,
+    LiveEvent,
     LiveRunFinished,
     LiveSession,
+    WatchFailed,
 )
 from .engine.runner import RunOptions, RunRecord
 from .engine.store import ResultStore
 from .report import metric_line, print_summary
-from .schema.results import EvalStatus
+from .schema.results import CaseResult, EvalStatus
 from .textsafe import safe_line
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+log = logging.getLogger(__name__)
 
 
 def _targets(args: argparse.Namespace) -> tuple[Path, str | None, list[Path] | None]:
@@ -51,7 +56,7 @@ def _targets(args: argparse.Namespace) -> tuple[Path, str | None, list[Path] | N
     return root, agent, files
 
 
-def _counts(record_results: list[Any]) -> str:
+def _counts(record_results: list[CaseResult]) -> str:
     counts = {s: 0 for s in EvalStatus}
     for case in record_results:
         counts[case.status] += 1
@@ -72,7 +77,7 @@ class _Printer:
         # Every line carries file names, ids, agent errors or reasons: each is printed as one literal line.
         print(safe_line(text), file=stream or self.out, flush=True)
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event | LiveEvent) -> None:
         stamp = time.strftime("%H:%M:%S")
         if isinstance(event, FileProblem):
             tail = " (keeping its last good version)" if event.stale else ""
@@ -86,6 +91,9 @@ class _Printer:
             self._line(f"[{stamp}] removed: {', '.join(str(k.eval_id) for k in event.keys)}")
         elif isinstance(event, RunError):
             self._line(f"[{stamp}] error: {event.message}", self.err)
+        elif isinstance(event, WatchFailed):
+            self._line(f"[{stamp}] ! file watching stopped: {event.message}; retrying in {event.retry_after:g} s",
+                       self.err)
         elif isinstance(event, Log) and event.level in ("warning", "error"):
             self._line(f"[{stamp}] {event.level}: {event.message}", self.err)
         elif isinstance(event, LiveRunFinished) and not self.quiet_runs:
@@ -128,8 +136,8 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
     try:
         loop.add_signal_handler(signal.SIGINT, interrupt)
         loop.add_signal_handler(signal.SIGTERM, interrupt)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-        pass
+    except (NotImplementedError, RuntimeError, ValueError) as exc:  # not the main thread, or Windows
+        log.debug("Ctrl-C stops watching the default way here: %s", exc)
     try:
         watcher = asyncio.create_task(session.watch())
         await asyncio.sleep(0)  # start watching before the first run, so no save is missed
@@ -146,8 +154,8 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
+            except (NotImplementedError, RuntimeError, ValueError) as exc:
+                log.debug("no handler for %s to remove: %s", sig, exc)
         await session.aclose()
 
 
@@ -184,7 +192,7 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     session.on_event = printer
     try:
         asyncio.run(_watch(session, printer, out))
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # Ctrl-C where no signal handler could be installed: stopping is the point
+        log.debug("interrupted")
     print("stopped watching", file=out)
     return EXIT_OK

@@ -199,3 +199,16 @@ def test_unsafe_eval_set_ids_never_write_outside_history(tmp_path: Path, bad: st
 
     with pytest.raises(UnsafeNameError):
         check_segment(bad, "eval_set_id")
+
+
+def test_history_lives_in_the_agent_folder_else_beside_the_eval_file(tmp_path: Path):
+    from tui_eval.engine.store import history_dir
+
+    agent_dir = tmp_path / "my_agent"
+    agent_dir.mkdir()
+    eval_file = tmp_path / "evals" / "set.evalset.json"
+    assert history_dir(eval_file, agent_dir) == agent_dir.resolve() / ".adk" / "eval_history"
+    assert history_dir(eval_file, str(agent_dir)) == agent_dir.resolve() / ".adk" / "eval_history"
+    beside = (tmp_path / "evals").resolve() / ".adk" / "eval_history"
+    assert history_dir(eval_file, f"replay:{tmp_path / 'recorded.json'}") == beside
+    assert history_dir(eval_file, None) == beside

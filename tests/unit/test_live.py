@@ -309,3 +309,84 @@ async def test_user_simulator_edit_reruns_only_scenario_cases(env: Env) -> None:
     assert env.started() == ["s"]  # criteria are unchanged: the static cases are left alone
     [done] = env.of(LiveRunFinished)
     assert "user simulator: re-run 1 scenario case" in done.reason
+
+
+async def test_reload_only_mode_reloads_without_running_then_rerun_mode_runs(env: Env) -> None:
+    """The dashboard's live mode off: saves reload files and mark agents stale; nothing runs."""
+    live = env.session(rerun=False)
+    await live.start()
+    env.events.clear()
+    env.cases[1]["conversation"][0]["final_response"]["parts"][0]["text"] = "bananas are blue"
+    del env.cases[2]
+    env.write_eval()
+    env.write_config({"tool_trajectory_avg_score": 1.0, "response_match_score": 0.1})
+    (env.bot / "agent.py").write_text(_agent_source(env.log, {"apple": "green"}))
+    await live.handle_changes([env.eval_file, env.config, env.bot / "agent.py"])
+    assert env.started() == [] and not env.of(LiveRunFinished)
+    [case_b] = [c for p, c in live.workspace.cases() if c.eval_id == "b"]
+    assert case_b.conversation[0].final_response.text == "bananas are blue"  # reloaded
+    assert [k.eval_id for e in env.of(CasesRemoved) for k in e.keys] == ["c"]
+    assert len(env.of(AgentStale)) == 1
+    # Live on again: the next save runs what it changed, with the reloaded (stale) agent.
+    live.rerun = True
+    env.cases[0]["conversation"][0]["final_response"]["parts"][0]["text"] = "apple is green"
+    env.write_eval()
+    await live.handle_changes([env.eval_file])
+    assert env.started() == ["a"] and status(live, env, "a") == EvalStatus.PASSED
+
+
+async def test_a_failing_event_consumer_is_logged_and_reported_and_the_loop_goes_on(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tui_eval.engine.events import RunError
+
+    def consumer(event: Any) -> None:
+        env.events.append(event)
+        if isinstance(event, CaseStarted) and event.key.eval_id == "b":
+            raise ValueError("consumer bug")
+
+    live = LiveSession(env.root, on_event=consumer, options=RunOptions(turn_timeout=5, save=False))
+    with caplog.at_level("ERROR", logger="tui_eval.engine.events"):
+        await live.start()
+    assert all(status(live, env, i) == EvalStatus.PASSED for i in "abc")
+    [report] = [e for e in env.of(RunError) if "consumer" in e.message]
+    assert "CaseStarted" in report.message and "ValueError: consumer bug" in report.message
+    [record] = [r for r in caplog.records if "event consumer failed" in r.getMessage()]
+    assert record.exc_info is not None and "consumer bug" in str(record.exc_info[1])
+
+
+async def test_a_failed_watcher_is_reported_and_restarted(env: Env, tmp_path: Path) -> None:
+    from tui_eval.engine.live import WatchFailed
+
+    gone = tmp_path / "gone"
+    root = gone / "ws"
+    root.mkdir(parents=True)
+    live = LiveSession(root, on_event=env.events.append, debounce=0.05)
+    await live.start(run=False)
+    root.rmdir()
+    gone.rmdir()  # nothing left to watch
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(live.watch(ready=ready, retry_after=0.05))
+    try:
+        for _ in range(100):
+            if env.of(WatchFailed):
+                break
+            await asyncio.sleep(0.02)
+        assert env.of(WatchFailed) and env.of(WatchFailed)[0].retry_after == 0.05
+        assert not watcher.done()  # still trying
+        root.mkdir(parents=True)
+        await asyncio.wait_for(ready.wait(), 5)  # back up once the folder is there again
+    finally:
+        live.stop()
+        await asyncio.wait_for(watcher, 5)
+
+
+async def test_without_retry_a_failed_watcher_raises(tmp_path: Path) -> None:
+    root = tmp_path / "gone" / "ws"
+    root.mkdir(parents=True)
+    live = LiveSession(root)
+    await live.start(run=False)
+    root.rmdir()
+    root.parent.rmdir()
+    with pytest.raises(FileNotFoundError):
+        await asyncio.wait_for(live.watch(), 5)

@@ -80,7 +80,7 @@ def _dump(data: Any) -> bytes:
 
 
 def _write(path: Path, data: Any) -> None:
-    from ..fileio import atomic_write
+    from ..schema.fileio import atomic_write
 
     try:
         atomic_write(path, _dump(data))

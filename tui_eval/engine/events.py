@@ -6,10 +6,14 @@ redraw (the dashboard) should fold them into state and repaint on a timer, not o
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 from ..schema.model import Invocation
 from ..schema.results import CaseResult, EvalStatus
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +96,26 @@ class Log:
 
 
 Event = RunStarted | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | RunFinished | RunError | Log
+
+
+_E = TypeVar("_E")
+
+
+def deliver(sink: Callable[[_E], None], event: _E, report: Callable[[str], _E]) -> bool:
+    """Hand one event to a consumer; False if the consumer raised.
+
+    A consumer's exception is a bug to show, not a reason to stop a run: it is logged with its
+    traceback and reported to the same consumer as the event `report` makes (a RunError), so the
+    face shows it. Should that report fail too, the log still has both.
+    """
+    try:
+        sink(event)
+        return True
+    except Exception as exc:
+        name = type(event).__name__
+        log.exception("an event consumer failed on %s", name)
+        try:
+            sink(report(f"an event consumer failed on {name}: {type(exc).__name__}: {exc} (see the log)"))
+        except Exception:
+            log.exception("the event consumer also failed to take the report of its failure")
+        return False

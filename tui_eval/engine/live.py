@@ -10,28 +10,34 @@ a Workspace (what is loaded, last good versions) and Runs (inference and scoring
 - an agent that cannot be imported, raises or hangs makes its cases FAILED with the error; the loop
   goes on.
 `handle_changes(paths)` does one batch and is what tests call; `watch()` wraps it in watchfiles'
-awatch with a trailing debounce of our own.
+awatch with a trailing debounce of our own. It is the one watch loop: `tui-eval watch` prints its events,
+the dashboard folds them into state. With `rerun` off (the dashboard's live mode off) saves only reload
+files and mark edited agents stale; nothing runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Union
 
 from ..agents.base import Agent, AgentError, AgentSession, CaseContext
+from ..agents.isolation import close_agent
 from ..schema.config import CONFIG_FILE_NAME
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import CaseResult
-from .events import CaseFinished, CaseKey, Event, Log, RunError
+from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
 from .runner import Run, RunOptions, RunRecord
 from .workspace import SKIP_DIRS, FileChange, Workspace
 
 DEFAULT_DEBOUNCE = 0.15
+
+log = logging.getLogger(__name__)
 
 
 # ---- events of the live loop (besides the engine's own) -----------------------------------------
@@ -85,12 +91,23 @@ class LiveRunFinished:
     wall_seconds: float
 
 
-LiveEvent = Union[FileProblem, CasesRemoved, AgentReloaded, AgentStale, LiveRunStarted, LiveRunFinished]
+@dataclass(frozen=True, slots=True)
+class WatchFailed:
+    """The file watcher itself failed (a watched folder vanished...); it restarts after `retry_after` s."""
+
+    message: str
+    retry_after: float
+
+
+LiveEvent = Union[FileProblem, CasesRemoved, AgentReloaded, AgentStale, LiveRunStarted, LiveRunFinished, WatchFailed]
 Sink = Callable[[Union[Event, LiveEvent]], None]
 
 
 class BrokenAgent(Agent):
     """Stands in for an agent that could not be loaded: every case fails with the load error."""
+
+    # It runs no user code, so it needs no thread of its own.
+    needs_isolation = False
 
     def __init__(self, ref: str, error: str) -> None:
         self.name = Path(ref).name or "agent"
@@ -126,6 +143,7 @@ class LiveSession:
         options: RunOptions | None = None,
         store: Any = None,
         on_event: Sink | None = None,
+        rerun: bool = True,
         rerun_on_agent_change: bool = True,
         debounce: float = DEFAULT_DEBOUNCE,
         only_files: Iterable[str | Path] | None = None,
@@ -137,6 +155,8 @@ class LiveSession:
         self.options = options or RunOptions()
         self.store = store
         self.on_event = on_event
+        #: Saves re-run (or re-score) what they change; off, they only reload (and mark agents stale).
+        self.rerun = rerun
         self.rerun_on_agent_change = rerun_on_agent_change
         self.debounce = debounce
         self.only_files = {Path(p).resolve() for p in only_files} if only_files is not None else None
@@ -150,6 +170,7 @@ class LiveSession:
         self._sources: dict[Path, str] = {}
         self._lock = asyncio.Lock()
         self._stop: asyncio.Event | None = None
+        self._closed = False
 
     # ---- events ----------------------------------------------------------------------------
 
@@ -157,10 +178,7 @@ class LiveSession:
         if isinstance(event, CaseFinished):
             self.results[event.key] = event.result
         if self.on_event is not None:
-            try:
-                self.on_event(event)
-            except Exception:  # a consumer's bug must not stop the loop
-                pass
+            deliver(self.on_event, event, RunError)
 
     # ---- agents ----------------------------------------------------------------------------
 
@@ -178,15 +196,16 @@ class LiveSession:
         self._stale_agents.discard(ref)
         if old is not None:
             try:
-                await old.aclose()
-            except Exception:
-                pass
+                await close_agent(old)
+            except Exception:  # user code: closing the old agent must not keep the new one out
+                log.exception("closing agent %s before reloading it failed", ref)
         try:
             # Importing user code (and google-adk) can take a while: keep the event loop free.
             agent: Agent = await asyncio.to_thread(load_agent, ref)
         except (AgentError, LoadError) as exc:
             agent = BrokenAgent(ref, str(exc))
         except Exception as exc:  # a bug in a loader must not stop the loop either
+            log.exception("loading agent %s failed", ref)
             agent = BrokenAgent(ref, f"{type(exc).__name__}: {exc}")
         self._agents[ref] = agent
         for path in agent.source_paths():
@@ -344,7 +363,7 @@ class LiveSession:
             batch.reasons.append(f"{change.path.name} criteria: re-score {_plural(len(files), 'eval file')}")
 
     def _on_agent(self, ref: str, path: Path, batch: _Batch) -> None:
-        if not self.rerun_on_agent_change:
+        if not (self.rerun and self.rerun_on_agent_change):
             if ref in self._agents:
                 self._stale_agents.add(ref)
             self.emit(AgentStale(ref, str(path)))
@@ -355,8 +374,8 @@ class LiveSession:
         batch.reasons.append(f"agent {Path(ref).name}: {path.name}")
 
     async def handle_changes(self, paths: Iterable[str | Path]) -> list[RunRecord]:
-        """React to one batch of changed (or deleted) files: reload them, then re-run and re-score
-        what they affect. Never raises for a bad file or a broken agent: those are reported as events."""
+        """React to one batch of changed (or deleted) files: reload them, then (with `rerun`) re-run and
+        re-score what they affect. Never raises for a bad file or a broken agent: those are reported as events."""
         batch = _Batch()
         resolved = list(dict.fromkeys(Path(p).resolve() for p in paths))
         if any(p.name in ("agent.py", "__init__.py") and p.parent not in self.workspace.agent_dirs
@@ -373,7 +392,10 @@ class LiveSession:
                 if ref is not None:
                     self._on_agent(ref, path, batch)
             except Exception as exc:  # one file's trouble must not lose the others
+                log.exception("reacting to a change of %s failed", path)
                 self.emit(RunError(f"{path}: {type(exc).__name__}: {exc}"))
+        if not self.rerun:
+            return []
         for ref in sorted(batch.reload_agents):
             await self.reload_agent(ref)
         records: list[RunRecord] = []
@@ -427,12 +449,32 @@ class LiveSession:
         if self._stop is not None:
             self._stop.set()
 
-    async def watch(self, *, ready: asyncio.Event | None = None) -> None:
+    async def watch(self, *, ready: asyncio.Event | None = None, retry_after: float | None = None) -> None:
         """Watch until `stop()`: each burst of saves becomes one `handle_changes` call once the files
-        have been quiet for `debounce` seconds (editors save in several steps)."""
+        have been quiet for `debounce` seconds (editors save in several steps). `ready` is set once the
+        watcher is up. If the watcher itself fails (a watched folder vanished), with `retry_after` it
+        is reported (WatchFailed) and restarted after that many seconds; without, the error is raised."""
+        stop = self._stop = asyncio.Event()
+        if self._closed:
+            return
+        while not stop.is_set():
+            try:
+                await self._watch_until_stopped(stop, ready)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if retry_after is None:
+                    raise
+                log.exception("the file watcher failed; restarting it in %.1f s", retry_after)
+                self.emit(WatchFailed(f"{type(exc).__name__}: {exc}", retry_after))
+                try:
+                    await asyncio.wait_for(stop.wait(), retry_after)
+                except (TimeoutError, asyncio.TimeoutError):
+                    pass
+
+    async def _watch_until_stopped(self, stop: asyncio.Event, ready: asyncio.Event | None) -> None:
         from watchfiles import awatch
 
-        stop = self._stop = asyncio.Event()
         queue: asyncio.Queue[set[Path]] = asyncio.Queue()
 
         async def read() -> None:
@@ -471,19 +513,20 @@ class LiveSession:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # keep watching whatever happened
+                    log.exception("live update failed")
                     self.emit(RunError(f"live update failed: {type(exc).__name__}: {exc}"))
         finally:
-            stop.set()
             stopper.cancel()
             reader.cancel()
             await asyncio.gather(reader, stopper, return_exceptions=True)
 
     async def aclose(self) -> None:
+        self._closed = True
         self.stop()
         self.cancel()
-        for agent in list(self._agents.values()):
+        for ref, agent in list(self._agents.items()):
             try:
-                await agent.aclose()
-            except Exception:
-                pass
+                await close_agent(agent)
+            except Exception:  # user code: one agent failing to close must not keep the others open
+                log.exception("closing agent %s failed", ref)
         self._agents.clear()

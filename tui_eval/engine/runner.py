@@ -39,6 +39,7 @@ from .events import (
     RunError,
     RunFinished,
     RunStarted,
+    deliver,
 )
 from .plan import EvalTarget, RunPlan
 
@@ -274,8 +275,9 @@ class Run:
         self._last_yield = time.perf_counter()
 
     def emit(self, event: Event) -> None:
+        # A consumer that raises is logged and told (as a RunError); the run goes on.
         if self._emit_fn is not None:
-            self._emit_fn(event)
+            deliver(self._emit_fn, event, RunError)
 
     def cancel(self) -> None:
         """Stop starting and running cases; finished ones are kept and saved."""
@@ -490,8 +492,3 @@ class Run:
         return result
 
 
-def history_home(agent: Agent | None, eval_file: Path) -> Path:
-    """Where a run's eval history lives: the agent folder, or beside the eval file (replay)."""
-    if agent is not None and agent.home is not None:
-        return Path(agent.home)
-    return Path(eval_file).resolve().parent

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 
-from ..fileio import atomic_write
+from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation
@@ -67,6 +67,19 @@ def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
     yield b"]}"
 
 
+def history_dir(eval_file: str | Path, agent_home: str | Path | None = None) -> Path:
+    """Where runs of an eval file keep their history (the one place this rule is written).
+
+    ADK's place, `<agent folder>/.adk/eval_history/`, when the agent is a folder; beside the eval file
+    otherwise (replay:PATH, or no agent). `agent_home` is an agent's `home` or an agent reference.
+    """
+    if agent_home is not None:
+        ref = str(agent_home)
+        if not ref.startswith("replay:") and Path(ref).is_dir():
+            return Path(ref).resolve() / HISTORY_DIR
+    return Path(eval_file).resolve().parent / HISTORY_DIR
+
+
 def app_name_for(agent: Agent | None, eval_file: Path) -> str:
     if agent is not None and agent.home is not None:
         return agent.name
@@ -82,9 +95,7 @@ class ResultStore:
     def history_dir(self, agent: Agent | None, eval_file: Path) -> Path:
         if self.root is not None:
             return self.root
-        from .runner import history_home
-
-        return history_home(agent, eval_file) / HISTORY_DIR
+        return history_dir(eval_file, agent.home if agent is not None else None)
 
     def save_run(self, record: RunRecord, plan: RunPlan, agent: Agent | None) -> list[str]:
         saved: list[str] = []

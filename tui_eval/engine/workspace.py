@@ -84,7 +84,7 @@ def _is_agent_dir(path: Path) -> bool:
 class Workspace:
     """Everything tui-eval knows about a folder. Not thread-safe: one owner mutates it."""
 
-    def __init__(self, root: Path, *, agent_ref: str | None = None, config_override: Path | None = None) -> None:
+    def __init__(self, root: Path, *, agent_ref: str | None = None, config_override: str | Path | None = None) -> None:
         self.root = Path(root).resolve()
         self.agent_ref = agent_ref
         self.config_override = Path(config_override).resolve() if config_override else None
@@ -244,7 +244,7 @@ class Workspace:
         return [p for p in self.eval_files if self.agent_for(p) == str(agent_dir)]
 
     def cases(self) -> list[tuple[Path, EvalCase]]:
-        out = []
+        out: list[tuple[Path, EvalCase]] = []
         for path, state in sorted(self.eval_files.items()):
             if state.eval_set is not None:
                 out.extend((path, c) for c in state.eval_set.eval_cases)

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..fileio import atomic_write
+from ..schema.fileio import atomic_write
 
 # Bump when the key material or the entry shape changes, so old entries are simply never hit.
 CACHE_VERSION = 1

@@ -506,7 +506,7 @@ class EvalApp(App[int]):
         return (expected.user_content.text if expected is not None else None), self.catalog.relpath(Path(key.eval_file))
 
     def accept_turn(self, key: CaseKey, index: int) -> None:
-        from .edits import accept_turn
+        from ..schema.edits import accept_turn
 
         result = self.catalog.result(key)
         if result is None or index >= len(result.actual):
@@ -533,7 +533,7 @@ class EvalApp(App[int]):
             partial(accept_turn, path, key.eval_id, index, actual, user)))
 
     def accept_case(self, key: CaseKey) -> None:
-        from .edits import accept_case
+        from ..schema.edits import accept_case
 
         result = self.catalog.result(key)
         case = self.catalog.case(key)
@@ -553,7 +553,7 @@ class EvalApp(App[int]):
             f"Accepted case {key.eval_id}", path, partial(accept_case, path, key.eval_id, list(result.actual), expected_turns)))
 
     def delete_turn(self, key: CaseKey, index: int) -> None:
-        from .edits import delete_turn
+        from ..schema.edits import delete_turn
 
         user, rel = self._turn_texts(key, index)
         if user is None:
@@ -568,7 +568,7 @@ class EvalApp(App[int]):
             f"Deleted turn {index + 1} of {key.eval_id}", path, partial(delete_turn, path, key.eval_id, index, user)))
 
     def delete_case(self, key: CaseKey) -> None:
-        from .edits import delete_case
+        from ..schema.edits import delete_case
 
         rel = self.catalog.relpath(Path(key.eval_file))
         body = Content.assemble("Delete case ", plain(key.eval_id, "bold"), " from ", plain(rel, "bold"), "?")

@@ -7,11 +7,14 @@ UI reaches it only through thread-safe calls (`submit`, `call`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Coroutine, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 class EngineHost:
@@ -65,6 +68,6 @@ class EngineHost:
             try:
                 self.submit(before).result(timeout)
             except Exception:  # shutting down: a failed clean-up must not block exit
-                pass
+                log.exception("engine clean-up failed while shutting down")
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)

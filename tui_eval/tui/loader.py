@@ -22,13 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def history_dir_for(workspace: Workspace, eval_file: Path) -> Path:
-    """Where runs of an eval file keep their history: its agent folder, else beside the file (replay)."""
-    from ..engine.store import HISTORY_DIR
+    """Where runs of an eval file keep their history (the rule is `engine.store.history_dir`)."""
+    from ..engine.store import history_dir
 
-    ref = workspace.agent_for(eval_file)
-    if ref and not ref.startswith("replay:") and Path(ref).is_dir():
-        return Path(ref).resolve() / HISTORY_DIR
-    return Path(eval_file).resolve().parent / HISTORY_DIR
+    return history_dir(eval_file, workspace.agent_for(eval_file))
 
 
 def load_workspace(workspace: Workspace, cancelled: Callable[[], bool] = lambda: False) -> None:

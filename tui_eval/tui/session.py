@@ -1,23 +1,31 @@
 """The UI's handle on the engine: a LiveSession in its own loop, the run in progress, live mode.
 
-Runs, re-runs, re-scores and file watching all happen in the engine loop (see `host`). Engine events
-are folded into a RunState (plain state) from that thread; the UI pulls it on its timer.
+Runs, re-runs, re-scores and file watching all happen in the engine loop (see `host`); file watching is
+the engine's one watch loop (`LiveSession.watch`), which the bridge only starts and switches between
+re-run and reload-only. Engine events are folded into a RunState (plain state) from that thread; the UI
+pulls it on its timer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .host import EngineHost
 from .state import Inbox, RunState
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.events import CaseKey
-    from ..engine.live import LiveSession
+    from ..engine.events import CaseKey, Event
+    from ..engine.live import LiveEvent, LiveSession
+
+log = logging.getLogger(__name__)
+
+#: Seconds before a failed file watcher (a watched folder vanished...) is started again.
+WATCH_RETRY_SECONDS = 2.0
 
 
 class SessionBridge:
@@ -32,7 +40,6 @@ class SessionBridge:
         self.watching = False
         self._lock = threading.Lock()
         self._current: RunState | None = None
-        self._reload_stop: asyncio.Event | None = None
         self._closing = False
         #: Set once the current file watcher is up (tests wait on it before saving files).
         self.watch_ready = threading.Event()
@@ -47,7 +54,7 @@ class SessionBridge:
     def start_watching(self) -> None:
         if self.host is not None and not self.watching:
             self.watching = True
-            self.host.submit(self._watch_forever())
+            self.host.submit(self._watch())
 
     def close(self) -> None:
         """Stop watching, cancel runs, release agents, stop the loop. Safe to call twice."""
@@ -58,8 +65,6 @@ class SessionBridge:
 
     async def _aclose(self) -> None:
         assert self.session is not None
-        if self._reload_stop is not None:
-            self._reload_stop.set()
         self.session.stop()
         self.session.cancel()
         await self.session.aclose()
@@ -115,26 +120,21 @@ class SessionBridge:
     # ---- live mode (UI thread) ---------------------------------------------------------------
 
     def set_live(self, on: bool) -> None:
-        was = self.live
+        """Live on: saves re-run what they change; off: saves only reload. The watcher keeps running."""
         self.live = on
-        if self.host is not None and was != on:
-            self.host.call(self._switch_mode, was)
+        if self.host is not None and self.session is not None:
+            self.host.call(self._apply_mode)
 
     def set_agent_reruns(self, on: bool) -> None:
         self.agent_reruns = on
         if self.host is not None and self.session is not None:
-            self.host.call(self._apply_agent_reruns)
+            self.host.call(self._apply_mode)
 
-    def _apply_agent_reruns(self) -> None:
+    def _apply_mode(self) -> None:
+        """In the engine thread: the session's re-run switches follow the UI's toggles."""
         assert self.session is not None
-        self.session.rerun_on_agent_change = self.agent_reruns and self.live
-
-    def _switch_mode(self, was_live: bool) -> None:
-        assert self.session is not None
-        if was_live:
-            self.session.stop()
-        elif self._reload_stop is not None:
-            self._reload_stop.set()
+        self.session.rerun = self.live
+        self.session.rerun_on_agent_change = self.agent_reruns
 
     def reload(self, path: Path) -> None:
         """Reload one file now, in the engine loop, and wait for it (from a thread worker)."""
@@ -148,58 +148,24 @@ class SessionBridge:
 
     # ---- the engine loop ---------------------------------------------------------------------
 
-    async def _watch_forever(self) -> None:
-        """Watch files until closed: the LiveSession's loop when live, else reload-only."""
+    async def _watch(self) -> None:
+        """Run the engine's watch loop until closed; a watcher that fails is reported and restarted."""
         assert self.session is not None
-        session = self.session
-        while not self._closing:
-            self.watch_ready.clear()
-            try:
-                if self.live:
-                    session.rerun_on_agent_change = self.agent_reruns
-                    ready = asyncio.Event()
-                    waiter = asyncio.ensure_future(self._signal_ready(ready))
-                    try:
-                        await session.watch(ready=ready)
-                    finally:
-                        waiter.cancel()
-                else:
-                    session.rerun_on_agent_change = False
-                    self._reload_stop = asyncio.Event()
-                    await self._reload_only(self._reload_stop)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the watcher died (a folder vanished...): say so, try again later
-                self.inbox.push_message(f"file watching stopped: {type(exc).__name__}: {exc}", "error")
-                await asyncio.sleep(2)
+        self._apply_mode()
+        ready = asyncio.Event()
+        waiter = asyncio.ensure_future(self._signal_ready(ready))
+        try:
+            await self.session.watch(ready=ready, retry_after=WATCH_RETRY_SECONDS)
+        finally:
+            waiter.cancel()
 
     async def _signal_ready(self, ready: asyncio.Event) -> None:
         await ready.wait()
         self.watch_ready.set()
 
-    async def _reload_only(self, stop: asyncio.Event) -> None:
-        """Reload saved eval files and configs without running anything; agent edits mark the agent stale."""
-        from watchfiles import awatch
-
-        assert self.session is not None
-        session = self.session
-        async for changes in awatch(*session.watch_paths(), watch_filter=lambda _c, p: session.relevant(p),
-                                    stop_event=stop, step=20, rust_timeout=200, debounce=150,
-                                    yield_on_timeout=True):
-            self.watch_ready.set()
-            sources: list[Path] = []
-            for path in sorted({Path(p).resolve() for _c, p in changes}):
-                kind = session.workspace.classify(path)
-                if kind in ("eval", "config"):
-                    session.workspace.reload(path)
-                elif path.suffix == ".py" or kind == "agent":
-                    sources.append(path)
-            if sources:
-                await session.handle_changes(sources)
-
     # ---- engine events (engine thread) -------------------------------------------------------
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: Event | LiveEvent) -> None:
         """Fold one engine or live-loop event into plain state. Called in the engine thread."""
         from ..engine import events as ev
         from ..engine import live
@@ -231,6 +197,9 @@ class SessionBridge:
             self.inbox.push_removed(list(event.keys))
         elif isinstance(event, live.FileProblem):
             pass  # the browser flags broken files itself (it polls the workspace)
+        elif isinstance(event, live.WatchFailed):
+            self.inbox.push_message(f"file watching stopped: {event.message}; retrying in {event.retry_after:g} s",
+                                    "error")
         elif isinstance(event, ev.Log):
             if event.level in ("warning", "error"):
                 self.inbox.push_message(event.message, "warning")

@@ -1,21 +1,25 @@
 """Edit an eval file in place, like ADK web's "edit eval case": accept actual turns, delete turns or cases.
 
-Every edit reads the file's raw JSON, changes only what it must (unknown keys, ids, order and every
-other case stay as they were) and writes it back atomically. Each edit first checks that the turn on
+Every edit reads the file's raw JSON, changes only what it must and writes it back atomically, so the
+diff a user sees is the edit itself: unknown keys, ids, key order, every other case, the indentation and
+the trailing newline stay as they were, and no id is invented. Each edit first checks that the turn on
 disk is still the one the user looked at, so a file changed behind our back is never clobbered.
 """
 
 from __future__ import annotations
 
-import os
+import json
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
+from .fileio import atomic_write
+from .model import Content, Invocation
 
-from ..engine.store import dump_json
-from ..fileio import atomic_write
-from ..schema.model import Invocation
+# Keys whose value is one tool call or response, and keys whose value is a list of them.
+_CALL_KEYS = frozenset({"function_call", "functionCall", "function_response", "functionResponse"})
+_CALL_LIST_KEYS = frozenset({"tool_uses", "toolUses", "tool_responses", "toolResponses"})
 
 
 class EditError(Exception):
@@ -37,20 +41,74 @@ def _raw_text(content: Any) -> str:
     return "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"])
 
 
-def _read(path: Path) -> Any:
+# ---- reading and writing in the file's own style ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Style:
+    """How a JSON file is laid out, so a rewrite changes only the values an edit changes."""
+
+    indent: str | None  # None: one line
+    separators: tuple[str, str]
+    ensure_ascii: bool
+    tail: str  # whatever followed the document (usually "\n" or "")
+    newline: str = "\n"
+    bom: bool = False
+
+    def dump(self, data: Any) -> bytes:
+        text = json.dumps(data, indent=self.indent, separators=self.separators, ensure_ascii=self.ensure_ascii)
+        if self.newline != "\n":
+            text = text.replace("\n", self.newline)
+        return ("\ufeff" if self.bom else "").encode("utf-8") + (text + self.tail).encode("utf-8")
+
+
+_INDENT = re.compile(r"\n([ \t]+)\S")
+_COLON = re.compile(r'"\s*:( ?)')
+_COMMA = re.compile(r'[\]}"\d],( ?)[\[{"\-\dtfn]')
+
+
+def _style(text: str, bom: bool) -> _Style:
+    style = _layout(text)
+    return replace(style, newline="\r\n" if "\r\n" in text else "\n", bom=bom)
+
+
+def _layout(text: str) -> _Style:
+    body = text.rstrip()
+    tail = text[len(body):]
+    colon = _COLON.search(body)
+    key_sep = ":" + (colon.group(1) if colon else " ")
+    indent_match = _INDENT.search(body)
+    if indent_match is not None:
+        return _Style(indent_match.group(1), (",", key_sep), _escaped(text), tail)
+    comma = _COMMA.search(body)
+    item_sep = "," + (comma.group(1) if comma else " ")
+    return _Style(None, (item_sep, key_sep), _escaped(text), tail)
+
+
+def _escaped(text: str) -> bool:
+    """Whether the file spells non-ASCII text as \\u escapes (Python's json default), so new text does too."""
+    return text.isascii() and "\\u" in text
+
+
+def _read(path: Path) -> tuple[Any, _Style]:
     try:
-        return orjson.loads(path.read_bytes())
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
     except OSError as exc:
         raise EditError(f"{path}: cannot read file: {exc.strerror or exc}") from None
-    except orjson.JSONDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise EditError(f"{path}: the file is not UTF-8 ({exc.reason}); fix it first") from None
+    try:
+        # The stdlib parser, not a faster one: it keeps every number as written (big ints too) and
+        # every key in order, so what is written back is what was read.
+        return json.loads(text), _style(text, raw.startswith(b"\xef\xbb\xbf"))
+    except ValueError as exc:
         raise EditError(f"{path}: the file is not valid JSON right now ({exc}); fix it first") from None
 
 
-def _write(path: Path, data: Any) -> None:
-    mode = path.stat().st_mode & 0o7777
-    atomic_write(path, dump_json(data))
-    # The replacement gets default permissions; an edit should not change the file's.
-    os.chmod(path, mode)
+def _write(path: Path, data: Any, style: _Style) -> None:
+    # atomic_write keeps the file's permissions.
+    atomic_write(path, style.dump(data))
 
 
 # ---- locating a case ----------------------------------------------------------------------------
@@ -83,8 +141,9 @@ def _legacy_rows(data: list[Any], eval_id: str, path: Path) -> list[Any]:
     """The turn rows of a legacy case: the whole file, or the `data` of the entry named eval_id."""
     if data and isinstance(data[0], dict) and "data" in data[0] and "query" not in data[0]:
         for entry in data:
-            if isinstance(entry, dict) and entry.get("name") == eval_id and isinstance(entry.get("data"), list):
-                return entry["data"]
+            rows = entry.get("data") if isinstance(entry, dict) and entry.get("name") == eval_id else None
+            if isinstance(rows, list):
+                return rows
         raise EditError(f"{path}: no legacy case named {eval_id!r}")
     return data
 
@@ -99,11 +158,43 @@ def _check_turn(raw_user: Any, expect_user_text: str | None, index: int, eval_id
 # ---- accepting actual turns -----------------------------------------------------------------------
 
 
+def _content_dict(content: Content | None) -> dict[str, Any] | None:
+    return content.to_dict() if content is not None else None
+
+
+def _fit(new: Any, old: Any, *, calls: bool = False) -> Any:
+    """`new` laid out like `old`: keys `old` has keep its order (new keys follow), list items follow
+    the item at the same place (or the last one). `calls` marks a tool call or response, or a list of
+    them: a run's correlation id is not an expectation, so an id is kept only where the file already
+    had one for the same call, and none is invented."""
+    if isinstance(new, list):
+        olds = old if isinstance(old, list) else []
+        return [_fit(item, olds[min(i, len(olds) - 1)] if olds else None, calls=calls) for i, item in enumerate(new)]
+    if not isinstance(new, dict):
+        return new
+    template = old if isinstance(old, dict) else {}
+    out: dict[str, Any] = {}
+    for key in list(k for k in template if k in new) + [k for k in new if k not in template]:
+        out[key] = _fit(new[key], template.get(key), calls=key in _CALL_KEYS or key in _CALL_LIST_KEYS)
+    if calls and "id" in out:
+        if template.get("id") is not None and template.get("name") == out.get("name"):
+            out["id"] = template["id"]
+        else:
+            del out["id"]
+    return out
+
+
 def _accept_into(raw: dict[str, Any], actual: Invocation) -> None:
-    """Replace the final response and intermediate data of a raw invocation, in the spelling it uses."""
-    new = actual.to_dict()
-    raw[_first_key(raw, "final_response", "finalResponse") or "final_response"] = new["final_response"]
-    raw[_first_key(raw, "intermediate_data", "intermediateData") or "intermediate_data"] = new["intermediate_data"]
+    """Replace the final response and intermediate data of a raw invocation, in the spelling and layout it uses."""
+    response_key = _first_key(raw, "final_response", "finalResponse") or "final_response"
+    data_key = _first_key(raw, "intermediate_data", "intermediateData") or "intermediate_data"
+    old_response = raw.get(response_key)
+    # A turn with no expected response yet takes the layout of its own user message.
+    template = old_response if isinstance(old_response, dict) else raw.get(
+        _first_key(raw, "user_content", "userContent") or "user_content")
+    raw[response_key] = _fit(_content_dict(actual.final_response), template)
+    data = actual.intermediate_data
+    raw[data_key] = _fit(data.to_dict() if data is not None else None, raw.get(data_key))
 
 
 def _accept_legacy(row: dict[str, Any], actual: Invocation) -> None:
@@ -122,7 +213,7 @@ def accept_turns(
 ) -> None:
     """Make the given actual invocations the expected ones of turns (by index) of a case."""
     path = Path(path)
-    data = _read(path)
+    data, style = _read(path)
     expect = expect_user_texts or {}
     if isinstance(data, list):
         rows = _legacy_rows(data, eval_id, path)
@@ -144,7 +235,7 @@ def accept_turns(
             _check_turn(raw.get(_first_key(raw, "user_content", "userContent") or "user_content"),
                         expect.get(index), index, eval_id)
             _accept_into(raw, actual)
-    _write(path, data)
+    _write(path, data, style)
 
 
 def accept_turn(path: Path, eval_id: str, index: int, actual: Invocation, expect_user_text: str | None = None) -> None:
@@ -168,7 +259,7 @@ def accept_case(path: Path, eval_id: str, actual: list[Invocation], expected_tur
 def delete_turn(path: Path, eval_id: str, index: int, expect_user_text: str | None = None) -> None:
     """Remove one turn of a case; the case keeps its other turns in order."""
     path = Path(path)
-    data = _read(path)
+    data, style = _read(path)
     if isinstance(data, list):
         rows = _legacy_rows(data, eval_id, path)
         if not 0 <= index < len(rows):
@@ -188,13 +279,13 @@ def delete_turn(path: Path, eval_id: str, index: int, expect_user_text: str | No
             _check_turn(raw.get(_first_key(raw, "user_content", "userContent") or "user_content"),
                         expect_user_text, index, eval_id)
         del conv[index]
-    _write(path, data)
+    _write(path, data, style)
 
 
 def delete_case(path: Path, eval_id: str) -> None:
     """Remove one case from an eval set; every other case stays, in order."""
     path = Path(path)
-    data = _read(path)
+    data, style = _read(path)
     if isinstance(data, list):
         if data and isinstance(data[0], dict) and "data" in data[0] and "query" not in data[0]:
             for i, entry in enumerate(data):
@@ -208,4 +299,4 @@ def delete_case(path: Path, eval_id: str) -> None:
     else:
         cases = _cases(data, path)
         del cases[_find_case(cases, eval_id, path)]
-    _write(path, data)
+    _write(path, data, style)

@@ -1,0 +1,81 @@
+"""Atomic file writes shared by the result store, the judge cache and eval-file edits."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Iterable
+
+log = logging.getLogger(__name__)
+
+_umask_lock = threading.Lock()
+_umask: int | None = None
+
+
+def current_umask() -> int:
+    """The process umask, read once (on first need, never at import) and remembered.
+
+    Linux reports it in /proc/self/status, which reads it without changing it. Elsewhere the only
+    way to read a umask is to set one and put the old one back; that happens once, under a lock,
+    and a file another thread creates in that instant would get 0o022, which is the common umask.
+    """
+    global _umask
+    with _umask_lock:
+        if _umask is None:
+            _umask = _read_umask()
+        return _umask
+
+
+def _read_umask() -> int:
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        log.debug("no umask in /proc/self/status; reading it with os.umask")
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def default_mode(path: Path) -> int:
+    """The mode a write to `path` should leave: the file's own when it exists (an edit or an overwrite
+    never changes permissions), else what a plain open() gives a new file (0o666 less the umask)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
+
+def atomic_write(path: Path, data: bytes | Iterable[bytes], *, durable: bool = True, mode: int | None = None) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a file and a
+    cancelled or crashed writer leaves the old version. `data` may be an iterable of chunks, so a
+    large file never has to exist whole in memory. `durable` fsyncs before the rename (results and
+    user files); a cache entry can skip it, since losing one only costs a re-ask. `mode` defaults
+    to `default_mode(path)`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    file_mode = default_mode(path) if mode is None else mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        # mkstemp creates 0600, whatever the file should be.
+        os.fchmod(fd, file_mode)
+        with os.fdopen(fd, "wb") as fh:
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError as exc:  # the original error matters more; this one is only worth a note
+            log.debug("could not remove temp file %s: %s", tmp, exc)
+        raise
