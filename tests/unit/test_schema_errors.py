@@ -155,3 +155,10 @@ def test_config_reports_every_bad_criterion_at_once():
                                        "tool_trajectory_avg_score": {"threshold": 1, "match_type": "FUZZY"}}})
     assert [i.json_path for i in info.value.issues] == [
         "$.criteria.response_match_score", "$.criteria.safety_v1", "$.criteria.tool_trajectory_avg_score.match_type"]
+
+
+def test_misspelt_genai_part_key_is_one_error_with_the_genai_hint():
+    err = _error(_doc(_turn(final_response={"parts": [{"inlin_data": {}}]})))
+    assert [(i.json_path, i.message) for i in err.issues] == [
+        ("$.eval_cases[0].conversation[0].final_response.parts[0].inlin_data",
+         "unknown key 'inlin_data' (did you mean 'inline_data'?)")]

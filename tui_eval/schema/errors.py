@@ -16,6 +16,9 @@ from pydantic_core import ErrorDetails
 
 logger = logging.getLogger(__name__)
 
+# The union tag of the slim Part (model.PartType); its errors repeat GenaiPart's.
+SLIM_PART_TAG = "#Part"
+
 # A file reports at most this many faults at once; the rest are counted.
 MAX_ISSUES = 20
 
@@ -241,7 +244,13 @@ def issue_of(error: ErrorDetails, root_model: type[BaseModel] | None, root: str 
 
 
 def issues_of(exc: ValidationError, root_model: type[BaseModel] | None, root: str = "$") -> list[Issue]:
-    return [issue_of(e, root_model, root) for e in exc.errors(include_url=False)]
+    """Each fault once, in our words.
+
+    A part both Part and GenaiPart reject is reported as GenaiPart saw it (its keys are a superset, so
+    its did-you-mean knows every genai key).
+    """
+    errors = [e for e in exc.errors(include_url=False) if SLIM_PART_TAG not in e["loc"]]
+    return list(dict.fromkeys(issue_of(e, root_model, root) for e in errors))
 
 
 def schema_error(issues: list[Issue]) -> SchemaError:
