@@ -16,8 +16,8 @@ from pydantic_core import ErrorDetails
 
 logger = logging.getLogger(__name__)
 
-# The union tag of the slim Part (model.PartType); its errors repeat GenaiPart's.
-SLIM_PART_TAG = "#Part"
+# Union tags of the slim models (model.PartType, ...) start so; their errors repeat the full model's.
+SLIM_TAG = "#~"
 
 # A file reports at most this many faults at once; the rest are counted.
 MAX_ISSUES = 20
@@ -160,7 +160,7 @@ def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseMode
     """The model class whose object holds the last key of `loc` (for a did-you-mean on that key)."""
     current: Any = model
     for key in loc:
-        tag = key[1:] if isinstance(key, str) and key.startswith("#") else None
+        tag = key.lstrip("#~") if isinstance(key, str) and key.startswith("#") else None
         current = _unwrap(current, tag)
         if tag is not None:
             continue
@@ -243,13 +243,17 @@ def issue_of(error: ErrorDetails, root_model: type[BaseModel] | None, root: str 
     return Issue(path, error["msg"])
 
 
+def _is_slim(key: int | str) -> bool:
+    return isinstance(key, str) and key.startswith(SLIM_TAG)
+
+
 def issues_of(exc: ValidationError, root_model: type[BaseModel] | None, root: str = "$") -> list[Issue]:
     """Each fault once, in our words.
 
     A part both Part and GenaiPart reject is reported as GenaiPart saw it (its keys are a superset, so
-    its did-you-mean knows every genai key).
+    its did-you-mean knows every genai key); the same for function calls and responses.
     """
-    errors = [e for e in exc.errors(include_url=False) if SLIM_PART_TAG not in e["loc"]]
+    errors = [e for e in exc.errors(include_url=False) if not any(_is_slim(k) for k in e["loc"])]
     return list(dict.fromkeys(issue_of(e, root_model, root) for e in errors))
 
 

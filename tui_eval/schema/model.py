@@ -34,30 +34,51 @@ class FunctionCall(EvalBaseModel):
     """A tool call: name and arguments (`id` is a correlation id, never compared).
 
     `name` stays None when the file has none, as in genai: a nameless call never matches one named "".
+    A call with genai's rarer fields (partial_args, will_continue) is a `GenaiFunctionCall`.
     """
 
     id: str | None = None
     name: str | None = None
     args: dict[str, Any] | None = None
-    partial_args: list[JsonAny] | None = None
-    will_continue: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 
 
+class GenaiFunctionCall(FunctionCall):
+    partial_args: list[JsonAny] | None = None
+    will_continue: bool | None = None
+
+
 class FunctionResponse(EvalBaseModel):
-    """A tool's answer to a FunctionCall."""
+    """A tool's answer to a FunctionCall (with genai's rarer fields: a `GenaiFunctionResponse`)."""
 
     id: str | None = None
     name: str | None = None
     response: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class GenaiFunctionResponse(FunctionResponse):
     will_continue: bool | None = None
     scheduling: str | None = None
     parts: list[JsonAny] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+
+# The common value validates against the slim model's few fields; one with genai's rarer fields falls
+# back to the full one. Tags name the member in an error's location: `errors` skips "#~" (slim) errors,
+# which the full member repeats, and leaves tags out of JSON paths.
+FunctionCallType = Annotated[
+    Annotated[FunctionCall, Tag("#~FunctionCall")] | Annotated[GenaiFunctionCall, Tag("#GenaiFunctionCall")],
+    Field(union_mode="left_to_right"),
+]
+FunctionResponseType = Annotated[
+    Annotated[FunctionResponse, Tag("#~FunctionResponse")]
+    | Annotated[GenaiFunctionResponse, Tag("#GenaiFunctionResponse")],
+    Field(union_mode="left_to_right"),
+]
 
 
 class Part(EvalBaseModel):
@@ -67,8 +88,8 @@ class Part(EvalBaseModel):
     """
 
     text: str | None = None
-    function_call: FunctionCall | None = None
-    function_response: FunctionResponse | None = None
+    function_call: FunctionCallType | None = None
+    function_response: FunctionResponseType | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -97,9 +118,8 @@ class GenaiPart(Part):
     speech_metadata: JsonAny = None
 
 
-# Tags name the member in an error's location; `errors.render_path` skips them.
 PartType = Annotated[
-    Annotated[Part, Tag("#Part")] | Annotated[GenaiPart, Tag("#GenaiPart")],
+    Annotated[Part, Tag("#~Part")] | Annotated[GenaiPart, Tag("#GenaiPart")],
     Field(union_mode="left_to_right"),
 ]
 
@@ -133,8 +153,8 @@ def content_text(content: Content | None) -> str:
 class IntermediateData(EvalBaseModel):
     """The first intermediate-data shape: tool uses, tool responses and intermediate texts."""
 
-    tool_uses: list[FunctionCall] = Field(default_factory=list)
-    tool_responses: list[FunctionResponse] = Field(default_factory=list)
+    tool_uses: list[FunctionCallType] = Field(default_factory=list)
+    tool_responses: list[FunctionResponseType] = Field(default_factory=list)
     # (author, parts) pairs: progress texts from sub-agents, distinct from the final response.
     intermediate_responses: list[tuple[str, list[PartType]]] = Field(default_factory=list)
 
