@@ -10,4 +10,4 @@ class EvalBaseModel(BaseModel):
     """As google-adk's `evaluation.common.EvalBaseModel`: a key may be written snake_case or camelCase,
     and a key the model does not know is an error unless the model says otherwise (`extra=`)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)

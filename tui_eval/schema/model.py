@@ -478,6 +478,8 @@ class EvalSet(BaseModel):
     loader warns about them).
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     eval_set_id: str
     eval_cases: list[EvalCase]
     name: str | None = None
