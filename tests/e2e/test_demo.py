@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tui_eval.cli import main
-from tui_eval.schema.config import METRIC_KEYS, load_eval_config
+from tui_eval.metrics.base import registered_metrics
+from tui_eval.schema.config import load_eval_config
+from tui_eval.schema.criteria import CATALOG, MetricKind
 from tui_eval.schema.load import load_eval_set
 
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
@@ -82,7 +84,7 @@ def test_judge_metrics_are_not_evaluated_offline_beside_real_verdicts(agent: str
     statuses = _statuses(results)
     assert {k for k, v in statuses.items() if v == 1} == EXPECTED[agent]["passed"]
     assert {k for k, v in statuses.items() if v == 2} == EXPECTED[agent]["failed"]
-    judged = {n for n in METRIC_KEYS if "judge_model_options" in METRIC_KEYS[n]}
+    judged = {n for n, info in CATALOG.items() if info.kind is MetricKind.GEMINI_JUDGE}
     for r in results:
         for c in r["eval_case_results"]:
             for m in c["overall_eval_metric_results"]:
@@ -105,7 +107,7 @@ def test_scenario_cases_offline_run_the_starting_prompt_only(tmp_path: Path) -> 
 def test_demo_covers_every_metric_match_type_and_a_scenario() -> None:
     configs = [load_eval_config(p) for p in DEMO.rglob("test_config.json")]
     metrics = {name for c in configs for name in c.criteria}
-    assert metrics == set(METRIC_KEYS)
+    assert metrics == set(registered_metrics())
     match_types = {c.criteria["tool_trajectory_avg_score"].match_type.name
                    for c in configs if "tool_trajectory_avg_score" in c.criteria}
     assert match_types == {"EXACT", "IN_ORDER", "ANY_ORDER"}

@@ -42,7 +42,7 @@ import asyncio
 import time
 
 from tui_eval.agents.base import Agent, AgentSession
-from tui_eval.schema.model import Invocation
+from tui_eval.schema.model import FunctionCall, IntermediateData, Invocation
 
 
 class Session(AgentSession):
@@ -58,7 +58,9 @@ class Session(AgentSession):
         if text == "dict":
             return {"final_response": {"parts": [{"text": "hello"}]}}
         if text == "unsaveable":
-            return Invocation(user_content=user_content, final_response="not a Content")
+            # The models accept any JSON-ish args; a set inside them cannot be written to a file.
+            return Invocation(user_content=user_content, intermediate_data=IntermediateData(
+                tool_uses=[FunctionCall(name="t", args={"s": {1, 2}})]))
         if text == "cancel":
             raise asyncio.CancelledError()
         if text == "interrupt":
@@ -159,7 +161,7 @@ def test_junk_returns_and_agent_raised_cancel_or_interrupt_fail_their_cases_only
     assert code == 1, (out, err)
     total = next(line for line in out.splitlines() if line.startswith("Total:"))
     assert total == "Total: 1 passed, 5 failed, 0 not evaluated", out  # not "cancelled"
-    assert "returned an Invocation that cannot be saved: AttributeError" in out
+    assert "returned an Invocation that cannot be saved: TypeError" in out
     assert "returned NoneType, not an Invocation" in out
     assert "returned dict, not an Invocation" in out
     assert "CancelledError" in out and "KeyboardInterrupt" in out

@@ -50,7 +50,7 @@ def _case(persona: Any = None) -> Any:
 
 def _run(config: dict[str, Any], case: Any = None) -> Any:
     case = case or _case()
-    target = EvalTarget(Path("scenarios.evalset.json"), EvalSet("scenarios", [case]),
+    target = EvalTarget(Path("scenarios.evalset.json"), EvalSet(eval_set_id="scenarios", eval_cases=[case]),
                         read_eval_config(config))
     return Run(RunPlan([target]), _agent(), options=RunOptions(save=False, turn_timeout=10))
 

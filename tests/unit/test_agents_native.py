@@ -75,13 +75,13 @@ def _agent() -> NativeAgent:
 
 
 def _case(eval_id: str = "c1") -> EvalCase:
-    return EvalCase(eval_id=eval_id, conversation=[], session_input=SessionInput("calc", "u", {"adds": 10}))
+    return EvalCase(eval_id=eval_id, conversation=[], session_input=SessionInput(app_name="calc", user_id="u", state={"adds": 10}))
 
 
 async def test_offline_turn_records_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
     agent = _agent()
-    session = await agent.new_session(_case(), CaseContext(EvalSet("s", []), Path("x.evalset.json")))
+    session = await agent.new_session(_case(), CaseContext(EvalSet(eval_set_id="s", eval_cases=[]), Path("x.evalset.json")))
     inv = await session.turn(Content.from_text("add please"), 0)
     assert [(c.name, c.args) for c in inv.tool_calls] == [("add", {"a": 2, "b": 3}), ("tag", {"words": ["x"]})]
     assert [c.id for c in inv.tool_calls] == [r.id for r in inv.tool_responses] == ["call-1-1-1", "call-1-1-2"]
@@ -107,14 +107,14 @@ async def test_offline_without_policy_is_an_agent_error(monkeypatch: pytest.Monk
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "auto")  # no credentials in tests: offline
     agent = NativeAgent("bare", "x", tools=[add])
     with pytest.raises(AgentError, match="no offline policy"):
-        await agent.new_session(_case(), CaseContext(EvalSet("s", []), Path("x")))
+        await agent.new_session(_case(), CaseContext(EvalSet(eval_set_id="s", eval_cases=[]), Path("x")))
 
 
 def _run_one(agent: NativeAgent, timeout: float) -> Run:
     turn = Invocation(user_content=Content.from_text("add please"))
-    case = EvalCase(eval_id="slow", conversation=[turn], session_input=SessionInput("calc", "u"))
+    case = EvalCase(eval_id="slow", conversation=[turn], session_input=SessionInput(app_name="calc", user_id="u"))
     config = read_eval_config({"criteria": {"tool_trajectory_avg_score": 1.0}})
-    target = EvalTarget(Path("x.evalset.json"), EvalSet("s", [case]), config)
+    target = EvalTarget(Path("x.evalset.json"), EvalSet(eval_set_id="s", eval_cases=[case]), config)
     return Run(RunPlan([target]), agent, options=RunOptions(turn_timeout=timeout, save=False))
 
 
@@ -153,7 +153,7 @@ async def test_gemini_mode_manual_function_calling(fake_gemini: FakeGemini, monk
     fake_gemini.enqueue(text_reply("4 + 5 = 9"))
     fake_gemini.enqueue(text_reply("You're welcome"))
     agent = _agent()
-    session = await agent.new_session(_case(), CaseContext(EvalSet("s", []), Path("x")))
+    session = await agent.new_session(_case(), CaseContext(EvalSet(eval_set_id="s", eval_cases=[]), Path("x")))
     inv = await session.turn(Content.from_text("What is 4 + 5?"), 0)
     assert [(c.name, c.args, c.id) for c in inv.tool_calls] == [("add", {"a": 4, "b": 5}, "fc-1")]
     assert [(r.name, r.response, r.id) for r in inv.tool_responses] == [("add", {"sum": 9}, "fc-1")]

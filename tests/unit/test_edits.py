@@ -22,7 +22,7 @@ def actual_turn(text: str = "new answer", calls: list[FunctionCall] | None = Non
         user_content=Content.from_text("ignored: the file's user message stays"),
         invocation_id="actual-id",
         final_response=Content.from_text(text, "model"),
-        intermediate_data=IntermediateData(tool_uses=calls or [FunctionCall("tool", {"x": 1})]),
+        intermediate_data=IntermediateData(tool_uses=calls or [FunctionCall(name="tool", args={"x": 1})]),
     )
 
 
@@ -110,7 +110,7 @@ def test_legacy_files_are_edited_in_their_own_shape(tmp_path: Path) -> None:
         {"query": "hi", "expected_tool_use": [], "reference": "hello", "extra": "kept"},
         {"query": "bye", "expected_tool_use": [{"tool_name": "t", "tool_input": {}}], "reference": "ciao"},
     ]))
-    accept_turn(path, "old", 0, actual_turn("hey", [FunctionCall("greet", {"who": "you"})]), expect_user_text="hi")
+    accept_turn(path, "old", 0, actual_turn("hey", [FunctionCall(name="greet", args={"who": "you"})]), expect_user_text="hi")
     rows = json.loads(path.read_text())
     assert rows[0] == {"query": "hi", "expected_tool_use": [{"tool_name": "greet", "tool_input": {"who": "you"}}],
                        "reference": "hey", "extra": "kept"}
@@ -160,7 +160,7 @@ def _actual_with_run_ids(text: str) -> Invocation:
         user_content=Content.from_text("Weather in Paris?"),
         invocation_id="run-7",
         final_response=Content.from_text(text, "model"),
-        intermediate_data=IntermediateData(tool_uses=[FunctionCall("get_weather", {"city": "Paris"}, id="call-1-1-1")]),
+        intermediate_data=IntermediateData(tool_uses=[FunctionCall(name="get_weather", args={"city": "Paris"}, id="call-1-1-1")]),
     )
 
 

@@ -47,7 +47,7 @@ def to_adk(invocations: list[Invocation]) -> list[AdkInvocation]:
 def metric_input(name: str, actual: list[Invocation], expected: list[Invocation], threshold: float,
                  match_type: MatchType = MatchType.EXACT, ignore_args: bool = False) -> MetricInput:
     crit = Criterion(name, threshold, match_type, ignore_args, raw={"threshold": threshold})
-    return MetricInput(criterion=crit, case=EvalCase("c", conversation=expected), actual=actual,
+    return MetricInput(criterion=crit, case=EvalCase(eval_id="c", conversation=expected), actual=actual,
                        expected=expected, config=EvalConfig(criteria={name: crit}))
 
 
@@ -77,7 +77,7 @@ CALLS = st.builds(FunctionCall, name=NAMES, args=ARGS, id=st.one_of(st.none(), s
 def actual_calls(draw: st.DrawFn, expected: list[FunctionCall]) -> list[FunctionCall]:
     """Near misses as often as strangers: copies, shuffles, drops, insertions, re-typed args."""
     new_ids = draw(st.booleans())  # ids never count: change them all or none
-    calls = [FunctionCall(c.name, copy.deepcopy(c.args), id=f"x{k}" if new_ids else c.id)
+    calls = [FunctionCall(name=c.name, args=copy.deepcopy(c.args), id=f"x{k}" if new_ids else c.id)
              for k, c in enumerate(expected)]
     kind = draw(st.sampled_from(["same", "shuffle", "edit", "edit", "fresh"]))
     if kind == "fresh":
@@ -95,10 +95,10 @@ def actual_calls(draw: st.DrawFn, expected: list[FunctionCall]) -> list[Function
                 calls.insert(draw(st.integers(0, len(calls))), copy.deepcopy(draw(st.sampled_from(calls))))
             elif op == "args" and calls:
                 k = draw(st.integers(0, len(calls) - 1))
-                calls[k] = FunctionCall(calls[k].name, draw(ARGS))
+                calls[k] = FunctionCall(name=calls[k].name, args=draw(ARGS))
             elif op == "int2float" and calls:
                 k = draw(st.integers(0, len(calls) - 1))
-                calls[k] = FunctionCall(calls[k].name, _floats(calls[k].args))
+                calls[k] = FunctionCall(name=calls[k].name, args=_floats(calls[k].args))
             elif op == "swap" and len(calls) > 1:
                 i, j = draw(st.integers(0, len(calls) - 1)), draw(st.integers(0, len(calls) - 1))
                 calls[i], calls[j] = calls[j], calls[i]
@@ -124,13 +124,13 @@ def turn_with(draw: st.DrawFn, calls: list[FunctionCall]) -> Invocation:
     if shape == "none":
         data: Any = None
     elif shape == "tool_uses":
-        data = IntermediateData(tool_uses=calls, tool_responses=[FunctionResponse(c.name, {"ok": True}) for c in calls])
+        data = IntermediateData(tool_uses=calls, tool_responses=[FunctionResponse(name=c.name, response={"ok": True}) for c in calls])
     else:
         events = []
         for c in calls:  # interleave text and responses, which must not count as calls
-            events.append(InvocationEvent("agent", Content([Part(text="thinking"), Part(function_call=c)], "model")))
-            events.append(InvocationEvent("tool", Content([Part(function_response=FunctionResponse(c.name))], "user")))
-        data = InvocationEvents(events)
+            events.append(InvocationEvent(author="agent", content=Content(parts=[Part(text="thinking"), Part(function_call=c)], role="model")))
+            events.append(InvocationEvent(author="tool", content=Content(parts=[Part(function_response=FunctionResponse(name=c.name))], role="user")))
+        data = InvocationEvents(invocation_events=events)
     return Invocation(user_content=Content.from_text("go"), invocation_id="i", intermediate_data=data,
                       final_response=Content.from_text("done", role="model"))
 
@@ -177,20 +177,20 @@ def test_trajectory_equals_adk(case: tuple[list[Invocation], list[Invocation]], 
 def test_trajectory_corner_cases_equal_adk() -> None:
     # The hand-picked corners, through ADK too, so the vectors in test_trajectory cannot drift from it.
     corners = [
-        ([FunctionCall("f", None)], [FunctionCall("f", {})]),
-        ([FunctionCall("f", {"n": 1})], [FunctionCall("f", {"n": 1.0})]),
-        ([FunctionCall("f", {"n": True})], [FunctionCall("f", {"n": 1})]),
-        ([FunctionCall("f", {"a": 1, "b": [1, 2]})], [FunctionCall("f", {"b": [1, 2], "a": 1})]),
-        ([FunctionCall("f", {"b": [1, 2]})], [FunctionCall("f", {"b": [2, 1]})]),
+        ([FunctionCall(name="f", args=None)], [FunctionCall(name="f", args={})]),
+        ([FunctionCall(name="f", args={"n": 1})], [FunctionCall(name="f", args={"n": 1.0})]),
+        ([FunctionCall(name="f", args={"n": True})], [FunctionCall(name="f", args={"n": 1})]),
+        ([FunctionCall(name="f", args={"a": 1, "b": [1, 2]})], [FunctionCall(name="f", args={"b": [1, 2], "a": 1})]),
+        ([FunctionCall(name="f", args={"b": [1, 2]})], [FunctionCall(name="f", args={"b": [2, 1]})]),
         ([], []),
-        ([], [FunctionCall("f")]),
-        ([FunctionCall("f")], []),
-        ([FunctionCall("f"), FunctionCall("f")], [FunctionCall("f")]),
-        ([FunctionCall("f", id="a")], [FunctionCall("f", id="b")]),
+        ([], [FunctionCall(name="f")]),
+        ([FunctionCall(name="f")], []),
+        ([FunctionCall(name="f"), FunctionCall(name="f")], [FunctionCall(name="f")]),
+        ([FunctionCall(name="f", id="a")], [FunctionCall(name="f", id="b")]),
     ]
     for exp_calls, act_calls in corners:
-        expected = [Invocation(Content.from_text("q"), intermediate_data=IntermediateData(tool_uses=exp_calls))]
-        actual = [Invocation(Content.from_text("q"), intermediate_data=IntermediateData(tool_uses=act_calls))]
+        expected = [Invocation(user_content=Content.from_text("q"), intermediate_data=IntermediateData(tool_uses=exp_calls))]
+        actual = [Invocation(user_content=Content.from_text("q"), intermediate_data=IntermediateData(tool_uses=act_calls))]
         for match_type in MatchType:
             for ignore_args in (False, True):
                 theirs = adk_trajectory(1.0, match_type, ignore_args).evaluate_invocations(
@@ -254,14 +254,14 @@ def responses(draw: st.DrawFn) -> Content | None:
     if draw(st.integers(0, 7)) == 0:
         return None
     parts = draw(st.lists(st.one_of(texts(), st.none(), st.just("")), max_size=2))
-    return Content([Part(text=p) for p in parts], "model")
+    return Content(parts=[Part(text=p) for p in parts], role="model")
 
 
 @SETTINGS
 @given(pairs=st.lists(st.tuples(responses(), responses()), min_size=1, max_size=2), threshold=THRESHOLDS)
 def test_response_match_metric_equals_adk(pairs: list[tuple[Content | None, Content | None]], threshold: float) -> None:
-    actual = [Invocation(Content.from_text("q"), invocation_id="i", final_response=a) for a, _ in pairs]
-    expected = [Invocation(Content.from_text("q"), invocation_id="i", final_response=e) for _, e in pairs]
+    actual = [Invocation(user_content=Content.from_text("q"), invocation_id="i", final_response=a) for a, _ in pairs]
+    expected = [Invocation(user_content=Content.from_text("q"), invocation_id="i", final_response=e) for _, e in pairs]
     evaluator = RougeEvaluator(EvalMetric(metric_name="response_match_score", threshold=threshold))
     theirs = evaluator.evaluate_invocations(to_adk(actual), to_adk(expected))
     ours = rm.evaluate(metric_input("response_match_score", actual, expected, threshold))

@@ -176,7 +176,7 @@ def turn(response: Content | None) -> Invocation:
 
 
 def text(*parts: str | None) -> Content:
-    return Content([Part(text=p) for p in parts], "model")
+    return Content(parts=[Part(text=p) for p in parts], role="model")
 
 
 def metric_input(actual: list[Invocation], expected: list[Invocation], threshold: float = 0.8,
@@ -184,7 +184,7 @@ def metric_input(actual: list[Invocation], expected: list[Invocation], threshold
     crit = Criterion("response_match_score", threshold, raw={"threshold": threshold})
     return MetricInput(
         criterion=crit,
-        case=EvalCase("case", conversation=expected),
+        case=EvalCase(eval_id="case", conversation=expected),
         actual=actual,
         expected=expected,
         config=EvalConfig(criteria={"response_match_score": crit}),

@@ -252,7 +252,8 @@ def test_alignment_agrees_with_the_verdict() -> None:
 def turn(calls: list[FunctionCall], events: bool = False) -> Invocation:
     if events:
         data: Any = InvocationEvents(
-            [InvocationEvent("agent", Content([Part(function_call=c) for c in calls], "model"))]
+            invocation_events=[InvocationEvent(author="agent", content=Content(
+                parts=[Part(function_call=c) for c in calls], role="model"))]
         )
     else:
         data = IntermediateData(tool_uses=calls)
@@ -266,7 +267,7 @@ def metric_input(actual: list[Invocation], expected: list[Invocation], threshold
     progress = seen.append if seen is not None else (lambda _i: None)
     return MetricInput(
         criterion=crit,
-        case=EvalCase("case", conversation=expected),
+        case=EvalCase(eval_id="case", conversation=expected),
         actual=actual,
         expected=expected,
         config=EvalConfig(criteria={"tool_trajectory_avg_score": crit}),

@@ -252,7 +252,7 @@ class AdkSession(AgentSession):
             user_content=user_content,
             invocation_id=invocation_id or f"e-{index + 1}",
             final_response=_ours(final_event.content, "$.final_response") if final_event is not None else None,
-            intermediate_data=InvocationEvents(invocation_events),
+            intermediate_data=InvocationEvents(invocation_events=invocation_events),
             creation_timestamp=created,
             duration=duration,
             tool_duration=round(sum(t.seconds for t in timings), 6) if timings else None,

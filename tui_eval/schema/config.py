@@ -1,83 +1,62 @@
 """EvalConfig (`test_config.json`): which metrics run, their thresholds and options.
 
-Unlike google-adk, which silently ignores what it does not know, every unknown metric name and key is
-reported: a typo in a criterion name must not turn into a metric that never ran.
+Each criterion is validated with its metric's criterion model from `criteria.CATALOG` (as ADK's
+evaluators do). What ADK rejects is an error; what ADK ignores silently (unknown keys) loads with a
+warning; a metric name that is neither built in nor declared in `custom_metrics` is reported with a
+did-you-mean (a typo in a criterion name must not turn into a metric that never ran).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_snake
 
-from .errors import LoadError, SchemaError, syntax_error
-from .load import _aliases, _camel, read_rubric
+from .criteria import (
+    CATALOG,
+    DEFAULT_JUDGE_MODEL,
+    INFORMATIONAL_METRICS,
+    BaseCriterion,
+    CustomMetricConfig,
+    JudgeModelOptions,
+    MatchType,
+    UserSimulatorConfig,
+)
+from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, schema_error, syntax_error
 from .model import Rubric
+
+logger = logging.getLogger(__name__)
 
 CONFIG_FILE_NAME = "test_config.json"
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
-DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
-
-class MatchType(Enum):
-    """How an actual tool trajectory is compared with the expected one (ADK's numbering)."""
-
-    EXACT = 0
-    IN_ORDER = 1
-    ANY_ORDER = 2
-
-    @classmethod
-    def parse(cls, value: Any) -> MatchType:
-        if isinstance(value, MatchType):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            for member in cls:
-                if member.value == value:
-                    return member
-        if isinstance(value, str):
-            normal = value.strip().upper().replace("-", "_").replace(" ", "_")
-            if normal in cls.__members__:
-                return cls[normal]
-            if normal.isdigit():
-                return cls.parse(int(normal))
-        raise ValueError(f"unknown match_type {value!r}: use EXACT, IN_ORDER or ANY_ORDER")
-
-
-_COMMON_KEYS = {"threshold", "include_intermediate_responses_in_final"}
-_JUDGE = {"judge_model_options"}
-
-# metric name -> the criterion keys it reads besides the common ones.
-METRIC_KEYS: dict[str, set[str]] = {
-    "tool_trajectory_avg_score": {"match_type", "ignore_args"},
-    "response_match_score": set(),
-    "final_response_match_v2": _JUDGE,
-    "rubric_based_final_response_quality_v1": _JUDGE | {"rubrics"},
-    "rubric_based_tool_use_quality_v1": _JUDGE | {"rubrics"},
-    "hallucinations_v1": _JUDGE | {"evaluate_intermediate_nl_responses"},
-    "safety_v1": _JUDGE,
-    "per_turn_user_simulator_quality_v1": _JUDGE | {"stop_signal"},
-}
-
-
-@dataclass(slots=True)
-class JudgeModelOptions:
-    judge_model: str = DEFAULT_JUDGE_MODEL
-    num_samples: int = 5
-    judge_model_config: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"judge_model": self.judge_model, "num_samples": self.num_samples}
-        if self.judge_model_config is not None:
-            out["judge_model_config"] = self.judge_model_config
-        return out
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "DEFAULT_CRITERIA",
+    "DEFAULT_JUDGE_MODEL",
+    "Criterion",
+    "EvalConfig",
+    "JudgeModelOptions",
+    "MatchType",
+    "UserSimulatorConfig",
+    "config_for",
+    "default_config",
+    "load_eval_config",
+    "read_eval_config",
+]
 
 
 @dataclass(slots=True)
 class Criterion:
-    """One metric's criterion: its threshold and its own options, already checked."""
+    """One metric's criterion, flattened for the metrics: its threshold and its own options, checked.
+
+    `typed` is the criterion model it was read with (`criteria.CATALOG[name].criterion`).
+    """
 
     metric_name: str
     threshold: float
@@ -90,20 +69,30 @@ class Criterion:
     stop_signal: str = "</finished>"
     # The criterion as written (snake_case keys); echoed into results as ADK does.
     raw: dict[str, Any] = field(default_factory=dict)
+    typed: BaseCriterion | None = None
+
+    @classmethod
+    def of(cls, name: str, typed: BaseCriterion, raw: dict[str, Any]) -> Criterion:
+        get = typed.__dict__.get
+        return cls(
+            metric_name=name,
+            threshold=typed.threshold,
+            match_type=get("match_type", MatchType.EXACT),
+            ignore_args=get("ignore_args", False),
+            judge=get("judge_model_options") or JudgeModelOptions(),
+            rubrics=get("rubrics", []),
+            evaluate_intermediate_nl_responses=get("evaluate_intermediate_nl_responses", False),
+            include_intermediate_responses_in_final=typed.include_intermediate_responses_in_final,
+            stop_signal=get("stop_signal", "</finished>"),
+            raw=raw,
+            typed=typed,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ADK BaseCriterion shape for results: threshold plus the keys the user gave."""
-        out = {"threshold": self.threshold}
+        out: dict[str, Any] = {"threshold": self.threshold}
         out.update({k: v for k, v in self.raw.items() if k != "threshold"})
         return out
-
-
-@dataclass(slots=True)
-class UserSimulatorConfig:
-    model: str = DEFAULT_JUDGE_MODEL
-    max_allowed_invocations: int = 20
-    custom_instructions: str | None = None
-    model_configuration: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -115,163 +104,109 @@ class EvalConfig:
     source: str | None = None
     warnings: list[str] = field(default_factory=list)
     unknown_metrics: list[str] = field(default_factory=list)
+    custom_metrics: dict[str, CustomMetricConfig] = field(default_factory=dict)
 
     @property
     def metric_names(self) -> list[str]:
         return list(self.criteria)
 
 
-def _threshold(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SchemaError(path, f"threshold must be a number, got {value!r}")
-    if not 0.0 <= float(value) <= 1.0:
-        raise SchemaError(path, f"threshold {value!r} is outside [0, 1]")
-    return float(value)
+class EvalConfigFile(BaseModel):
+    """The top level of ADK's EvalConfig (a plain model: unknown keys ignored; we warn)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    criteria: dict[str, Any] = {}
+    custom_metrics: dict[str, CustomMetricConfig] | None = None
+    user_simulator_config: UserSimulatorConfig | None = None
+    live_model_config: dict[str, Any] | None = None
 
 
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise SchemaError(path, f"expected true or false, got {value!r}")
-    return value
+_TOP = {name: name for name in EvalConfigFile.model_fields} | {
+    "userSimulatorConfig": "user_simulator_config",
+    "customMetrics": "custom_metrics",
+    "liveModelConfig": "live_model_config",
+}
 
 
-_JUDGE_OPTS = _aliases("judge_model", "num_samples", "judge_model_config", "parallelism_limit")
+def _unknown_keys(model: BaseModel, path: str, what: str, warnings: list[str]) -> None:
+    """Warn about the keys an `extra="allow"` model kept (ADK accepts and ignores them)."""
+    for key in model.model_extra or {}:
+        hint = did_you_mean(to_snake(key), list(type(model).model_fields))
+        warnings.append(f"{path}.{key}: {what} has no option {key!r} (ignored){hint}")
 
 
-def _judge_options(value: Any, path: str, warnings: list[str]) -> JudgeModelOptions:
-    if not isinstance(value, dict):
-        raise SchemaError(path, "judge_model_options must be an object")
-    opts = JudgeModelOptions()
-    for key, v in value.items():
-        name = _JUDGE_OPTS.get(key)
-        kpath = f"{path}.{key}"
-        if name is None:
-            warnings.append(f"{kpath}: unknown key {key!r} (ignored)")
-        elif name == "judge_model":
-            if not isinstance(v, str) or not v:
-                raise SchemaError(kpath, "judge_model must be a model name")
-            opts.judge_model = v
-        elif name == "num_samples":
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise SchemaError(kpath, "num_samples must be a whole number >= 1")
-            opts.num_samples = v
-        elif name == "judge_model_config":
-            if v is not None and not isinstance(v, dict):
-                raise SchemaError(kpath, "judge_model_config must be an object")
-            opts.judge_model_config = v
-        # parallelism_limit is ADK's knob; ours is the judge service's --judge-concurrency.
-    return opts
+def _raw(model: type[BaseModel], value: dict[str, Any]) -> dict[str, Any]:
+    """The known keys of a criterion as written, under their snake_case names."""
+    names = {info.alias or n: n for n, info in model.model_fields.items()} | {n: n for n in model.model_fields}
+    return {names[k]: v for k, v in value.items() if k in names}
 
 
 def read_criterion(name: str, value: Any, path: str, warnings: list[str]) -> Criterion:
+    info = CATALOG.get(name)
+    model = info.criterion if info is not None else BaseCriterion
     if not isinstance(value, dict):
-        return Criterion(metric_name=name, threshold=_threshold(value, path), raw={"threshold": value})
-    allowed = _COMMON_KEYS | METRIC_KEYS.get(name, set())
-    aliases = {}
-    for key in allowed:
-        aliases[key] = key
-        aliases[_camel(key)] = key
-    if "threshold" not in value:
-        raise SchemaError(path, "missing required key 'threshold'")
-    crit = Criterion(metric_name=name, threshold=0.0)
-    for key, v in value.items():
-        kpath = f"{path}.{key}"
-        field_name = aliases.get(key)
-        if field_name is None:
-            if name in METRIC_KEYS:
-                warnings.append(f"{kpath}: {name} has no option {key!r} (ignored)")
-            continue
-        crit.raw[field_name] = v
-        if field_name == "threshold":
-            crit.threshold = _threshold(v, kpath)
-        elif field_name == "match_type":
-            try:
-                crit.match_type = MatchType.parse(v)
-            except ValueError as exc:
-                raise SchemaError(kpath, str(exc)) from None
-        elif field_name == "ignore_args":
-            crit.ignore_args = _bool(v, kpath)
-        elif field_name == "judge_model_options":
-            crit.judge = _judge_options(v, kpath, warnings)
-        elif field_name == "rubrics":
-            if not isinstance(v, list):
-                raise SchemaError(kpath, "rubrics must be an array")
-            crit.rubrics = [read_rubric(r, f"{kpath}[{i}]") for i, r in enumerate(v)]
-        elif field_name == "evaluate_intermediate_nl_responses":
-            crit.evaluate_intermediate_nl_responses = _bool(v, kpath)
-        elif field_name == "include_intermediate_responses_in_final":
-            crit.include_intermediate_responses_in_final = _bool(v, kpath)
-        elif field_name == "stop_signal":
-            if not isinstance(v, str) or not v:
-                raise SchemaError(kpath, "stop_signal must be a non-empty string")
-            crit.stop_signal = v
-    return crit
-
-
-_SIM = _aliases("type", "model", "max_allowed_invocations", "custom_instructions", "model_configuration",
-                "include_function_calls")
-
-
-def _user_simulator(value: Any, path: str, warnings: list[str]) -> UserSimulatorConfig:
-    if not isinstance(value, dict):
-        raise SchemaError(path, "user_simulator_config must be an object")
-    sim = UserSimulatorConfig()
-    for key, v in value.items():
-        name = _SIM.get(key)
-        kpath = f"{path}.{key}"
-        if name is None:
-            warnings.append(f"{kpath}: unknown key {key!r} (ignored)")
-        elif name == "model":
-            if not isinstance(v, str) or not v:
-                raise SchemaError(kpath, "model must be a model name")
-            sim.model = v
-        elif name == "max_allowed_invocations":
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise SchemaError(kpath, "max_allowed_invocations must be a whole number >= 1")
-            sim.max_allowed_invocations = v
-        elif name == "custom_instructions":
-            if v is not None and not isinstance(v, str):
-                raise SchemaError(kpath, "custom_instructions must be a string")
-            sim.custom_instructions = v
-        elif name == "model_configuration":
-            sim.model_configuration = v
-        elif name == "type" and v not in (None, "llm_backed"):
-            raise SchemaError(kpath, f"user simulator type {v!r} is not supported (only 'llm_backed')")
-    return sim
-
-
-_CONFIG = _aliases("criteria", "user_simulator_config", "custom_metrics", "live_model_config")
+        try:
+            typed = model.model_validate({"threshold": value})
+        except ValidationError as exc:
+            raise schema_error([Issue(path, i.message) for i in issues_of(exc, model, path)]) from None
+        return Criterion.of(name, typed, {"threshold": value})
+    try:
+        typed = model.model_validate(value)
+    except ValidationError as exc:
+        raise schema_error(issues_of(exc, model, path)) from None
+    if info is not None:
+        _unknown_keys(typed, path, name, warnings)
+    return Criterion.of(name, typed, _raw(model, value))
 
 
 def read_eval_config(data: Any, source: str | None = None) -> EvalConfig:
-    """Check a parsed config object. Raises SchemaError on faults; collects warnings."""
+    """Check a parsed config object. Raises SchemaError with every fault; collects warnings."""
     if not isinstance(data, dict):
         raise SchemaError("$", "the config must be a JSON object with a 'criteria' object")
     warnings: list[str] = []
+    issues: list[Issue] = []
+    known: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _TOP.get(key)
+        if name is None:
+            warnings.append(f"$.{key}: unknown key {key!r} (ignored){did_you_mean(key, list(_TOP))}")
+        else:
+            known[name] = value
+    criteria_doc = known.pop("criteria", {})
+    if not isinstance(criteria_doc, dict):
+        raise SchemaError("$.criteria", "criteria must be an object of metric name -> threshold")
+    try:
+        top = EvalConfigFile.model_validate(known)
+    except ValidationError as exc:
+        raise schema_error(issues_of(exc, EvalConfigFile)) from None
+    custom = top.custom_metrics or {}
     criteria: dict[str, Criterion] = {}
     unknown: list[str] = []
-    sim = UserSimulatorConfig()
-    for key, value in data.items():
-        name = _CONFIG.get(key)
-        if name is None:
-            warnings.append(f"$.{key}: unknown key {key!r} (ignored)")
-        elif name == "criteria":
-            if not isinstance(value, dict):
-                raise SchemaError("$.criteria", "criteria must be an object of metric name -> threshold")
-            for metric, crit in value.items():
-                path = f"$.criteria.{metric}"
-                if metric not in METRIC_KEYS:
-                    unknown.append(metric)
-                    warnings.append(f"{path}: unknown metric {metric!r}; known: {', '.join(METRIC_KEYS)}")
-                    continue
-                criteria[metric] = read_criterion(metric, crit, path, warnings)
-        elif name == "user_simulator_config":
-            if value is not None:
-                sim = _user_simulator(value, "$." + key, warnings)
-        elif name == "custom_metrics" and value:
-            warnings.append(f"$.{key}: custom metrics are not supported by tui-eval (ignored)")
+    for metric, value in criteria_doc.items():
+        path = f"$.criteria.{metric}"
+        if metric in INFORMATIONAL_METRICS and metric not in custom:
+            issues.append(Issue(path, f"{metric} is informational: ADK reports it for every eval and it "
+                                      "takes no threshold; remove it from criteria"))
+            continue
+        if metric not in CATALOG and metric not in custom:
+            unknown.append(metric)
+            hint = did_you_mean(metric, list(CATALOG) + list(custom))
+            warnings.append(f"{path}: unknown metric {metric!r}{hint}; neither built in nor in custom_metrics")
+            continue
+        try:
+            criteria[metric] = read_criterion(metric, value, path, warnings)
+        except SchemaError as exc:
+            issues.extend(exc.issues)
+    if issues:
+        raise schema_error(issues)
+    sim = top.user_simulator_config or UserSimulatorConfig()
+    if top.user_simulator_config is not None:
+        _unknown_keys(sim, "$.user_simulator_config", "user_simulator_config", warnings)
+    for warning in warnings:
+        logger.info("%s: %s", source or "config", warning)
     return EvalConfig(criteria=criteria, user_simulator=sim, source=source, warnings=warnings,
-                      unknown_metrics=unknown)
+                      unknown_metrics=unknown, custom_metrics=dict(custom))
 
 
 def default_config() -> EvalConfig:
@@ -279,7 +214,7 @@ def default_config() -> EvalConfig:
 
 
 def load_eval_config(path: str | Path) -> EvalConfig:
-    """Read a config file. Raises LoadError naming the file and place."""
+    """Read a config file. Raises LoadError naming the file and the place of every fault."""
     path = Path(path)
     try:
         raw = path.read_bytes()

@@ -1,88 +1,133 @@
 """The data model of ADK eval files: eval sets, cases, invocations and their genai contents.
 
-These are plain slotted dataclasses, not pydantic models: google-adk validates every genai type with
-pydantic and spends ~10 s loading 40 MB of eval data; a hand-written reader (`schema.load`) builds
-these in a fraction of that while still naming the exact JSON path of every fault. `to_dict()` on each
-writes the snake_case shape that google-adk 2.13 reads back.
+Pydantic v2 models that mirror google-adk 2.13's (`evaluation/eval_case.py`, `eval_set.py`, ...): the same
+aliases, the same `extra=` per model and the same lax coercions, so what ADK accepts loads and what ADK
+rejects is an error. genai's Content/Part are slim copies of our own: the fields our metrics read are
+typed, genai's other Part fields are accepted and kept as written, and a key genai does not know is an
+error (genai's own models forbid unknown keys). `to_dict()` on each writes the snake_case shape that
+google-adk 2.13 reads back.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .base import EvalBaseModel
+
+# Values a genai field holds that we carry without reading (arbitrary JSON).
+JsonAny = Any
 
 
-@dataclass(slots=True)
-class FunctionCall:
+class FunctionCall(EvalBaseModel):
     """A tool call: name and arguments (`id` is a correlation id, never compared).
 
     `name` stays None when the file has none, as in genai: a nameless call never matches one named "".
+    A call with genai's rarer fields (partial_args, will_continue) is a `GenaiFunctionCall`.
     """
 
-    name: str | None
+    id: str | None = None
+    name: str | None = None
     args: dict[str, Any] | None = None
-    id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.id is not None:
-            out["id"] = self.id
-        if self.name is not None:
-            out["name"] = self.name
-        if self.args is not None:
-            out["args"] = self.args
-        out.update(self.extra)
-        return out
+        return self.model_dump(exclude_none=True)
 
 
-@dataclass(slots=True)
-class FunctionResponse:
-    """A tool's answer to a FunctionCall."""
+class GenaiFunctionCall(FunctionCall):
+    partial_args: list[JsonAny] | None = None
+    will_continue: bool | None = None
 
-    name: str | None
+
+class FunctionResponse(EvalBaseModel):
+    """A tool's answer to a FunctionCall (with genai's rarer fields: a `GenaiFunctionResponse`)."""
+
+    id: str | None = None
+    name: str | None = None
     response: dict[str, Any] | None = None
-    id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.id is not None:
-            out["id"] = self.id
-        if self.name is not None:
-            out["name"] = self.name
-        if self.response is not None:
-            out["response"] = self.response
-        out.update(self.extra)
-        return out
+        return self.model_dump(exclude_none=True)
 
 
-@dataclass(slots=True)
-class Part:
-    """One part of a genai Content. Fields we do not read (inline_data, thought...) ride in `extra`."""
+class GenaiFunctionResponse(FunctionResponse):
+    will_continue: bool | None = None
+    scheduling: str | None = None
+    parts: list[JsonAny] | None = None
+
+
+# The common value validates against the slim model's few fields; one with genai's rarer fields falls
+# back to the full one. Tags name the member in an error's location: `errors` skips "#~" (slim) errors,
+# which the full member repeats, and leaves tags out of JSON paths.
+FunctionCallType = Annotated[
+    Annotated[FunctionCall, Tag("#~FunctionCall")] | Annotated[GenaiFunctionCall, Tag("#GenaiFunctionCall")],
+    Field(union_mode="left_to_right"),
+]
+FunctionResponseType = Annotated[
+    Annotated[FunctionResponse, Tag("#~FunctionResponse")]
+    | Annotated[GenaiFunctionResponse, Tag("#GenaiFunctionResponse")],
+    Field(union_mode="left_to_right"),
+]
+
+
+class Part(EvalBaseModel):
+    """One part of a genai Content: text, a function call or a function response (what metrics read).
+
+    A part with any of genai's other fields (inline_data, thought, ...) is a `GenaiPart`.
+    """
 
     text: str | None = None
-    function_call: FunctionCall | None = None
-    function_response: FunctionResponse | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    function_call: FunctionCallType | None = None
+    function_response: FunctionResponseType | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.text is not None:
-            out["text"] = self.text
-        if self.function_call is not None:
-            out["function_call"] = self.function_call.to_dict()
-        if self.function_response is not None:
-            out["function_response"] = self.function_response.to_dict()
-        out.update(self.extra)
-        return out
+        return self.model_dump(exclude_none=True)
 
 
-@dataclass(slots=True)
-class Content:
+class GenaiPart(Part):
+    """A Part with genai 2.34's other fields: accepted (a file ADK reads loads) and written back, never read.
+
+    A separate class so the common part validates against three fields only (the bench file has
+    ~60,000 parts); `PartType` tries Part first and falls back to this one.
+    """
+
+    inline_data: JsonAny = None
+    file_data: JsonAny = None
+    thought: bool | None = None
+    thought_signature: JsonAny = None
+    executable_code: JsonAny = None
+    code_execution_result: JsonAny = None
+    video_metadata: JsonAny = None
+    media_resolution: JsonAny = None
+    tool_call: JsonAny = None
+    tool_response: JsonAny = None
+    part_metadata: JsonAny = None
+    audio_transcription: JsonAny = None
+    media_processing: JsonAny = None
+    speech_metadata: JsonAny = None
+
+
+PartType = Annotated[
+    Annotated[Part, Tag("#~Part")] | Annotated[GenaiPart, Tag("#GenaiPart")],
+    Field(union_mode="left_to_right"),
+]
+
+
+class Content(EvalBaseModel):
     """A genai Content: a role and its parts."""
 
-    parts: list[Part] | None = None
+    parts: list[PartType] | None = None
     role: str | None = None
 
     @classmethod
@@ -97,12 +142,7 @@ class Content:
         return "\n".join([p.text for p in self.parts if p.text])
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.parts is not None:
-            out["parts"] = [p.to_dict() for p in self.parts]
-        if self.role is not None:
-            out["role"] = self.role
-        return out
+        return self.model_dump(exclude_none=True)
 
 
 def content_text(content: Content | None) -> str:
@@ -110,14 +150,13 @@ def content_text(content: Content | None) -> str:
     return content.text if content is not None else ""
 
 
-@dataclass(slots=True)
-class IntermediateData:
+class IntermediateData(EvalBaseModel):
     """The first intermediate-data shape: tool uses, tool responses and intermediate texts."""
 
-    tool_uses: list[FunctionCall] = field(default_factory=list)
-    tool_responses: list[FunctionResponse] = field(default_factory=list)
+    tool_uses: list[FunctionCallType] = Field(default_factory=list)
+    tool_responses: list[FunctionResponseType] = Field(default_factory=list)
     # (author, parts) pairs: progress texts from sub-agents, distinct from the final response.
-    intermediate_responses: list[tuple[str, list[Part]]] = field(default_factory=list)
+    intermediate_responses: list[tuple[str, list[PartType]]] = Field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,38 +168,100 @@ class IntermediateData:
         }
 
 
-@dataclass(slots=True)
-class InvocationEvent:
+class InvocationEvent(EvalBaseModel):
     """One event of the second intermediate-data shape."""
+
+    # As ADK: the adk web editor writes UI-only keys (invocationIndex, toolUseIndex) on events.
+    model_config = ConfigDict(extra="ignore")
 
     author: str
     content: Content | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    grounding_metadata: JsonAny = None
+    usage_metadata: JsonAny = None
+    model_version: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _note_ignored_keys(cls, data: Any, info: ValidationInfo) -> Any:
+        # ADK drops unknown event keys silently; we drop them too, but say so once per file.
+        if isinstance(data, dict) and isinstance(info.context, LoadContext):
+            unknown = data.keys() - _EVENT_KEYS
+            if unknown:
+                info.context.ignored_event_keys.update(unknown)
+        return data
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"author": self.author}
         out["content"] = self.content.to_dict() if self.content is not None else None
-        out.update(self.extra)
+        out.update(self.model_dump(exclude={"author", "content"}, exclude_none=True))
         return out
 
 
-@dataclass(slots=True)
-class InvocationEvents:
+_EVENT_KEYS = frozenset(
+    key
+    for name, info in InvocationEvent.model_fields.items()
+    for key in (name, info.alias or name)
+)
+
+
+class InvocationEvents(EvalBaseModel):
     """The second intermediate-data shape: the raw events of the turn."""
 
-    invocation_events: list[InvocationEvent] = field(default_factory=list)
+    invocation_events: list[InvocationEvent] = Field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"invocation_events": [e.to_dict() for e in self.invocation_events]}
 
 
-@dataclass(slots=True)
-class RubricContent:
+class LoadContext:
+    """Validation context of one file: what it loaded with a warning (ADK would ignore it silently)."""
+
+    def __init__(self, *, adk_file: bool = True) -> None:
+        self.adk_file = adk_file
+        self.ignored_event_keys: set[str] = set()
+
+
+_SHAPE1 = frozenset(("tool_uses", "toolUses", "tool_responses", "toolResponses", "intermediate_responses",
+                     "intermediateResponses"))
+_SHAPE2 = frozenset(("invocation_events", "invocationEvents"))
+# Tags of the two intermediate-data shapes; a JSON path skips them (`errors.render_loc`).
+TAG_DATA = "#IntermediateData"
+TAG_EVENTS = "#InvocationEvents"
+
+
+def _shape(value: Any) -> str | None:
+    """Which intermediate-data shape a value is: a dict with any events key is the second, `{}` the first.
+
+    Keys of both shapes give None, an error: ADK's union rejects it too (each shape forbids the other's
+    keys).
+    """
+    if isinstance(value, IntermediateData):
+        return TAG_DATA
+    if isinstance(value, InvocationEvents):
+        return TAG_EVENTS
+    if isinstance(value, dict):
+        if value.keys().isdisjoint(_SHAPE2):
+            return TAG_DATA
+        return TAG_EVENTS if value.keys().isdisjoint(_SHAPE1) else None
+    return TAG_DATA
+
+
+IntermediateDataType = Annotated[
+    Annotated[IntermediateData, Tag(TAG_DATA)] | Annotated[InvocationEvents, Tag(TAG_EVENTS)],
+    Discriminator(
+        _shape,
+        custom_error_type="mixed_shapes",
+        custom_error_message="mixes both intermediate_data shapes (tool_uses, tool_responses or"
+        " intermediate_responses with invocation_events); use one",
+    ),
+]
+
+
+class RubricContent(EvalBaseModel):
     text_property: str | None = None
 
 
-@dataclass(slots=True)
-class Rubric:
+class Rubric(EvalBaseModel):
     """A yes/no property a judge checks; `type` routes case rubrics to the matching metric."""
 
     rubric_id: str
@@ -180,32 +281,25 @@ class Rubric:
         return out
 
 
-@dataclass(slots=True)
-class AgentDetails:
+class AgentDetails(EvalBaseModel):
     name: str
     instructions: str = ""
-    tool_declarations: list[Any] = field(default_factory=list)
+    tool_declarations: list[Any] = Field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "instructions": self.instructions,
-            "tool_declarations": self.tool_declarations,
-        }
+        return self.model_dump()
 
 
-@dataclass(slots=True)
-class AppDetails:
+class AppDetails(EvalBaseModel):
     """What the judges need to know of the app: each agent's instructions and tool declarations."""
 
-    agent_details: dict[str, AgentDetails] = field(default_factory=dict)
+    agent_details: dict[str, AgentDetails] = Field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"agent_details": {k: v.to_dict() for k, v in self.agent_details.items()}}
+        return self.model_dump()
 
 
-@dataclass(slots=True)
-class ToolTiming:
+class ToolTiming(EvalBaseModel):
     """Latency of one tool call in an actual invocation (kept in our own record, not ADK's)."""
 
     name: str
@@ -213,22 +307,33 @@ class ToolTiming:
     call_id: str | None = None
 
 
-@dataclass(slots=True)
-class Invocation:
+class Invocation(EvalBaseModel):
     """One turn: the user's message, what happened in between, and the final response."""
 
-    user_content: Content
     invocation_id: str = ""
+    user_content: Content
     final_response: Content | None = None
-    intermediate_data: IntermediateData | InvocationEvents | None = None
+    intermediate_data: IntermediateDataType | None = None
     creation_timestamp: float = 0.0
     duration: float | None = None
     model_duration: float | None = None
     tool_duration: float | None = None
     rubrics: list[Rubric] | None = None
     app_details: AppDetails | None = None
-    # Per tool-call latency of an actual turn; ADK's Invocation has no field for it.
-    tool_timings: list[ToolTiming] = field(default_factory=list)
+    # Per tool-call latency of an actual turn; ADK's Invocation has no field for it, so it is never
+    # written to ADK files (`to_dict`) and an ADK file that has it is rejected, as ADK would.
+    tool_timings: list[ToolTiming] = Field(default_factory=list, exclude=True)
+
+    _RARE: ClassVar[frozenset[str]] = frozenset(
+        ("duration", "model_duration", "tool_duration", "rubrics", "app_details")
+    )
+
+    @field_validator("tool_timings", mode="before")
+    @classmethod
+    def _not_in_adk_files(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(info.context, LoadContext) and info.context.adk_file:
+            raise ValueError("unknown key 'tool_timings'")
+        return value
 
     @property
     def tool_calls(self) -> list[FunctionCall]:
@@ -263,20 +368,19 @@ class Invocation:
         data = self.intermediate_data
         if data is None:
             return []
+        out: list[tuple[str, str]] = []
         if isinstance(data, IntermediateData):
-            out = []
             for author, parts in data.intermediate_responses:
                 text = "\n".join(p.text for p in parts if p.text)
                 if text:
                     out.append((author, text))
             return out
-        texts = []
         for event in data.invocation_events:
             if event.content is not None and event.content.parts:
                 text = "\n".join(p.text for p in event.content.parts if p.text)
                 if text:
-                    texts.append((event.author, text))
-        return texts
+                    out.append((event.author, text))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """The ADK 2.13 Invocation shape (no keys ADK would reject)."""
@@ -302,43 +406,36 @@ class Invocation:
         return out
 
 
-@dataclass(slots=True)
-class SessionInput:
+class SessionInput(EvalBaseModel):
+    """Values that initialise the agent's session; other keys are kept (ADK: `extra="allow"`)."""
+
+    model_config = ConfigDict(extra="allow")
+
     app_name: str
     user_id: str
-    state: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"app_name": self.app_name, "user_id": self.user_id, "state": self.state}
-        if self.session_id is not None:
-            out["session_id"] = self.session_id
-        out.update(self.extra)
-        return out
+        return self.model_dump(exclude={"session_id"} if self.session_id is None else None)
 
 
-@dataclass(slots=True)
-class ConversationScenario:
+class ConversationScenario(EvalBaseModel):
     """A goal for the simulated user: the first message and the plan to follow after it."""
 
     starting_prompt: str
     conversation_plan: str
-    user_persona: Any = None
+    # A persona id or a persona object (ADK's UserPersona); carried, not read.
+    user_persona: str | dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "starting_prompt": self.starting_prompt,
-            "conversation_plan": self.conversation_plan,
-        }
-        if self.user_persona is not None:
-            out["user_persona"] = self.user_persona
-        return out
+        return self.model_dump(exclude_none=True)
 
 
-@dataclass(slots=True)
-class EvalCase:
+class EvalCase(EvalBaseModel):
     """One conversation to evaluate: either static turns or a scenario for the user simulator."""
+
+    model_config = ConfigDict(extra="allow")
 
     eval_id: str
     conversation: list[Invocation] | None = None
@@ -346,8 +443,13 @@ class EvalCase:
     session_input: SessionInput | None = None
     creation_timestamp: float = 0.0
     rubrics: list[Rubric] | None = None
-    final_session_state: dict[str, Any] | None = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    final_session_state: dict[str, Any] | None = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _conversation_xor_scenario(self) -> EvalCase:
+        if (self.conversation is None) == (self.conversation_scenario is None):
+            raise ValueError("exactly one of 'conversation' and 'conversation_scenario' must be given")
+        return self
 
     @property
     def is_scenario(self) -> bool:
@@ -364,19 +466,36 @@ class EvalCase:
         if self.rubrics is not None:
             out["rubrics"] = [r.to_dict() for r in self.rubrics]
         out["final_session_state"] = self.final_session_state
-        out.update(self.extra)
+        if self.model_extra:
+            out.update(self.model_extra)
         return out
 
 
-@dataclass(slots=True)
-class EvalSet:
-    """A named list of eval cases, as stored in one `*.evalset.json` / `*.test.json` file."""
+class EvalSet(BaseModel):
+    """A named list of eval cases, as stored in one `*.evalset.json` / `*.test.json` file.
+
+    As in ADK, a plain model: top-level keys are snake_case only and unknown ones are ignored (the
+    loader warns about them).
+    """
+
+    model_config = ConfigDict(defer_build=True)
 
     eval_set_id: str
     eval_cases: list[EvalCase]
     name: str | None = None
     description: str | None = None
     creation_timestamp: float = 0.0
+
+    # What the loader accepted but ADK would ignore silently (unknown top-level keys, ...).
+    _load_warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def load_warnings(self) -> list[str]:
+        return self._load_warnings
+
+    @load_warnings.setter
+    def load_warnings(self, warnings: list[str]) -> None:
+        self._load_warnings = warnings
 
     def case(self, eval_id: str) -> EvalCase | None:
         for c in self.eval_cases:

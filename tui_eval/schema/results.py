@@ -225,7 +225,7 @@ class CaseResult:
 
         actual = actual or []
         for inv, timings in zip(actual, d.get("tool_timings") or []):
-            inv.tool_timings = [ToolTiming(t["name"], t["seconds"], t.get("call_id")) for t in timings]
+            inv.tool_timings = [ToolTiming(name=t["name"], seconds=t["seconds"], call_id=t.get("call_id")) for t in timings]
         return cls(
             eval_set_id=d["eval_set_id"],
             eval_id=d["eval_id"],

@@ -1,0 +1,36 @@
+"""The project's own standing checks, run with the suite: layer contracts and the type checker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> str:
+    # The venv's own script, next to the interpreter running the suite.
+    found = Path(sys.executable).with_name(name)
+    return str(found) if found.exists() else (shutil.which(name) or name)
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_import_layers_hold() -> None:
+    """cli/tui on top, schema at the bottom; the core never imports textual, rich or the tui."""
+    proc = _run(_tool("lint-imports"))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout or "broken" not in proc.stdout.split("Contracts:")[-1]
+
+
+def test_mypy_is_clean() -> None:
+    """mypy with the pyproject configuration (strict flags on the core) reports no error."""
+    proc = _run(_tool("mypy"))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "Success: no issues found" in proc.stdout

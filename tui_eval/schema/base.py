@@ -1,0 +1,13 @@
+"""The one pydantic base of our ADK models: camelCase aliases, snake_case names, unknown keys rejected."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class EvalBaseModel(BaseModel):
+    """As google-adk's `evaluation.common.EvalBaseModel`: a key may be written snake_case or camelCase,
+    and a key the model does not know is an error unless the model says otherwise (`extra=`)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
