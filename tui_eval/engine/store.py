@@ -8,6 +8,7 @@ folder for replay):
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation
-from ..schema.results import CaseResult, EvalSetResult, EvalStatus
+from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..agents.base import Agent
@@ -29,8 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
 HISTORY_DIR = Path(".adk") / "eval_history"
 ADK_SUFFIX = ".evalset_result.json"
 RECORD_SUFFIX = ".tui-eval.json"
-RECORD_FORMAT = "tui-eval.run/1"
+RECORD_FORMAT = "tui-eval.run/2"
+# Version 1 kept metric details as free-form dicts: its records still load, without details.
+_OLD_RECORD_FORMATS = ("tui-eval.run/1",)
 
+logger = logging.getLogger(__name__)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -146,7 +150,7 @@ def list_history(directory: Path) -> list[HistoryEntry]:
     for path in directory.glob("*" + RECORD_SUFFIX):
         try:
             data = orjson.loads(path.read_bytes())
-            if data.get("format") != RECORD_FORMAT:
+            if data.get("format") not in (RECORD_FORMAT, *_OLD_RECORD_FORMATS):
                 continue
             entries.append(
                 HistoryEntry(
@@ -170,19 +174,27 @@ def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any],
     `with_turns` is False) each case's actual and expected turns from the ADK file beside it."""
     path = Path(path)
     data = orjson.loads(path.read_bytes())
+    if data.get("format") in _OLD_RECORD_FORMATS:
+        logger.info("%s: an older run record; its metric details are not shown", path)
+        for case in data.get("cases", []):
+            for metric in case.get("metrics", []):
+                metric.pop("details", None)
+                for inv in metric.get("per_invocation", []):
+                    inv.pop("details", None)
+    record = RunRecordFile.model_validate(data)
     turns: dict[str, tuple[list[Invocation], list[Invocation] | None]] = {}
-    if with_turns and data.get("adk_file"):
-        turns = _turns_from_adk(path.parent / data["adk_file"])
+    if with_turns and record.adk_file:
+        turns = _turns_from_adk(path.parent / record.adk_file)
     cases = []
-    for c in data.get("cases", []):
-        actual, expected = turns.get(c["eval_id"], ([], None))
+    for c in record.cases:
+        actual, expected = turns.get(c.eval_id, ([], None))
         cases.append(CaseResult.from_record(c, actual, expected))
     result = EvalSetResult(
-        eval_set_result_id=data["name"],
-        eval_set_id=data["eval_set_id"],
-        creation_timestamp=data["creation_timestamp"],
+        eval_set_result_id=record.name,
+        eval_set_id=record.eval_set_id,
+        creation_timestamp=record.creation_timestamp,
         case_results=cases,
-        eval_set_file=data.get("eval_file", ""),
+        eval_set_file=record.eval_file,
     )
     meta = {k: v for k, v in data.items() if k != "cases"}
     return meta, result
