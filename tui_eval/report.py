@@ -10,7 +10,19 @@ from typing import TYPE_CHECKING, TextIO
 
 from .engine.store import atomic_write, dump_json
 from .schema.model import FunctionCall, content_text
-from .schema.results import CaseResult, EvalStatus, MetricResult
+from .schema.details import (
+    MATCH_TYPE_NAMES,
+    HallucinationDetails,
+    JudgeDetails,
+    MetricDetails,
+    RougeDetails,
+    RubricDetails,
+    SafetyDetails,
+    SimulatorTurnDetails,
+    TrajectoryDetails,
+    alignment_counts,
+)
+from .schema.results import CaseResult, EvalStatus, MetricResult, counts_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.runner import RunRecord
@@ -23,7 +35,12 @@ def _xml_text(text: str) -> str:
     return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-_MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EVALUATED: "N/E "}
+# C0/C1 controls in agent or judge text are shown, never sent to the terminal (tab and newline excepted).
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)] if c not in (0x09, 0x0A)}
+
+
+def _safe(text: object) -> str:
+    return str(text).translate(_CONTROL)
 
 
 def _score(value: float | None) -> str:
@@ -33,16 +50,13 @@ def _score(value: float | None) -> str:
 def metric_line(m: MetricResult) -> str:
     """`tool_trajectory_avg_score 0.500 < 1.000 FAILED`, or the reason it was not evaluated."""
     if m.status == EvalStatus.NOT_EVALUATED:
-        return f"{m.metric_name}: not evaluated ({m.reason or 'no reason given'})"
+        return f"{m.metric_name}: {m.status.label} ({_safe(m.reason or 'no reason given')})"
     op = ">=" if m.status == EvalStatus.PASSED else "<"
     return f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
 
 
 def _counts_text(counts: dict[EvalStatus, int]) -> str:
-    return (
-        f"{counts[EvalStatus.PASSED]} passed, {counts[EvalStatus.FAILED]} failed, "
-        f"{counts[EvalStatus.NOT_EVALUATED]} not evaluated"
-    )
+    return counts_text(counts)
 
 
 def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> None:
@@ -54,7 +68,7 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
         for case in result.case_results:
             if case.status == EvalStatus.PASSED:
                 continue
-            print(f"  {_MARK[case.status]} {case.eval_id}", file=out)
+            print(f"  {case.status.mark} {case.eval_id}", file=out)
             if case.error:
                 print(f"       agent error: {case.error}", file=out)
             for m in case.metrics:
@@ -100,10 +114,49 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                 for m in case.metrics:
                     if i < len(m.per_invocation):
                         inv = m.per_invocation[i]
-                        why = f" ({inv.reason})" if inv.reason else ""
+                        why = f" ({_safe(inv.reason)})" if inv.reason else ""
                         print(f"  {m.metric_name}: {inv.status.name} {_score(inv.score)}{why}", file=out)
+                        for line in detail_lines(inv.details):
+                            print(f"    {line}", file=out)
             for m in case.metrics:
                 print(f"  case {metric_line(m)}", file=out)
+
+
+def detail_lines(details: MetricDetails | None) -> list[str]:
+    """What a metric's typed details add to its verdict on one turn, one line each (read, never recomputed)."""
+    if isinstance(details, TrajectoryDetails):
+        verdicts = "  ".join(
+            f"{name}{'*' if name == details.match_type else ''} "
+            f"{(EvalStatus.PASSED if details.alignment(name)['passed'] else EvalStatus.FAILED).glyph}"
+            for name in MATCH_TYPE_NAMES)
+        counts = alignment_counts(details.alignment())
+        shown = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n) or "no tool calls"
+        return [f"match types: {verdicts} (* configured)", f"calls: {shown}"]
+    if isinstance(details, RougeDetails):
+        return [f"precision {details.precision:.3f}, recall {details.recall:.3f}: {details.shared_tokens} shared "
+                f"token(s) of {details.candidate_tokens} actual / {details.reference_tokens} expected"]
+    if isinstance(details, RubricDetails):
+        lines = []
+        for r in details.rubrics:
+            votes = f"votes {r.votes.text} yes" if r.votes.total else "no votes"
+            lines.append(f"rubric {_safe(r.rubric_id)}: {r.verdict or 'no verdict'} ({votes})"
+                         + (f": {_safe(r.rationale)}" if r.rationale else ""))
+        if details.unmatched_rubric_ids:
+            lines.append(f"ids the judge made up: {_safe(', '.join(details.unmatched_rubric_ids))}")
+        return lines
+    if isinstance(details, HallucinationDetails):
+        return [f"sentence {k + 1} [{s.source}]: {s.label or 'no majority'}: {_safe(s.text)}"
+                + (f" ({_safe(s.rationale)})" if s.rationale else "") for k, s in enumerate(details.sentences)]
+    if isinstance(details, (JudgeDetails, SimulatorTurnDetails)):
+        lines = []
+        if details.votes.total:
+            verdict = "" if details.verdict is None else f": {details.verdict}"
+            lines.append(f"votes {details.votes.text}{verdict}" + (f" ({_safe(details.rationale)})"
+                                                                    if details.rationale else ""))
+        if isinstance(details, SafetyDetails) and details.violated_policies:
+            lines.append(f"violated policies: {_safe(', '.join(details.violated_policies))}")
+        return lines
+    return []
 
 
 def write_json(record: RunRecord, path: Path) -> None:
@@ -148,7 +201,7 @@ def write_junit(record: RunRecord, path: Path) -> None:
                 failure = ET.SubElement(tc, "failure", message=_xml_text(message), type="EvalFailure")
                 failure.text = _xml_text(_failure_text(case))
             elif case.status == EvalStatus.NOT_EVALUATED:
-                skipped = ET.SubElement(tc, "skipped", message="not evaluated")
+                skipped = ET.SubElement(tc, "skipped", message=EvalStatus.NOT_EVALUATED.label)
                 skipped.text = _xml_text("\n".join(metric_line(m) for m in case.metrics))
     ET.indent(suites)
     atomic_write(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

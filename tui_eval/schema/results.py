@@ -53,6 +53,12 @@ _MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EV
          EvalStatus.INFORMATIONAL: "INFO"}
 
 
+def counts_text(counts: dict[EvalStatus, int]) -> str:
+    """`1 passed, 3 failed, 0 not evaluated` (informational verdicts are never a case's status)."""
+    return ", ".join(f"{counts.get(s, 0)} {s.label}"
+                     for s in (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED))
+
+
 def status_for(score: float | None, threshold: float) -> EvalStatus:
     if score is None:
         return EvalStatus.NOT_EVALUATED
