@@ -61,7 +61,7 @@ def invocation_author(inv: Invocation) -> str:
     data = inv.intermediate_data
     for event in getattr(data, "invocation_events", None) or []:
         if event.author and event.author != "user":
-            return event.author
+            return str(event.author)
     agents = list(inv.app_details.agent_details) if inv.app_details is not None else []
     return agents[0] if len(agents) == 1 else "agent"
 

@@ -240,7 +240,7 @@ class TrajectoryAlignment:
             ("out of order", [a["name"] for a in self.actual if a["status"] == "out_of_order"]),
             ("extra", [a["name"] for a in self.actual if a["status"] == "extra" and not a.get("arg_diffs")]),
         )
-        parts = [f"{label}: {', '.join(names)}" for label, names in groups if names]
+        parts = [f"{label}: {', '.join(str(n) for n in names)}" for label, names in groups if names]
         return f"{self.match_type.name}: " + "; ".join(parts)
 
     def as_details(self) -> Alignment:

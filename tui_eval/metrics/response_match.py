@@ -251,7 +251,7 @@ def token_overlap(candidate: str, reference: str) -> dict[str, list[list[str | b
 
     def flags(text: str, mine: dict[str, int], other: dict[str, int]) -> list[list[str | bool]]:
         seen: dict[str, int] = {}
-        out = []
+        out: list[list[str | bool]] = []
         for token in tokenize(text):
             n = seen.get(token, 0)
             seen[token] = n + 1

@@ -172,7 +172,7 @@ class TrajectoryRow:
 
 
 def _step_content(kind: str, call: FunctionCall | None, name: str, width: int) -> Content:
-    sig = call_signature(call.name, call.args, width) if call is not None else literal(name)
+    sig = call_signature(call.name or "", call.args, width) if call is not None else literal(name)
     return Content.assemble((f"{STEP_GLYPH[kind]} {STEP_WORD[kind]}", STEP_STYLE[kind]), sig)
 
 

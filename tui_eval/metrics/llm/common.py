@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
 
@@ -35,6 +36,7 @@ from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult, 
 from ..base import MetricInput
 
 T = TypeVar("T", bound=BaseModel)
+logger = logging.getLogger(__name__)
 
 
 # -- sampling -------------------------------------------------------------------------------------
@@ -87,6 +89,8 @@ async def ask_samples(
         try:
             reply = await judge.ask(model=model, contents=prompt, schema=schema, config=config, sample=i)
         except JudgeError as exc:
+            # Kept in the details (errors, dropped samples); the log says it as it happens.
+            logger.info("judge sample %d dropped (%s): %s", i, model, exc.reason)
             return Sample(i, error=exc.reason, raw_text=exc.text, usage=exc.usage.to_dict())
         return Sample(i, parsed=reply.parsed, raw_text=reply.text, usage=reply.usage.to_dict(),
                       cached=reply.cached, latency=reply.latency)

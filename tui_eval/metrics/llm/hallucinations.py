@@ -33,9 +33,9 @@ from .common import (
 )
 
 NAME = "hallucinations_v1"
-POSITIVE = ("supported", "not_applicable")
-NEGATIVE = ("unsupported", "contradictory", "disputed")
 Label = Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
+POSITIVE: tuple[Label, ...] = ("supported", "not_applicable")
+NEGATIVE: tuple[Label, ...] = ("unsupported", "contradictory", "disputed")
 
 
 class Segmentation(BaseModel):
@@ -222,7 +222,7 @@ async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> tuple[Check
         if outcome is not None:
             side = POSITIVE if outcome else NEGATIVE
             # The commonest label on the winning side; ties go to the first in the side's order.
-            label = max(side, key=lambda lab: (votes[lab], -side.index(lab)))
+            label: Label = max(side, key=lambda lab: (votes[lab], -side.index(lab)))
             chosen = next(lab for _si, lab in by_sentence[k] if lab.label == label)
             excerpts = [e for e in (chosen.supporting_excerpt, chosen.contradicting_excerpt) if e]
             entry.label = label

@@ -181,7 +181,7 @@ class TurnScreen(Screen[None]):
         # What the metric stored, under every match type: read, never recomputed.
         stored = stored_trajectory(result, self.index)
         configured, ignore_args = configured_match_type(result, stored)
-        self._alignments = dict(stored.alignments()) if stored is not None else {}
+        self._alignments = {name: a for name, a in stored.alignments().items()} if stored is not None else {}
         shown = self.match_type or configured
         if not self._alignments:
             # Not judged yet: list the calls without a verdict.

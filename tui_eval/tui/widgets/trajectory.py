@@ -65,7 +65,7 @@ class TrajectoryDiff(Vertical):
         for k in range(max(len(left), len(actual))):
             for calls in (left, actual):
                 call = calls[k] if k < len(calls) else None
-                body = (Content.assemble(("· ", "$text-muted"), call_signature(call.name, call.args))
+                body = (Content.assemble(("· ", "$text-muted"), call_signature(call.name or "", call.args))
                         if call is not None else Content(""))
                 cells.append(Static(body, classes="cell"))
         grid.mount_all(cells)
