@@ -170,8 +170,8 @@ def _retry_after(exc: BaseException) -> float | None:
     if headers is not None:
         try:
             raw = headers.get("retry-after") or headers.get("Retry-After")
-        except (AttributeError, TypeError) as exc:  # a transport whose headers are not a mapping
-            logger.debug("could not read Retry-After from %r: %s", type(headers).__name__, exc)
+        except (AttributeError, TypeError) as err:  # a transport whose headers are not a mapping
+            logger.debug("could not read Retry-After from %r: %s", type(headers).__name__, err)
             raw = None
     if raw:
         try:
