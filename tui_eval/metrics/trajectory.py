@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..schema.config import MatchType
-from ..schema.details import TrajectoryDetails
+from ..schema.details import TrajectoryDetails, trusted
 from ..schema.results import InvocationMetricResult, MetricResult, status_for
-from .alignment import align_trajectory
+from .alignment import align_trajectory, in_order_match
 from .base import MetricInput, MetricSpec, register
 
 METRIC_NAME = "tool_trajectory_avg_score"
@@ -32,20 +32,24 @@ def evaluate(inp: MetricInput) -> MetricResult:
         if exact.passed:
             # Every call paired in place: IN_ORDER and ANY_ORDER pair them the same way (stored once).
             chosen = exact
-            details = TrajectoryDetails(match_type=match_type_name, ignore_args=ignore_args,
-                                        exact=exact.as_details())
+            details = trusted(TrajectoryDetails, kind="trajectory", match_type=match_type_name, ignore_args=ignore_args,
+                              exact=exact.as_details(), in_order=None, any_order=None)
         else:
-            in_order = align_trajectory(exp_calls, act_calls, _IN_ORDER, ignore_args)
+            # A failed IN_ORDER pairs along the same longest in-order pairing as a failed EXACT: the same
+            # steps, stored once (None), and not computed again unless IN_ORDER is the verdict.
+            shared = match_type is not _IN_ORDER and not in_order_match(exp_calls, act_calls, ignore_args)
+            in_order = exact if shared else align_trajectory(exp_calls, act_calls, _IN_ORDER, ignore_args)
             any_order = align_trajectory(exp_calls, act_calls, _ANY_ORDER, ignore_args)
             chosen = in_order if match_type is _IN_ORDER else any_order if match_type is _ANY_ORDER else exact
-            details = TrajectoryDetails(match_type=match_type_name, ignore_args=ignore_args,
-                                        exact=exact.as_details(), in_order=in_order.as_details(),
-                                        any_order=any_order.as_details())
+            details = trusted(TrajectoryDetails, kind="trajectory", match_type=match_type_name, ignore_args=ignore_args,
+                              exact=exact.as_details(), in_order=None if shared else in_order.as_details(),
+                              any_order=any_order.as_details())
         if chosen.passed:
-            per_invocation.append(InvocationMetricResult(score=1.0, status=status_if_passed, details=details))
+            per_invocation.append(trusted(InvocationMetricResult, score=1.0, status=status_if_passed, reason=None,
+                                          details=details))
         else:
-            per_invocation.append(InvocationMetricResult(score=0.0, status=status_if_failed,
-                                                         reason=chosen.summary(), details=details))
+            per_invocation.append(trusted(InvocationMetricResult, score=0.0, status=status_if_failed,
+                                          reason=chosen.summary(), details=details))
         progress(i)
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
-from .details import JudgeCaseDetails, MetricDetails, RubricDetails
+from .details import JudgeCaseDetails, MetricDetails, RubricDetails, trusted
 from .model import Invocation, ToolTiming
 
 
@@ -124,8 +124,10 @@ class MetricResult(_Result):
                 return cls.not_evaluated(metric_name, threshold, inv.reason or "a turn was not scored", criterion)
             total += inv.score
         score = total / len(per_invocation)
-        return cls(metric_name=metric_name, threshold=threshold, score=score, status=status_for(score, threshold),
-                   criterion=criterion, per_invocation=per_invocation)
+        # Built by the deterministic metrics for every case of a run: no second validation.
+        return trusted(cls, metric_name=metric_name, threshold=threshold, score=score,
+                       status=status_for(score, threshold), criterion=criterion, per_invocation=per_invocation,
+                       reason=None, details=None)
 
     def adk_metric(self, inv: InvocationMetricResult | None = None) -> dict[str, Any]:
         """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given)."""
@@ -227,14 +229,16 @@ class CaseResult(_CaseFields):
         }
 
     def to_record(self) -> dict[str, Any]:
-        """Our record of the case (a `CaseRecord` as JSON). Turns are not repeated here: the ADK
-        history file beside the record holds them (`from_record(..., actual=...)` joins them back)."""
-        out = self.model_dump(mode="json")
-        out["tool_timings"] = [
-            [{"name": t.name, "seconds": t.seconds, "call_id": t.call_id} for t in inv.tool_timings]
-            for inv in self.actual
-        ]
-        return out
+        """Our record of the case (a `CaseRecord` as JSON-ready dict). Turns are not repeated here: the
+        ADK history file beside the record holds them (`from_record(..., actual=...)` joins them back)."""
+        return self.as_record().model_dump(mode="json")
+
+    def as_record(self) -> CaseRecord:
+        # Our own, already typed values: no second validation.
+        fields = {name: getattr(self, name) for name in _CaseFields.model_fields}
+        timings = [[ToolTimingRecord.model_construct(name=t.name, seconds=t.seconds, call_id=t.call_id)
+                    for t in inv.tool_timings] for inv in self.actual]
+        return CaseRecord.model_construct(**fields, tool_timings=timings)
 
     @classmethod
     def from_record(
