@@ -282,3 +282,14 @@ def test_trusted_construction_equals_validation() -> None:
     metric = MetricResult.mean_of("m", 0.5, {"threshold": 0.5}, [inv])
     assert metric == MetricResult(metric_name="m", threshold=0.5, score=1.0, status=EvalStatus.PASSED,
                                   criterion={"threshold": 0.5}, per_invocation=[inv])
+
+
+def test_registry_says_which_metrics_need_a_judge() -> None:
+    # The faces ask the registry (kind / needs_judge), never a list of their own.
+    from tui_eval.metrics.base import metric_names, registered_metrics
+
+    specs = registered_metrics()
+    assert set(specs) == set(metric_names())
+    judged = {name for name, spec in specs.items() if spec.kind == "judge"}
+    assert judged == {name for name, spec in specs.items() if spec.needs_judge}
+    assert {"tool_trajectory_avg_score", "response_match_score"} == set(specs) - judged

@@ -48,8 +48,6 @@ class MetricSpec:
     # "deterministic": computed from the turns; "judge": an LLM decides; "informational": ADK's
     # counters (never pass or fail).
     kind: Literal["deterministic", "judge", "informational"] = "deterministic"
-    # What its per-turn details draw in the dashboard's turn view (None: nothing beyond the score).
-    shows: Literal["trajectory", "response_diff", "sentences", "rubrics", "votes"] | None = None
     # Asks an LLM: NOT_EVALUATED with the judge's reason when no judge is available.
     needs_judge: bool = False
     # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.

@@ -288,7 +288,6 @@ SPEC = register(
         evaluate=evaluate,
         description="ROUGE-1 F-measure of the final response against the expected one",
         kind="deterministic",
-        shows="response_diff",
         needs_reference=True,
     )
 )

@@ -60,7 +60,6 @@ SPEC = register(
         evaluate=evaluate,
         description="share of turns whose tool calls match the expected trajectory",
         kind="deterministic",
-        shows="trajectory",
         needs_reference=True,
     )
 )

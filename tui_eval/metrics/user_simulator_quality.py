@@ -217,7 +217,6 @@ SPEC = register(
         evaluate=evaluate,
         description="Did the simulated user follow the conversation plan, turn by turn? (scenario cases)",
         kind="judge",
-        shows="votes",
         needs_judge=True,
         needs_reference=False,
         scenario_only=True,
