@@ -46,7 +46,8 @@ def trusted(cls: type[M], /, **values: Any) -> M:
 class _Details(BaseModel):
     """The base of every details model: records keep unknown keys out, field names are the JSON keys."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # defer_build: built on first validation or dump, not when the dashboard imports this module.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
 
 # --- trajectory ---------------------------------------------------------------------------------------

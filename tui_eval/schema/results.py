@@ -8,49 +8,16 @@ richer record (`RunRecordFile`) that also keeps NOT_EVALUATED reasons and the ty
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
 from .details import JudgeCaseDetails, MetricDetails, RubricDetails, trusted
 from .model import Invocation, ToolTiming
+from .status import EvalStatus
 
-
-class EvalStatus(IntEnum):
-    """ADK's EvalStatus numbering, which the JSON results carry as integers; the only status vocabulary.
-
-    Every face (summary, JUnit, watch, dashboard) takes its words and glyphs from here.
-    """
-
-    PASSED = 1
-    FAILED = 2
-    NOT_EVALUATED = 3
-    # ADK's informational metrics (token usage, call counts): shown, never passed or failed.
-    INFORMATIONAL = 4
-
-    @property
-    def label(self) -> str:
-        """The word users read: "passed", "failed", "not evaluated", "informational"."""
-        return _LABEL[self]
-
-    @property
-    def glyph(self) -> str:
-        """One character for lists and chips: ✔ ✘ – ℹ."""
-        return _GLYPH[self]
-
-    @property
-    def mark(self) -> str:
-        """A four-character tag for plain-text reports: PASS, FAIL, N/E, INFO."""
-        return _MARK[self]
-
-
-_LABEL = {EvalStatus.PASSED: "passed", EvalStatus.FAILED: "failed", EvalStatus.NOT_EVALUATED: "not evaluated",
-          EvalStatus.INFORMATIONAL: "informational"}
-_GLYPH = {EvalStatus.PASSED: "✔", EvalStatus.FAILED: "✘", EvalStatus.NOT_EVALUATED: "–",
-          EvalStatus.INFORMATIONAL: "ℹ"}
-_MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EVALUATED: "N/E ",
-         EvalStatus.INFORMATIONAL: "INFO"}
+__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
+           "RunRecordFile", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
 
 
 def counts_text(counts: dict[EvalStatus, int]) -> str:
@@ -78,7 +45,8 @@ def combine_statuses(statuses: Iterable[EvalStatus]) -> EvalStatus:
 class _Result(BaseModel):
     # Results are built by our own code on the hot path: nested models pass through unvalidated
     # (pydantic's default), and records are validated when they load.
-    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+    # defer_build: the dashboard imports these at start-up but validates nothing until a record loads.
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, defer_build=True)
 
 
 class InvocationMetricResult(_Result):
@@ -158,6 +126,8 @@ class MetricResult(_Result):
 
 class ToolTimingRecord(BaseModel):
     """Latency of one tool call, as our record keeps it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     name: str
     seconds: float
@@ -288,7 +258,7 @@ class EvalSetResult(_Result):
 class RunRecordFile(BaseModel):
     """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     format: str
     run_id: str

@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.content import Content
 
-from ..schema.results import EvalStatus
+from ..schema.status import EvalStatus
 
 # C0 controls (but newline and tab), DEL and C1 controls, shown as their Unicode pictures or \xNN so an
 # escape sequence in agent output is seen, never obeyed.
