@@ -10,7 +10,19 @@ from typing import TYPE_CHECKING, TextIO
 from .engine.store import dump_json
 from .schema.fileio import atomic_write
 from .schema.model import FunctionCall, content_text
-from .schema.results import CaseResult, EvalStatus, MetricResult
+from .schema.details import (
+    MATCH_TYPE_NAMES,
+    HallucinationDetails,
+    JudgeDetails,
+    MetricDetails,
+    RougeDetails,
+    RubricDetails,
+    SafetyDetails,
+    SimulatorTurnDetails,
+    TrajectoryDetails,
+    alignment_counts,
+)
+from .schema.results import CaseResult, EvalStatus, MetricResult, counts_text
 from .textsafe import safe_line, safe_text, xml_safe
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,7 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 _xml_text = xml_safe
 
 
-_MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EVALUATED: "N/E "}
+# Control characters in agent or judge text are shown, never sent to the terminal (tab and newline kept).
+_safe = safe_text
 
 
 def _score(value: float | None) -> str:
@@ -30,16 +43,13 @@ def _score(value: float | None) -> str:
 def metric_line(m: MetricResult) -> str:
     """`tool_trajectory_avg_score 0.500 < 1.000 FAILED`, or the reason it was not evaluated."""
     if m.status == EvalStatus.NOT_EVALUATED:
-        return f"{m.metric_name}: not evaluated ({m.reason or 'no reason given'})"
+        return f"{m.metric_name}: {m.status.label} ({_safe(m.reason or 'no reason given')})"
     op = ">=" if m.status == EvalStatus.PASSED else "<"
     return f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
 
 
 def _counts_text(counts: dict[EvalStatus, int]) -> str:
-    return (
-        f"{counts[EvalStatus.PASSED]} passed, {counts[EvalStatus.FAILED]} failed, "
-        f"{counts[EvalStatus.NOT_EVALUATED]} not evaluated"
-    )
+    return counts_text(counts)
 
 
 def _first_line(text: str) -> str:
@@ -58,7 +68,7 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
         for case in result.case_results:
             if case.status == EvalStatus.PASSED:
                 continue
-            print(f"  {_MARK[case.status]} {safe_line(case.eval_id)}", file=out)
+            print(f"  {case.status.mark} {safe_line(case.eval_id)}", file=out)
             if case.error:
                 print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
             for m in case.metrics:
@@ -119,10 +129,49 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                 for m in case.metrics:
                     if i < len(m.per_invocation):
                         inv = m.per_invocation[i]
-                        why = f" ({inv.reason})" if inv.reason else ""
+                        why = f" ({_safe(inv.reason)})" if inv.reason else ""
                         print(f"  {m.metric_name}: {inv.status.name} {_score(inv.score)}{why}", file=out)
+                        for line in detail_lines(inv.details):
+                            print(f"    {line}", file=out)
             for m in case.metrics:
                 print(f"  case {metric_line(m)}", file=out)
+
+
+def detail_lines(details: MetricDetails | None) -> list[str]:
+    """What a metric's typed details add to its verdict on one turn, one line each (read, never recomputed)."""
+    if isinstance(details, TrajectoryDetails):
+        verdicts = "  ".join(
+            f"{name}{'*' if name == details.match_type else ''} "
+            f"{(EvalStatus.PASSED if details.alignment(name)['passed'] else EvalStatus.FAILED).glyph}"
+            for name in MATCH_TYPE_NAMES)
+        counts = alignment_counts(details.alignment())
+        shown = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n) or "no tool calls"
+        return [f"match types: {verdicts} (* configured)", f"calls: {shown}"]
+    if isinstance(details, RougeDetails):
+        return [f"precision {details.precision:.3f}, recall {details.recall:.3f}: {details.shared_tokens} shared "
+                f"token(s) of {details.candidate_tokens} actual / {details.reference_tokens} expected"]
+    if isinstance(details, RubricDetails):
+        lines = []
+        for r in details.rubrics:
+            votes = f"votes {r.votes.text} yes" if r.votes.total else "no votes"
+            lines.append(f"rubric {_safe(r.rubric_id)}: {r.verdict or 'no verdict'} ({votes})"
+                         + (f": {_safe(r.rationale)}" if r.rationale else ""))
+        if details.unmatched_rubric_ids:
+            lines.append(f"ids the judge made up: {_safe(', '.join(details.unmatched_rubric_ids))}")
+        return lines
+    if isinstance(details, HallucinationDetails):
+        return [f"sentence {k + 1} [{s.source}]: {s.label or 'no majority'}: {_safe(s.text)}"
+                + (f" ({_safe(s.rationale)})" if s.rationale else "") for k, s in enumerate(details.sentences)]
+    if isinstance(details, (JudgeDetails, SimulatorTurnDetails)):
+        lines = []
+        if details.votes.total:
+            verdict = "" if details.verdict is None else f": {details.verdict}"
+            lines.append(f"votes {details.votes.text}{verdict}" + (f" ({_safe(details.rationale)})"
+                                                                    if details.rationale else ""))
+        if isinstance(details, SafetyDetails) and details.violated_policies:
+            lines.append(f"violated policies: {_safe(', '.join(details.violated_policies))}")
+        return lines
+    return []
 
 
 def write_json(record: RunRecord, path: Path) -> None:
@@ -167,7 +216,7 @@ def write_junit(record: RunRecord, path: Path) -> None:
                 failure = ET.SubElement(tc, "failure", message=_xml_text(message), type="EvalFailure")
                 failure.text = _xml_text(_failure_text(case))
             elif case.status == EvalStatus.NOT_EVALUATED:
-                skipped = ET.SubElement(tc, "skipped", message="not evaluated")
+                skipped = ET.SubElement(tc, "skipped", message=EvalStatus.NOT_EVALUATED.label)
                 skipped.text = _xml_text("\n".join(metric_line(m) for m in case.metrics))
     ET.indent(suites)
     atomic_write(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

@@ -25,7 +25,7 @@ from .engine.live import (
 from .engine.runner import RunOptions, RunRecord
 from .engine.store import ResultStore
 from .report import metric_line, print_summary
-from .schema.results import CaseResult, EvalStatus
+from .schema.results import CaseResult, EvalStatus, counts_text
 from .textsafe import safe_line
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -60,8 +60,7 @@ def _counts(record_results: list[CaseResult]) -> str:
     counts = {s: 0 for s in EvalStatus}
     for case in record_results:
         counts[case.status] += 1
-    return (f"{counts[EvalStatus.PASSED]} passed, {counts[EvalStatus.FAILED]} failed, "
-            f"{counts[EvalStatus.NOT_EVALUATED]} not evaluated")
+    return counts_text(counts)
 
 
 class _Printer:
@@ -107,8 +106,7 @@ class _Printer:
         for case in results:
             if case.status == EvalStatus.PASSED:
                 continue
-            mark = "FAIL" if case.status == EvalStatus.FAILED else "N/E "
-            self._line(f"  {mark} {Path(case.eval_set_file).name}:{case.eval_id}")
+            self._line(f"  {case.status.mark} {Path(case.eval_set_file).name}:{case.eval_id}")
             if case.error:
                 self._line(f"       agent error: {case.error.split(chr(10), 1)[0]}")
                 continue

@@ -198,11 +198,11 @@ async def test_user_simulator_quality_scores_each_turn(judge_env: FakeGemini) ->
     assert [r.score for r in metric.per_invocation] == [1.0, 1.0, 0.0]
     assert metric.score == pytest.approx(2 / 3) and metric.status == EvalStatus.PASSED
     first, second, third = metric.per_invocation
-    assert first.details["judged"] is False and first.details["verdict"] is True
-    assert second.details["votes"] == "2/3" and second.details["verdict"] is True
-    assert "CONVERSATION_PLAN_FOLLOWED" in second.details["rationale"]
-    assert third.details["votes"] == "1/3" and third.details["failed_criteria"] == ["CONVERSATION_PLAN_FOLLOWED"]
-    assert metric.details["stop_signal_turn"]["verdict"] is True
+    assert first.details.judged is False and first.details.verdict is True
+    assert second.details.votes.text == "2/3" and second.details.verdict is True
+    assert "CONVERSATION_PLAN_FOLLOWED" in second.details.rationale
+    assert third.details.votes.text == "1/3" and third.details.failed_criteria == ["CONVERSATION_PLAN_FOLLOWED"]
+    assert metric.details.stop_signal_turn.details.verdict is True
     assert seen.count("</finished>") == 3
     assert {r.model for r in judge_env.requests if JUDGE_MARK in r.prompt_text} == {"judge-model"}
     stop_prompt = next(r.prompt_text for r in judge_env.requests
@@ -223,7 +223,7 @@ async def test_failed_stop_signal_check_replaces_the_last_turn_and_ties_are_nega
     metric = case.metric("per_turn_user_simulator_quality_v1")
     # turn 2 passed, but the stop-signal check tied 1-1 (negative) and takes the last turn's place
     assert [r.score for r in metric.per_invocation] == [1.0, 0.0]
-    assert metric.per_invocation[-1].details["turn_kind"] == "stop_signal"
+    assert metric.per_invocation[-1].details.turn_kind == "stop_signal"
     assert metric.score == 0.5 and metric.status == EvalStatus.FAILED and case.status == EvalStatus.FAILED
 
 

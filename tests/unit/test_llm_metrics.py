@@ -13,6 +13,15 @@ import pytest
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, error_reply, json_reply, raw_reply
 from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
 from tui_eval.metrics import get_metric
+from tui_eval.schema.details import (
+    HallucinationDetails,
+    JudgeCaseDetails,
+    ResponseMatchJudgeDetails,
+    RubricDetails,
+    RubricScore,
+    SafetyDetails,
+    Votes,
+)
 from tui_eval.metrics.base import MetricInput
 from tui_eval.schema.config import read_eval_config
 from tui_eval.schema.load import read_eval_case
@@ -129,10 +138,11 @@ async def test_frm_majority_vote_and_details(fake_gemini: FakeGemini, judge: Jud
     result = await get_metric("final_response_match_v2").evaluate(inp)
     assert result.status == EvalStatus.PASSED and result.score == 1.0
     [inv] = result.per_invocation
-    assert inv.details["votes"] == {"valid": 4, "invalid": 1}
-    assert inv.details["verdict"] == "valid"
-    assert len(inv.details["samples"]) == 5 and {s.get("verdict") for s in inv.details["samples"]} == {"valid", "invalid"}
-    assert inv.details["token_usage"]["total_tokens"] > 0
+    assert isinstance(inv.details, ResponseMatchJudgeDetails)
+    assert inv.details.votes == Votes(yes=4, no=1)  # yes = valid
+    assert inv.details.verdict == "valid"
+    assert len(inv.details.samples) == 5 and {s.verdict for s in inv.details.samples} == {"valid", "invalid"}
+    assert inv.details.token_usage.total_tokens > 0
     assert fake_gemini.calls == 5
     prompt = fake_gemini.requests[0].prompt_text
     assert "Weather in Paris?" in prompt and "It is sunny and 20C in Paris." in prompt and "Sunny, 20C." in prompt
@@ -144,7 +154,9 @@ async def test_frm_tie_is_negative(fake_gemini: FakeGemini, judge: JudgeService)
     fake_gemini.responder = sequence(frm("valid"), frm("invalid"), frm("valid"), frm("invalid"))
     result = await run_metric("final_response_match_v2", judged(samples=4), case([turn("q", "a")]), judge)
     assert result.score == 0.0 and result.status == EvalStatus.FAILED
-    assert result.per_invocation[0].details["votes"] == {"valid": 2, "invalid": 2}
+    assert result.per_invocation[0].details == ResponseMatchJudgeDetails.model_validate(
+        result.per_invocation[0].details.model_dump())  # round-trips
+    assert result.per_invocation[0].details.votes == Votes(yes=2, no=2)
 
 
 async def test_unparseable_samples_are_dropped(fake_gemini: FakeGemini, judge: JudgeService) -> None:
@@ -157,11 +169,12 @@ async def test_unparseable_samples_are_dropped(fake_gemini: FakeGemini, judge: J
     )
     result = await run_metric("final_response_match_v2", judged(), case([turn("q", "a")]), judge)
     [inv] = result.per_invocation
-    assert inv.details["votes"] == {"valid": 0, "invalid": 1}
+    assert isinstance(inv.details, ResponseMatchJudgeDetails)
+    assert inv.details.votes == Votes(yes=0, no=1)
     assert result.score == 0.0 and inv.status == EvalStatus.FAILED
-    assert len(inv.details["errors"]) == 4
-    assert any("invalid JSON" in e for e in inv.details["errors"])
-    assert any("schema" in e for e in inv.details["errors"])
+    assert len(inv.details.errors) == 4 and inv.details.dropped_samples == 4
+    assert any("invalid JSON" in e for e in inv.details.errors)
+    assert any("schema" in e for e in inv.details.errors)
 
 
 async def test_all_samples_dropped_is_not_evaluated(fake_gemini: FakeGemini, judge: JudgeService) -> None:
@@ -209,7 +222,7 @@ async def test_case_score_is_mean_of_evaluated_and_progress(fake_gemini: FakeGem
     assert result.per_invocation[2].status == EvalStatus.NOT_EVALUATED
     assert result.score == 0.5 and result.status == EvalStatus.PASSED
     assert sorted(seen) == [0, 1, 2]
-    assert result.details["evaluated_invocations"] == 2
+    assert isinstance(result.details, JudgeCaseDetails) and result.details.evaluated_invocations == 2
 
 
 async def test_rerun_uses_cache(fake_gemini: FakeGemini, tmp_path: Path) -> None:
@@ -226,7 +239,7 @@ async def test_rerun_uses_cache(fake_gemini: FakeGemini, tmp_path: Path) -> None
     second = await run_metric("final_response_match_v2", judged(), ev, again)
     assert fake_gemini.calls == 10 and again.stats.cache_hits == 10
     assert second.score == first.score == 1.0
-    assert all(s["cached"] for s in second.per_invocation[0].details["samples"])
+    assert all(s.cached for s in second.per_invocation[0].details.samples)
 
 
 async def test_judge_model_and_config_reach_the_request(fake_gemini: FakeGemini, judge: JudgeService) -> None:
@@ -243,7 +256,7 @@ async def test_markup_in_judge_text_is_kept_literally(fake_gemini: FakeGemini, j
     fake_gemini.default = frm("valid", nasty)
     result = await run_metric("final_response_match_v2", judged(samples=1), case([turn("q", "a")]), judge)
     details = result.per_invocation[0].details
-    assert details["rationale"] == nasty and details["samples"][0]["rationale"] == nasty
+    assert details.rationale == nasty and details.samples[0].rationale == nasty
     # and it survives our JSON record round trip unchanged
     assert json.loads(json.dumps(result.to_record()))["per_invocation"][0]["details"]["rationale"] == nasty
 
@@ -304,17 +317,21 @@ async def test_rubric_votes_scores_and_rubric_scores(fake_gemini: FakeGemini, ju
     crit = judged(samples=5, rubrics=[rubric("r1", "Is polite"), rubric("r2", "Is brief")])
     result = await run_metric("rubric_based_final_response_quality_v1", crit, case([turn("q", "a")]), judge)
     [inv] = result.per_invocation
-    by_id = {r["rubric_id"]: r for r in inv.details["rubrics"]}
-    assert by_id["r1"]["votes"] == {"yes": 3, "no": 2} and by_id["r1"]["verdict"] == "yes"
-    assert by_id["r2"]["votes"] == {"yes": 2, "no": 3} and by_id["r2"]["verdict"] == "no"
-    assert by_id["r1"]["text"] == "Is polite" and len(by_id["r1"]["rationales"]) == 5
+    assert isinstance(inv.details, RubricDetails)
+    by_id = {r.rubric_id: r for r in inv.details.rubrics}
+    assert by_id["r1"].votes == Votes(yes=3, no=2) and by_id["r1"].verdict == "yes"
+    assert by_id["r2"].votes == Votes(yes=2, no=3) and by_id["r2"].verdict == "no"
+    assert by_id["r1"].text == "Is polite" and len(by_id["r1"].samples) == 5
     assert inv.score == 0.5
-    assert inv.details["rubric_scores"] == [
-        {"rubric_id": "r1", "rationale": by_id["r1"]["rationale"], "score": 1.0},
-        {"rubric_id": "r2", "rationale": by_id["r2"]["rationale"], "score": 0.0},
+    assert inv.details.rubric_scores == [
+        RubricScore(rubric_id="r1", rationale=by_id["r1"].rationale, score=1.0),
+        RubricScore(rubric_id="r2", rationale=by_id["r2"].rationale, score=0.0),
     ]
     assert result.adk_metric(inv)["details"]["rubric_scores"][0]["rubric_id"] == "r1"
-    assert {r["rubric_id"]: r["score"] for r in result.details["rubric_scores"]} == {"r1": 1.0, "r2": 0.0}
+    assert result.adk_metric(inv)["details"]["rubric_scores"][1] == {
+        "rubric_id": "r2", "rationale": by_id["r2"].rationale, "score": 0.0}
+    assert isinstance(result.details, JudgeCaseDetails)
+    assert {r.rubric_id: r.score for r in result.details.rubric_scores} == {"r1": 1.0, "r2": 0.0}
     adk_validate(result)
 
 
@@ -334,7 +351,8 @@ async def test_rubric_tie_negative_and_case_mean(fake_gemini: FakeGemini, judge:
     crit = judged(samples=2, rubrics=[rubric("r1", "Is correct")])
     result = await run_metric("rubric_based_final_response_quality_v1", crit, ev, judge)
     one, two = result.per_invocation
-    assert [r["verdict"] for r in one.details["rubrics"]] == ["no", "no"]
+    assert isinstance(one.details, RubricDetails)
+    assert [r.verdict for r in one.details.rubrics] == ["no", "no"]
     assert one.score == 0.0 and two.score == 1.0
     assert result.score == 0.5  # (0 + 0 + 1 + 1) / 4
 
@@ -348,8 +366,9 @@ async def test_rubric_partial_and_unknown_ids(fake_gemini: FakeGemini, judge: Ju
     result = await run_metric("rubric_based_final_response_quality_v1", crit, case([turn("q", "a")]), judge)
     [inv] = result.per_invocation
     assert inv.score == 1.0  # r2 got no vote, so it is not scored
-    assert [r["score"] for r in inv.details["rubric_scores"]] == [1.0, None]
-    assert inv.details["unmatched_rubric_ids"] == ["made_up"]
+    assert isinstance(inv.details, RubricDetails)
+    assert [r.score for r in inv.details.rubric_scores] == [1.0, None]
+    assert inv.details.unmatched_rubric_ids == ["made_up"]
     adk_validate(result)
 
 
@@ -408,15 +427,16 @@ async def test_hallucination_labels_score_and_details(fake_gemini: FakeGemini, j
     result = await run_metric("hallucinations_v1", judged(samples=3), ev, judge)
     assert result.score == 0.5 and result.status == EvalStatus.PASSED
     [inv] = result.per_invocation
-    got = inv.details["sentences"]
-    assert [s["text"] for s in got] == sentences
-    assert [s["label"] for s in got] == ["supported", "unsupported", "not_applicable", "contradictory"]
-    assert got[0]["excerpt"] == "ctx says so" and got[3]["excerpt"] == "ctx says otherwise"
-    assert got[1]["rationale"] == "why unsupported" and got[1]["excerpt"] is None
-    assert all(s["source"] == "final" for s in got)
-    assert got[0]["votes"] == {"supported": 3}
-    assert got[1]["span"] == [answer.index("It is 20C."), answer.index("It is 20C.") + len("It is 20C.")]
-    assert inv.details["labels"] == {"supported": 1, "unsupported": 1, "not_applicable": 1, "contradictory": 1}
+    assert isinstance(inv.details, HallucinationDetails)
+    got = inv.details.sentences
+    assert [s.text for s in got] == sentences
+    assert [s.label for s in got] == ["supported", "unsupported", "not_applicable", "contradictory"]
+    assert got[0].excerpt == "ctx says so" and got[3].excerpt == "ctx says otherwise"
+    assert got[1].rationale == "why unsupported" and got[1].excerpt is None
+    assert all(s.source == "final" for s in got)
+    assert got[0].votes == {"supported": 3}
+    assert got[1].span == (answer.index("It is 20C."), answer.index("It is 20C.") + len("It is 20C."))
+    assert inv.details.labels == {"supported": 1, "unsupported": 1, "not_applicable": 1, "contradictory": 1}
     assert fake_gemini.calls == 4  # 1 segmentation + 3 labelling samples
     label_prompt = next(r.prompt_text for r in fake_gemini.requests if "<context>" in r.prompt_text)
     for needle in ("Always use get_weather", "Weather in Paris?", '"city": "Paris"', '"sky": "sunny"',
@@ -432,10 +452,10 @@ async def test_hallucination_sentence_vote_tie_negative(fake_gemini: FakeGemini,
         {answer: ["A.", "B."]},
         lambda s, i, n: "supported" if n % 2 == 0 else ("unsupported" if s == "A." else "disputed"))
     result = await run_metric("hallucinations_v1", judged(samples=4), case([turn("q", answer)]), judge)
-    sentences = result.per_invocation[0].details["sentences"]
-    assert sentences[0]["votes"] == {"supported": 2, "unsupported": 2} and sentences[0]["label"] == "unsupported"
-    assert sentences[1]["label"] == "disputed"
-    assert sentences[1]["excerpt"] == "ctx says so / ctx says otherwise"
+    sentences = result.per_invocation[0].details.sentences
+    assert sentences[0].votes == {"supported": 2, "unsupported": 2} and sentences[0].label == "unsupported"
+    assert sentences[1].label == "disputed"
+    assert sentences[1].excerpt == "ctx says so / ctx says otherwise"
     assert result.score == 0.0
 
 
@@ -460,8 +480,8 @@ async def test_hallucination_intermediate_responses(fake_gemini: FakeGemini, jud
     result = await run_metric("hallucinations_v1", judged(samples=1, evaluate_intermediate_nl_responses=True), ev,
                               judge)
     [inv] = result.per_invocation
-    got = inv.details["sentences"]
-    assert [(s["source"], s["label"]) for s in got] == [
+    got = inv.details.sentences
+    assert [(s.source, s.label) for s in got] == [
         ("intermediate", "not_applicable"), ("intermediate", "supported"), ("final", "unsupported")]
     assert inv.score == pytest.approx(2 / 3)  # mean of the three responses' scores (1, 1, 0)
     contexts = {r.prompt_text.split("<sentences>\n")[1].split("\n")[0]: r.prompt_text
@@ -473,7 +493,7 @@ async def test_hallucination_intermediate_responses(fake_gemini: FakeGemini, jud
     # Without the flag only the final response is checked.
     fake_gemini.requests.clear()
     result = await run_metric("hallucinations_v1", judged(samples=1), ev, judge)
-    assert [s["source"] for s in result.per_invocation[0].details["sentences"]] == ["final"]
+    assert [s.source for s in result.per_invocation[0].details.sentences] == ["final"]
 
 
 async def test_hallucination_nothing_to_check_and_segmentation_failure(fake_gemini: FakeGemini,
@@ -504,9 +524,10 @@ async def test_safety_majority(fake_gemini: FakeGemini, judge: JudgeService) -> 
     ev = case([turn("how to bake bread", "Mix flour and water."), turn("something bad", "Here is how...")])
     result = await run_metric("safety_v1", judged(threshold=1.0), ev, judge)
     good, bad = result.per_invocation
-    assert good.score == 1.0 and good.details["votes"] == {"safe": 5, "unsafe": 0}
-    assert bad.score == 0.0 and bad.details["votes"] == {"safe": 2, "unsafe": 3}
-    assert bad.details["violated_policies"] == ["dangerous content"] and bad.details["verdict"] == "unsafe"
+    assert isinstance(good.details, SafetyDetails) and isinstance(bad.details, SafetyDetails)
+    assert good.score == 1.0 and good.details.votes == Votes(yes=5, no=0)  # yes = safe
+    assert bad.score == 0.0 and bad.details.votes == Votes(yes=2, no=3)
+    assert bad.details.violated_policies == ["dangerous content"] and bad.details.verdict == "unsafe"
     assert result.score == 0.5 and result.status == EvalStatus.FAILED
     adk_validate(result)
 

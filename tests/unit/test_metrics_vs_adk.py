@@ -21,6 +21,7 @@ from tui_eval.metrics import response_match as rm
 from tui_eval.metrics import trajectory
 from tui_eval.metrics.base import MetricInput
 from tui_eval.schema.config import Criterion, EvalConfig, MatchType
+from tui_eval.schema.details import TrajectoryDetails
 from tui_eval.schema.model import (
     Content,
     EvalCase,
@@ -167,11 +168,17 @@ def test_trajectory_equals_adk(case: tuple[list[Invocation], list[Invocation]], 
                                                     match_type, ignore_args))
             assert_same(ours, theirs)
             for inv, act, exp in zip(ours.per_invocation, actual, expected):
-                alignment = inv.details["alignment"]  # the stored alignment agrees with the verdict
+                details = inv.details  # the stored alignment agrees with the verdict
+                assert isinstance(details, TrajectoryDetails)
+                alignment = details.alignment()
                 assert alignment["passed"] is (inv.score == 1.0)
-                assert alignment["match_type"] == match_type.name
+                assert details.match_type == match_type.name
                 assert len(alignment["expected"]) == len(exp.tool_calls)
                 assert len(alignment["actual"]) == len(act.tool_calls)
+                for other in MatchType:  # and every match type's stored alignment is ADK's verdict for it
+                    theirs_other = adk_trajectory(threshold, other, ignore_args).evaluate_invocations(
+                        to_adk([act]), to_adk([exp]))
+                    assert details.alignment(other.name)["passed"] is (theirs_other.overall_score == 1.0)
 
 
 def test_trajectory_corner_cases_equal_adk() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tui_eval.metrics import get_metric
+from tui_eval.schema.details import TrajectoryDetails
 from tui_eval.metrics.alignment import (
     align_all_match_types,
     align_trajectory,
@@ -294,8 +295,9 @@ def test_metric_scores_each_turn_and_averages() -> None:
     assert result.criterion == {"threshold": 0.6, "match_type": "EXACT"}
     assert seen == [0, 1, 2]
     details = result.per_invocation[1].details
-    assert details["match_type"] == "EXACT"
-    assert details["alignment"]["expected"][0]["status"] == "missing"
+    assert isinstance(details, TrajectoryDetails)
+    assert details.match_type == "EXACT"
+    assert details.alignment()["expected"][0]["status"] == "missing"
     assert result.per_invocation[1].reason == "EXACT: missing: a; extra: b"
     assert result.per_invocation[0].reason is None
     json.dumps(result.to_record())
@@ -307,7 +309,8 @@ def test_metric_uses_match_type_and_ignore_args() -> None:
     assert evaluate(metric_input(actual, expected, match_type=ANY_ORDER)).score == 0.0
     result = evaluate(metric_input(actual, expected, match_type=ANY_ORDER, ignore_args=True))
     assert result.score == 1.0 and result.status is EvalStatus.PASSED
-    assert result.per_invocation[0].details["alignment"]["ignore_args"] is True
+    details = result.per_invocation[0].details
+    assert isinstance(details, TrajectoryDetails) and details.ignore_args is True
 
 
 def test_metric_threshold_is_inclusive() -> None:
@@ -321,3 +324,19 @@ def test_metric_without_reference_is_not_evaluated() -> None:
     inp.expected = None
     result = evaluate(inp)
     assert result.status is EvalStatus.NOT_EVALUATED and result.score is None
+
+
+def test_metric_stores_every_match_types_alignment_equal_to_computing_it() -> None:
+    # Stored once when two match types pair alike; read back, each equals that type's own alignment.
+    from tui_eval.metrics.alignment import align_trajectory as align
+
+    cases = [([A, B], [A, B]), ([A, B], [B, A]), ([A], [A, C]), ([A, B], [call("a", {"x": 9}), B]), ([], [C])]
+    for configured in (EXACT, IN_ORDER, ANY_ORDER):
+        for exp_calls, act_calls in cases:
+            result = evaluate(metric_input([turn(act_calls)], [turn(exp_calls)], match_type=configured))
+            details = result.per_invocation[0].details
+            assert isinstance(details, TrajectoryDetails) and details.match_type == configured.name
+            for mt in (EXACT, IN_ORDER, ANY_ORDER):
+                own = align(exp_calls, act_calls, mt, False)
+                stored = details.alignment(mt.name)
+                assert stored == {"passed": own.passed, "expected": own.expected, "actual": own.actual}, (mt, exp_calls)

@@ -6,6 +6,7 @@ import asyncio
 import email.utils
 import functools
 import json
+import logging
 import os
 import random
 import time
@@ -18,6 +19,7 @@ from .cache import JudgeCache, cache_key
 from .options import JudgeOptions
 
 T = TypeVar("T", bound=BaseModel)
+logger = logging.getLogger(__name__)
 
 NO_CREDENTIALS = "no judge credentials"
 # Status codes worth another try: the request was fine, the server was not (or asked us to wait).
@@ -168,7 +170,8 @@ def _retry_after(exc: BaseException) -> float | None:
     if headers is not None:
         try:
             raw = headers.get("retry-after") or headers.get("Retry-After")
-        except Exception:
+        except (AttributeError, TypeError) as err:  # a transport whose headers are not a mapping
+            logger.debug("could not read Retry-After from %r: %s", type(headers).__name__, err)
             raw = None
     if raw:
         try:
@@ -253,10 +256,11 @@ def parse_reply(text: str, schema: type[T]) -> T:
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ())) or "$"
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        message = errors[0]["msg"] if errors else str(exc)
         raise JudgeParseError(
-            f"judge reply does not match the schema at {where}: {first.get('msg', exc)}", text=text
+            f"judge reply does not match the schema at {where or '$'}: {message}", text=text
         ) from None
 
 
@@ -454,8 +458,8 @@ class JudgeService:
             return
         try:
             await client.aio.aclose()
-        except Exception:
-            pass  # closing is best effort; nothing useful to tell the user
+        except Exception as exc:  # closing is best effort: the run's results are already in
+            logger.debug("closing the judge client failed: %s: %s", type(exc).__name__, exc)
 
 
 def _invalid_body_error(exc: BaseException) -> str | None:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence, TypedDict
+from typing import Any, Sequence
 
 from ..schema.config import MatchType
+from ..schema.details import ActualStep, Alignment, ArgDiff, ExpectedStep
 from ..schema.model import FunctionCall
 
 _IDENT = re.compile(r"[A-Za-z0-9_\-]+")
@@ -144,15 +145,6 @@ def _longest_in_order(
 
 
 # --- argument differences ---------------------------------------------------------------------------
-class ArgDiff(TypedDict, total=False):
-    """One argument path where the expected and actual values differ."""
-
-    path: str  # "sides", "filters.room", "items[2]"; "" is the whole args value (e.g. None vs {})
-    kind: str  # "changed" | "missing" (only expected has it) | "extra" (only actual has it)
-    expected: Any  # absent when kind == "extra"
-    actual: Any  # absent when kind == "missing"
-
-
 def arg_diffs(expected: Any, actual: Any) -> list[ArgDiff]:
     """Differing paths between two args values, compared with Python `==` (so 1 == 1.0, key order ignored)."""
     out: list[ArgDiff] = []
@@ -209,26 +201,8 @@ def _jsonable(value: Any) -> Any:
 
 
 # --- the alignment ----------------------------------------------------------------------------------
-# Steps are plain dicts, not objects: they go straight into result records, and a run aligns every
-# turn of every case, so building them must cost next to nothing.
-class ExpectedStep(TypedDict, total=False):
-    """What became of one expected call."""
-
-    index: int
-    name: str
-    status: str  # "matched" | "missing"
-    actual_index: int | None
-    arg_diffs: list[ArgDiff]  # only on a missing call paired with a same-name call
-
-
-class ActualStep(TypedDict, total=False):
-    """How one actual call was judged."""
-
-    index: int
-    name: str
-    status: str  # "matched" | "extra" | "out_of_order"
-    expected_index: int | None
-    arg_diffs: list[ArgDiff]  # only on an extra call paired with a same-name expected call
+# Steps are plain dicts (TypedDicts of schema.details), not objects: they go straight into the typed
+# details, and a run aligns every turn of every case, so building them must cost next to nothing.
 
 
 @dataclass(slots=True)
@@ -266,8 +240,12 @@ class TrajectoryAlignment:
             ("out of order", [a["name"] for a in self.actual if a["status"] == "out_of_order"]),
             ("extra", [a["name"] for a in self.actual if a["status"] == "extra" and not a.get("arg_diffs")]),
         )
-        parts = [f"{label}: {', '.join(names)}" for label, names in groups if names]
+        parts = [f"{label}: {', '.join(str(n) for n in names)}" for label, names in groups if names]
         return f"{self.match_type.name}: " + "; ".join(parts)
+
+    def as_details(self) -> Alignment:
+        """The stored form (schema.details.Alignment): the verdict and the steps."""
+        return {"passed": self.passed, "expected": self.expected, "actual": self.actual}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape described in the module docstring (steps are shared, not copied)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, Union
+from typing import Any, Awaitable, Callable, Literal, Protocol, Union
 
 from ..schema.config import Criterion, EvalConfig
 from ..schema.model import EvalCase, Invocation
@@ -39,11 +39,15 @@ MetricFn = Callable[[MetricInput], Union[MetricResult, Awaitable[MetricResult]]]
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
-    """A registered metric and what it needs before it can run."""
+    """A registered metric and what it needs before it can run; faces read these flags rather than
+    listing metric names."""
 
     name: str
     evaluate: MetricFn
     description: str = ""
+    # "deterministic": computed from the turns; "judge": an LLM decides; "informational": ADK's
+    # counters (never pass or fail).
+    kind: Literal["deterministic", "judge", "informational"] = "deterministic"
     # Asks an LLM: NOT_EVALUATED with the judge's reason when no judge is available.
     needs_judge: bool = False
     # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.
@@ -66,6 +70,12 @@ _MODULES: dict[str, str] = {
     "safety_v1": "tui_eval.metrics.llm",
     "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
 }
+
+
+def metric_names() -> list[str]:
+    """Every built-in metric name, without importing any metric module (cheap: for completion and
+    did-you-mean). The catalog of names is `_MODULES` until schema/criteria.py provides it."""
+    return list(_MODULES)
 
 
 def register(spec: MetricSpec) -> MetricSpec:

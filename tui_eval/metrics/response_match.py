@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import builtins
-import importlib.util
+import logging
 import re
-import sys
 import threading
-import types
+import time
 import unicodedata
 from itertools import chain
-from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Protocol
 
+from ..schema.details import RougeDetails, trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
 from .base import MetricInput, MetricSpec, register
 
 METRIC_NAME = "response_match_score"
+logger = logging.getLogger(__name__)
 
 # Caches are keyed by text; eval data repeats its references and vocabulary, so they stay small. The
 # bound only protects a long-lived dashboard (watch mode) from growing without limit.
@@ -29,90 +28,36 @@ class _Stemmer(Protocol):
     def stem(self, word: str) -> str: ...
 
 
-# --- Porter stemmer, without importing all of nltk ------------------------------------------------
+# --- Porter stemmer --------------------------------------------------------------------------------
 # rouge-score stems with `nltk.stem.porter.PorterStemmer()` (default NLTK_EXTENSIONS mode). Importing
-# it the normal way runs nltk/__init__.py, ~0.6 s of imports we never use. porter.py itself needs only
-# StemmerI (nltk/stem/api.py, pure abc) and, in its demo() alone, nltk.redos and nltk.termsec. So we
-# execute api.py and porter.py from nltk's own files with an `__import__` that answers those three
-# names privately: the stems are nltk's own code, and sys.modules never sees a fake `nltk` that could
-# break a later real import (google-adk's RougeEvaluator in the same process, for one).
+# nltk costs ~0.5 s (its __init__ loads ~245 modules), so it happens on first use, not at import: the
+# dashboard and runs without response_match_score never pay for it. `warm_up()` lets a caller start
+# it early, off the hot path.
 
 _stemmer: _Stemmer | None = None
 _stemmer_lock = threading.Lock()
 
 
-class _LazyModule(types.ModuleType):
-    """Stands in for an nltk module porter.py names but only uses in demo(); imports it on first use."""
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self.__name__), attr)
-
-
-def _exec_nltk_file(root: Path, relative: str, name: str, import_fn: Callable[..., Any]) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, root / relative)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {relative} from {root}")
-    module = importlib.util.module_from_spec(spec)
-    # exec() keeps a `__builtins__` already in the globals: this is how the file's imports reach us.
-    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": import_fn}
-    spec.loader.exec_module(module)
-    return module
-
-
-def _light_porter_class() -> type:
-    """nltk's PorterStemmer class, loaded from its file without running nltk/__init__.py."""
-    spec = importlib.util.find_spec("nltk")  # a top-level find_spec does not execute the package
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("nltk is not installed")
-    root = Path(next(iter(spec.submodule_search_locations)))
-
-    def safe_print(*args: Any, **kwargs: Any) -> Any:
-        return importlib.import_module("nltk.termsec").safe_print(*args, **kwargs)
-
-    parent = _LazyModule("nltk")
-    parent.redos = _LazyModule("nltk.redos")  # type: ignore[attr-defined]
-    termsec = types.ModuleType("nltk.termsec")
-    termsec.safe_print = safe_print  # type: ignore[attr-defined]
-    private: dict[str, types.ModuleType] = {"nltk.termsec": termsec}
-    real_import = builtins.__import__
-
-    def import_fn(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-        if level == 0:
-            if name == "nltk":
-                return parent
-            if name in private and fromlist:
-                return private[name]
-        return real_import(name, globals, locals, fromlist, level)
-
-    private["nltk.stem.api"] = _exec_nltk_file(root, "stem/api.py", "tui_eval._nltk.stem.api", import_fn)
-    porter = _exec_nltk_file(root, "stem/porter.py", "tui_eval._nltk.stem.porter", import_fn)
-    return porter.PorterStemmer
-
-
-def _make_stemmer() -> _Stemmer:
-    loaded = sys.modules.get("nltk.stem.porter")
-    if loaded is not None:  # nltk is already paid for: use it as is
-        return loaded.PorterStemmer()
-    try:
-        stemmer = _light_porter_class()()
-        # A changed nltk layout must fall back, never stem differently.
-        if stemmer.stem("running") == "run" and stemmer.stem("generously") == "gener":
-            return stemmer
-    except Exception:  # noqa: BLE001 - any failure of the shortcut means: take the normal road
-        pass
-    from nltk.stem import porter
-
-    return porter.PorterStemmer()
-
-
 def porter_stemmer() -> _Stemmer:
-    """The Porter stemmer rouge-score uses (loaded once, on first use)."""
+    """The Porter stemmer rouge-score uses (nltk imported once, on first use)."""
     global _stemmer
     if _stemmer is None:
         with _stemmer_lock:
             if _stemmer is None:
-                _stemmer = _make_stemmer()
+                t0 = time.perf_counter()
+                from nltk.stem import porter
+
+                _stemmer = porter.PorterStemmer()
+                logger.debug("nltk Porter stemmer loaded in %.3f s", time.perf_counter() - t0)
     return _stemmer
+
+
+def warm_up() -> threading.Thread:
+    """Load the stemmer in a background thread (a run that will score responses can call this while it
+    reads its eval files). Returns the started thread."""
+    thread = threading.Thread(target=porter_stemmer, name="tui-eval-porter-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 # --- rouge-score's DefaultTokenizer(use_stemmer=True), on one ASCII word ---------------------------
@@ -273,9 +218,16 @@ def _counts(text: str) -> tuple[dict[str, int], int]:
 # --- rouge-score's arithmetic -----------------------------------------------------------------------
 def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
     """(precision, recall, fmeasure) of ROUGE-1, as rouge_scorer._score_ngrams computes them."""
+    return rouge1_details(candidate, reference)[:3]
+
+
+def rouge1_details(candidate: str, reference: str) -> tuple[float, float, float, int, int, int]:
+    """(precision, recall, fmeasure, shared tokens, candidate tokens, reference tokens) of ROUGE-1."""
     ref_counts, ref_total = _counts(reference)
     if candidate == reference:  # common (an unchanged answer); the general path gives these same floats
-        return (1.0, 1.0, 1.0) if ref_total else (0.0, 0.0, 0.0)
+        if ref_total:
+            return 1.0, 1.0, 1.0, ref_total, ref_total, ref_total
+        return 0.0, 0.0, 0.0, 0, 0, 0
     cand_counts, cand_total = _counts(candidate)
     small, large = (ref_counts, cand_counts) if len(ref_counts) <= len(cand_counts) else (cand_counts, ref_counts)
     overlap = 0
@@ -287,19 +239,19 @@ def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
     precision = overlap / max(cand_total, 1)
     recall = overlap / max(ref_total, 1)
     fmeasure = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-    return precision, recall, fmeasure
+    return precision, recall, fmeasure, overlap, cand_total, ref_total
 
 
-def token_overlap(candidate: str, reference: str) -> dict[str, list[list[Any]]]:
+def token_overlap(candidate: str, reference: str) -> dict[str, list[list[str | bool]]]:
     """Each token of both texts with whether ROUGE-1 counted it as shared (for a word-level diff).
 
     The first k occurrences of a token on each side are the shared ones, k being the smaller count.
     """
     cand_counts, ref_counts = _counts(candidate)[0], _counts(reference)[0]
 
-    def flags(text: str, mine: dict[str, int], other: dict[str, int]) -> list[list[Any]]:
+    def flags(text: str, mine: dict[str, int], other: dict[str, int]) -> list[list[str | bool]]:
         seen: dict[str, int] = {}
-        out = []
+        out: list[list[str | bool]] = []
         for token in tokenize(text):
             n = seen.get(token, 0)
             seen[token] = n + 1
@@ -321,12 +273,12 @@ def evaluate(inp: MetricInput) -> MetricResult:
     progress = inp.progress
     per_invocation = []
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
-        precision, recall, score = rouge1(content_text(actual.final_response), content_text(expected.final_response))
-        per_invocation.append(
-            InvocationMetricResult(
-                score, passed if score >= threshold else failed, details={"precision": precision, "recall": recall}
-            )
-        )
+        precision, recall, score, shared, cand_total, ref_total = rouge1_details(
+            content_text(actual.final_response), content_text(expected.final_response))
+        details = trusted(RougeDetails, kind="rouge", precision=precision, recall=recall, shared_tokens=shared,
+                          candidate_tokens=cand_total, reference_tokens=ref_total)
+        per_invocation.append(trusted(InvocationMetricResult, score=score,
+                                      status=passed if score >= threshold else failed, reason=None, details=details))
         progress(i)
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
@@ -335,6 +287,7 @@ SPEC = register(
         METRIC_NAME,
         evaluate=evaluate,
         description="ROUGE-1 F-measure of the final response against the expected one",
+        kind="deterministic",
         needs_reference=True,
     )
 )

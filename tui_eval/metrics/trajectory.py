@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from ..schema.config import MatchType
+from ..schema.details import TrajectoryDetails, trusted
 from ..schema.results import InvocationMetricResult, MetricResult, status_for
-from .alignment import align_trajectory
+from .alignment import align_trajectory, in_order_match
 from .base import MetricInput, MetricSpec, register
 
 METRIC_NAME = "tool_trajectory_avg_score"
+_EXACT, _IN_ORDER, _ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
 
 
 def evaluate(inp: MetricInput) -> MetricResult:
-    """Judge each turn under the criterion's match type; keep the alignment for the dashboard."""
+    """Judge each turn under the criterion's match type; keep the alignment under all three match types,
+    so the dashboard can show how each would judge the turn without running this code again."""
     crit = inp.criterion
     threshold = crit.threshold
     criterion = crit.to_dict()
@@ -23,12 +27,29 @@ def evaluate(inp: MetricInput) -> MetricResult:
     progress = inp.progress
     per_invocation = []
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
-        alignment = align_trajectory(expected.tool_calls, actual.tool_calls, match_type, ignore_args)
-        details = {"alignment": alignment.to_dict(), "match_type": match_type_name}
-        if alignment.passed:
-            per_invocation.append(InvocationMetricResult(1.0, status_if_passed, details=details))
+        exp_calls, act_calls = expected.tool_calls, actual.tool_calls
+        exact = align_trajectory(exp_calls, act_calls, _EXACT, ignore_args)
+        if exact.passed:
+            # Every call paired in place: IN_ORDER and ANY_ORDER pair them the same way (stored once).
+            chosen = exact
+            details = trusted(TrajectoryDetails, kind="trajectory", match_type=match_type_name, ignore_args=ignore_args,
+                              exact=exact.as_details(), in_order=None, any_order=None)
         else:
-            per_invocation.append(InvocationMetricResult(0.0, status_if_failed, alignment.summary(), details))
+            # A failed IN_ORDER pairs along the same longest in-order pairing as a failed EXACT: the same
+            # steps, stored once (None), and not computed again unless IN_ORDER is the verdict.
+            shared = match_type is not _IN_ORDER and not in_order_match(exp_calls, act_calls, ignore_args)
+            in_order = exact if shared else align_trajectory(exp_calls, act_calls, _IN_ORDER, ignore_args)
+            any_order = align_trajectory(exp_calls, act_calls, _ANY_ORDER, ignore_args)
+            chosen = in_order if match_type is _IN_ORDER else any_order if match_type is _ANY_ORDER else exact
+            details = trusted(TrajectoryDetails, kind="trajectory", match_type=match_type_name, ignore_args=ignore_args,
+                              exact=exact.as_details(), in_order=None if shared else in_order.as_details(),
+                              any_order=any_order.as_details())
+        if chosen.passed:
+            per_invocation.append(trusted(InvocationMetricResult, score=1.0, status=status_if_passed, reason=None,
+                                          details=details))
+        else:
+            per_invocation.append(trusted(InvocationMetricResult, score=0.0, status=status_if_failed,
+                                          reason=chosen.summary(), details=details))
         progress(i)
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
@@ -38,6 +59,7 @@ SPEC = register(
         METRIC_NAME,
         evaluate=evaluate,
         description="share of turns whose tool calls match the expected trajectory",
+        kind="deterministic",
         needs_reference=True,
     )
 )

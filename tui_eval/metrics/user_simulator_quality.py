@@ -10,11 +10,20 @@ Each turn keeps its verdict, votes and rationale in `details`.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..agents.simulator import persona_text, transcript
+from ..judge.conversation import persona_text, transcript
+from ..schema.details import (
+    JudgeCaseDetails,
+    SimulatorCriterionVerdict,
+    SimulatorSample,
+    SimulatorTurnDetails,
+    StopSignalVerdict,
+    TokenUsage,
+    Votes,
+)
 from ..schema.model import Invocation
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from .base import MetricInput, MetricSpec, register
@@ -116,39 +125,47 @@ def _first_turn(inp: MetricInput) -> InvocationMetricResult:
         if matches
         else f"the first user message is not the starting prompt {scenario.starting_prompt!r}"
     )
-    return InvocationMetricResult(score, status_for(score, inp.criterion.threshold), None,
-                                  {"verdict": matches, "rationale": rationale, "user_text": text, "judged": False})
+    details = SimulatorTurnDetails(user_text=text, turn_kind="starting_prompt", judged=False, verdict=matches,
+                                   rationale=rationale)
+    return InvocationMetricResult(score=score, status=status_for(score, inp.criterion.threshold), details=details)
 
 
 async def _judge_turn(inp: MetricInput, history: list[Invocation], user_text: str,
-                      kind: str) -> InvocationMetricResult:
+                      kind: Literal["user_message", "stop_signal"]) -> InvocationMetricResult:
     opts = inp.criterion.judge
     samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=_prompt(inp, history, user_text),
                                 schema=TurnVerdict, config=opts.judge_model_config, num_samples=opts.num_samples)
-    votes = {True: 0, False: 0}
-    records: list[dict[str, Any]] = []
+    votes = Votes()
+    records: list[SimulatorSample] = []
     for s in samples:
-        rec = s.record()
+        base = s.record()
+        record = SimulatorSample(sample=base.sample, cached=base.cached, latency=base.latency, usage=base.usage,
+                                 error=base.error, raw_text=base.raw_text)
         if s.parsed is not None:
-            votes[s.parsed.is_valid] += 1
-            rec.update(is_valid=s.parsed.is_valid, criteria=[c.model_dump() for c in s.parsed.criteria])
-        records.append(rec)
-    details: dict[str, Any] = {"user_text": user_text, "turn_kind": kind, "judged": True, "samples": records,
-                               "votes": f"{votes[True]}/{votes[True] + votes[False]}",
-                               "token_usage": sum_usage(samples)}
-    verdict = majority(votes[True], votes[False])
+            if s.parsed.is_valid:
+                votes.yes += 1
+            else:
+                votes.no += 1
+            record.is_valid = s.parsed.is_valid
+            record.criteria = [SimulatorCriterionVerdict(name=c.name, reasoning=c.reasoning, passes=c.passes)
+                               for c in s.parsed.criteria]
+        records.append(record)
+    details = SimulatorTurnDetails(user_text=user_text, turn_kind=kind, judged=True, samples=records, votes=votes,
+                                   errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
+                                   token_usage=sum_usage(samples))
+    verdict = majority(votes.yes, votes.no)
     if verdict is None:
-        return InvocationMetricResult(None, EvalStatus.NOT_EVALUATED,
-                                      failure_reason(s.error for s in samples if s.error), details)
+        return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
+                                      reason=failure_reason(s.error for s in samples if s.error), details=details)
     # The rationale shown is that of a sample that voted with the majority: its failed criteria first.
     winner = next(s.parsed for s in samples if s.parsed is not None and s.parsed.is_valid == verdict)
     failed = [c for c in winner.criteria if not c.passes]
     shown = failed or winner.criteria
-    details["verdict"] = verdict
-    details["rationale"] = "; ".join(f"{c.name}: {c.reasoning}" for c in shown)
-    details["failed_criteria"] = [c.name for c in failed]
+    details.verdict = verdict
+    details.rationale = "; ".join(f"{c.name}: {c.reasoning}" for c in shown)
+    details.failed_criteria = [c.name for c in failed]
     score = 1.0 if verdict else 0.0
-    return InvocationMetricResult(score, status_for(score, inp.criterion.threshold), None, details)
+    return InvocationMetricResult(score=score, status=status_for(score, inp.criterion.threshold), details=details)
 
 
 async def evaluate(inp: MetricInput) -> MetricResult:
@@ -171,25 +188,26 @@ async def evaluate(inp: MetricInput) -> MetricResult:
     if stop.status == EvalStatus.FAILED:
         # As ADK: ending (or not ending) the conversation at the wrong time is the last turn's fault.
         results[-1] = stop
-    usage: dict[str, int] = {}
-    for r in judged:
-        for k, v in r.details.get("token_usage", {}).items():
-            usage[k] = usage.get(k, 0) + v
-    details: dict[str, Any] = {
-        "stop_signal": crit.stop_signal,
-        "stop_signal_turn": stop.details | {"score": stop.score, "status": int(stop.status), "reason": stop.reason},
-        "token_usage": usage,
-        "judge_model": crit.judge.judge_model,
-        "num_samples": crit.judge.num_samples,
-    }
+    stop_details = stop.details if isinstance(stop.details, SimulatorTurnDetails) else None
+    details = JudgeCaseDetails(
+        judge_model=crit.judge.judge_model,
+        num_samples=crit.judge.num_samples,
+        evaluated_invocations=sum(1 for r in results if r.score is not None),
+        token_usage=TokenUsage.total([r.details.token_usage for r in judged
+                                      if isinstance(r.details, SimulatorTurnDetails)]),
+        stop_signal=crit.stop_signal,
+        stop_signal_turn=StopSignalVerdict(score=stop.score, status=int(stop.status), reason=stop.reason,
+                                           details=stop_details),
+    )
     if all(r.status == EvalStatus.NOT_EVALUATED for r in judged):
         # The judge gave nothing usable for any judged turn: no verdict, rather than a score of 1/n.
         reason = next((r.reason for r in judged if r.reason), "judge gave no usable answer")
-        return MetricResult(NAME, crit.threshold, None, EvalStatus.NOT_EVALUATED, crit.to_dict(), results,
-                            reason=reason, details=details)
+        return MetricResult(metric_name=NAME, threshold=crit.threshold, status=EvalStatus.NOT_EVALUATED,
+                            criterion=crit.to_dict(), per_invocation=results, reason=reason, details=details)
     passed = sum(1 for r in results if r.status == EvalStatus.PASSED)
     score = passed / len(results)
-    return MetricResult(NAME, crit.threshold, score, status_for(score, crit.threshold), crit.to_dict(), results,
+    return MetricResult(metric_name=NAME, threshold=crit.threshold, score=score,
+                        status=status_for(score, crit.threshold), criterion=crit.to_dict(), per_invocation=results,
                         details=details)
 
 
@@ -198,6 +216,7 @@ SPEC = register(
         name=NAME,
         evaluate=evaluate,
         description="Did the simulated user follow the conversation plan, turn by turn? (scenario cases)",
+        kind="judge",
         needs_judge=True,
         needs_reference=False,
         scenario_only=True,

@@ -1,29 +1,29 @@
-"""Results of a run: per metric, per invocation, per case, per eval set.
+"""Results of a run: per metric, per invocation, per case, per eval set, and the run record on disk.
 
 Two serialisations: `to_adk()` is google-adk 2.13's EvalSetResult shape (what `--json` and the eval
 history write, what `EvalSetResult.model_validate` accepts); `to_record()` / `from_record()` is our own
-richer record that also keeps NOT_EVALUATED reasons, trajectory alignments, judge verdicts and errors.
+richer record (`RunRecordFile`) that also keeps NOT_EVALUATED reasons and the typed verdict details
+(`schema.details`: alignments, judge votes, rubric verdicts, sentence labels) and judge errors.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import Any
+from typing import Any, Iterable
 
-from .model import Invocation
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
+
+from .details import JudgeCaseDetails, MetricDetails, RubricDetails, trusted
+from .model import Invocation, ToolTiming
+from .status import EvalStatus
+
+__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
+           "RunRecordFile", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
 
 
-class EvalStatus(IntEnum):
-    """ADK's EvalStatus numbering, which the JSON results carry as integers."""
-
-    PASSED = 1
-    FAILED = 2
-    NOT_EVALUATED = 3
-
-    @property
-    def label(self) -> str:
-        return {1: "passed", 2: "failed", 3: "not evaluated"}[self.value]
+def counts_text(counts: dict[EvalStatus, int]) -> str:
+    """`1 passed, 3 failed, 0 not evaluated` (informational verdicts are never a case's status)."""
+    return ", ".join(f"{counts.get(s, 0)} {s.label}"
+                     for s in (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED))
 
 
 def status_for(score: float | None, threshold: float) -> EvalStatus:
@@ -32,60 +32,55 @@ def status_for(score: float | None, threshold: float) -> EvalStatus:
     return EvalStatus.PASSED if score >= threshold else EvalStatus.FAILED
 
 
-def combine_statuses(statuses: list[EvalStatus]) -> EvalStatus:
-    """FAILED if any failed, else PASSED if any passed, else NOT_EVALUATED."""
-    if EvalStatus.FAILED in statuses:
+def combine_statuses(statuses: Iterable[EvalStatus]) -> EvalStatus:
+    """FAILED if any failed, else PASSED if any passed, else NOT_EVALUATED (INFORMATIONAL never counts)."""
+    seen = set(statuses)
+    if EvalStatus.FAILED in seen:
         return EvalStatus.FAILED
-    if EvalStatus.PASSED in statuses:
+    if EvalStatus.PASSED in seen:
         return EvalStatus.PASSED
     return EvalStatus.NOT_EVALUATED
 
 
-@dataclass(slots=True)
-class InvocationMetricResult:
-    """One metric's verdict on one turn. `details` holds what the dashboard draws (alignment, votes...)."""
+class _Result(BaseModel):
+    # Results are built by our own code on the hot path: nested models pass through unvalidated
+    # (pydantic's default), and records are validated when they load.
+    # defer_build: the dashboard imports these at start-up but validates nothing until a record loads.
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, defer_build=True)
 
-    score: float | None
+
+class InvocationMetricResult(_Result):
+    """One metric's verdict on one turn. `details` is the metric's typed details model."""
+
+    score: float | None = None
     status: EvalStatus
     reason: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"score": self.score, "status": int(self.status)}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.details:
-            out["details"] = self.details
-        return out
-
-    @classmethod
-    def from_record(cls, d: dict[str, Any]) -> InvocationMetricResult:
-        return cls(d.get("score"), EvalStatus(d["status"]), d.get("reason"), d.get("details") or {})
+    details: MetricDetails | None = None
 
 
-@dataclass(slots=True)
-class MetricResult:
+class MetricResult(_Result):
     """One metric's verdict on a whole case, with its per-invocation verdicts."""
 
     metric_name: str
     threshold: float
-    score: float | None
+    score: float | None = None
     status: EvalStatus
-    criterion: dict[str, Any] = field(default_factory=dict)
-    per_invocation: list[InvocationMetricResult] = field(default_factory=list)
+    criterion: dict[str, JsonValue] = Field(default_factory=dict)
+    per_invocation: list[InvocationMetricResult] = Field(default_factory=list)
     reason: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: MetricDetails | None = None
 
     @classmethod
     def not_evaluated(
-        cls, metric_name: str, threshold: float, reason: str, criterion: dict[str, Any] | None = None
+        cls, metric_name: str, threshold: float, reason: str, criterion: dict[str, JsonValue] | None = None
     ) -> MetricResult:
-        return cls(metric_name, threshold, None, EvalStatus.NOT_EVALUATED, criterion or {"threshold": threshold},
-                   reason=reason)
+        return cls(metric_name=metric_name, threshold=threshold, status=EvalStatus.NOT_EVALUATED,
+                   criterion=criterion or {"threshold": threshold}, reason=reason)
 
     @classmethod
     def mean_of(
-        cls, metric_name: str, threshold: float, criterion: dict[str, Any], per_invocation: list[InvocationMetricResult]
+        cls, metric_name: str, threshold: float, criterion: dict[str, JsonValue],
+        per_invocation: list[InvocationMetricResult],
     ) -> MetricResult:
         """The case verdict of a per-turn metric: the mean of its turn scores, summed in turn order
         and then divided, as ADK does (the same float result); NOT_EVALUATED with no turns."""
@@ -93,20 +88,24 @@ class MetricResult:
             return cls.not_evaluated(metric_name, threshold, "no invocations to score", criterion)
         total = 0.0
         for inv in per_invocation:
+            if inv.score is None:
+                return cls.not_evaluated(metric_name, threshold, inv.reason or "a turn was not scored", criterion)
             total += inv.score
         score = total / len(per_invocation)
-        return cls(metric_name, threshold, score, status_for(score, threshold), criterion, per_invocation)
+        # Built by the deterministic metrics for every case of a run: no second validation.
+        return trusted(cls, metric_name=metric_name, threshold=threshold, score=score,
+                       status=status_for(score, threshold), criterion=criterion, per_invocation=per_invocation,
+                       reason=None, details=None)
 
     def adk_metric(self, inv: InvocationMetricResult | None = None) -> dict[str, Any]:
         """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given)."""
         src_score = self.score if inv is None else inv.score
         src_status = self.status if inv is None else inv.status
         details: dict[str, Any] = {}
-        rubric_scores = (self.details if inv is None else inv.details).get("rubric_scores")
-        if rubric_scores:
+        source = self.details if inv is None else inv.details
+        if isinstance(source, (RubricDetails, JudgeCaseDetails)) and source.rubric_scores:
             details["rubric_scores"] = [
-                {"rubric_id": r["rubric_id"], "rationale": r.get("rationale"), "score": r.get("score")}
-                for r in rubric_scores
+                {"rubric_id": r.rubric_id, "rationale": r.rationale, "score": r.score} for r in source.rubric_scores
             ]
         return {
             "metric_name": self.metric_name,
@@ -118,44 +117,28 @@ class MetricResult:
         }
 
     def to_record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "metric_name": self.metric_name,
-            "threshold": self.threshold,
-            "score": self.score,
-            "status": int(self.status),
-            "criterion": self.criterion,
-            "per_invocation": [r.to_record() for r in self.per_invocation],
-        }
-        if self.reason:
-            out["reason"] = self.reason
-        if self.details:
-            out["details"] = self.details
-        return out
+        return self.model_dump(mode="json")
 
     @classmethod
     def from_record(cls, d: dict[str, Any]) -> MetricResult:
-        return cls(
-            metric_name=d["metric_name"],
-            threshold=d["threshold"],
-            score=d.get("score"),
-            status=EvalStatus(d["status"]),
-            criterion=d.get("criterion") or {},
-            per_invocation=[InvocationMetricResult.from_record(x) for x in d.get("per_invocation", [])],
-            reason=d.get("reason"),
-            details=d.get("details") or {},
-        )
+        return cls.model_validate(d)
 
 
-@dataclass(slots=True, repr=False)
-class CaseResult:
-    """Everything a run learnt about one eval case."""
+class ToolTimingRecord(BaseModel):
+    """Latency of one tool call, as our record keeps it."""
 
+    model_config = ConfigDict(defer_build=True)
+
+    name: str
+    seconds: float
+    call_id: str | None = None
+
+
+class _CaseFields(_Result):
     eval_set_id: str
     eval_id: str
     status: EvalStatus
-    metrics: list[MetricResult] = field(default_factory=list)
-    actual: list[Invocation] = field(default_factory=list)
-    expected: list[Invocation] | None = None
+    metrics: list[MetricResult] = Field(default_factory=list)
     eval_set_file: str = ""
     session_id: str = ""
     user_id: str | None = None
@@ -163,9 +146,26 @@ class CaseResult:
     error: str | None = None
     wall_seconds: float = 0.0
 
+
+class CaseRecord(_CaseFields):
+    """A case as our run record keeps it: no turns (the ADK history file beside it holds them), but
+    each turn's tool latencies."""
+
+    tool_timings: list[list[ToolTimingRecord]] = Field(default_factory=list)
+
+
+class CaseResult(_CaseFields):
+    """Everything a run learnt about one eval case."""
+
+    # The turns are our schema's objects, built and checked by the loader: never re-validated here.
+    actual: SkipValidation[list[Invocation]] = Field(default_factory=list, exclude=True)
+    expected: SkipValidation[list[Invocation] | None] = Field(default=None, exclude=True)
+
     def __repr__(self) -> str:
         # Compact on purpose: asyncio and logging repr results, and a full one holds every turn.
         return f"CaseResult({self.eval_set_id!r}, {self.eval_id!r}, {self.status.name})"
+
+    __str__ = __repr__
 
     def metric(self, name: str) -> MetricResult | None:
         for m in self.metrics:
@@ -199,64 +199,45 @@ class CaseResult:
         }
 
     def to_record(self) -> dict[str, Any]:
-        """Our record of the case. Turns are not repeated here: the ADK history file beside the
-        record holds them (`from_record(..., actual=...)` joins them back)."""
-        return {
-            "eval_set_id": self.eval_set_id,
-            "eval_id": self.eval_id,
-            "status": int(self.status),
-            "metrics": [m.to_record() for m in self.metrics],
-            "tool_timings": [_timing_record(inv) for inv in self.actual],
-            "eval_set_file": self.eval_set_file,
-            "session_id": self.session_id,
-            "user_id": self.user_id,
-            "error": self.error,
-            "wall_seconds": self.wall_seconds,
-        }
+        """Our record of the case (a `CaseRecord` as JSON-ready dict). Turns are not repeated here: the
+        ADK history file beside the record holds them (`from_record(..., actual=...)` joins them back)."""
+        return self.as_record().model_dump(mode="json")
+
+    def as_record(self) -> CaseRecord:
+        # Our own, already typed values: no second validation.
+        fields = {name: getattr(self, name) for name in _CaseFields.model_fields}
+        timings = [[ToolTimingRecord.model_construct(name=t.name, seconds=t.seconds, call_id=t.call_id)
+                    for t in inv.tool_timings] for inv in self.actual]
+        return CaseRecord.model_construct(**fields, tool_timings=timings)
 
     @classmethod
     def from_record(
         cls,
-        d: dict[str, Any],
+        d: dict[str, Any] | CaseRecord,
         actual: list[Invocation] | None = None,
         expected: list[Invocation] | None = None,
     ) -> CaseResult:
-        from .model import ToolTiming
-
+        record = d if isinstance(d, CaseRecord) else CaseRecord.model_validate(d)
         actual = actual or []
-        for inv, timings in zip(actual, d.get("tool_timings") or []):
-            inv.tool_timings = [ToolTiming(name=t["name"], seconds=t["seconds"], call_id=t.get("call_id")) for t in timings]
-        return cls(
-            eval_set_id=d["eval_set_id"],
-            eval_id=d["eval_id"],
-            status=EvalStatus(d["status"]),
-            metrics=[MetricResult.from_record(m) for m in d.get("metrics", [])],
-            actual=actual,
-            expected=expected,
-            eval_set_file=d.get("eval_set_file", ""),
-            session_id=d.get("session_id", ""),
-            user_id=d.get("user_id"),
-            error=d.get("error"),
-            wall_seconds=d.get("wall_seconds", 0.0),
-        )
+        for inv, timings in zip(actual, record.tool_timings):
+            inv.tool_timings = [ToolTiming(name=t.name, seconds=t.seconds, call_id=t.call_id) for t in timings]
+        fields = {name: getattr(record, name) for name in _CaseFields.model_fields}
+        return cls(**fields, actual=actual, expected=expected)
 
 
-def _timing_record(inv: Invocation) -> list[dict[str, Any]]:
-    return [{"name": t.name, "seconds": t.seconds, "call_id": t.call_id} for t in inv.tool_timings]
-
-
-@dataclass(slots=True, repr=False)
-class EvalSetResult:
+class EvalSetResult(_Result):
     """All case results of one eval set in one run."""
 
     eval_set_result_id: str
     eval_set_id: str
     creation_timestamp: float
-    case_results: list[CaseResult] = field(default_factory=list)
+    case_results: list[CaseResult] = Field(default_factory=list)
     eval_set_file: str = ""
 
     def __repr__(self) -> str:
         return f"EvalSetResult({self.eval_set_result_id!r}, {len(self.case_results)} cases)"
+
+    __str__ = __repr__
 
     def to_adk(self) -> dict[str, Any]:
         return {
@@ -272,3 +253,28 @@ class EvalSetResult:
         for c in self.case_results:
             out[c.status] += 1
         return out
+
+
+class RunRecordFile(BaseModel):
+    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    format: str
+    run_id: str
+    name: str
+    adk_file: str | None = None
+    app_name: str | None = None
+    agent: str | None = None
+    eval_file: str = ""
+    eval_set_id: str
+    creation_timestamp: float
+    cancelled: bool = False
+    criteria: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
+    config_source: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    cases: list[CaseRecord] = Field(default_factory=list)
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the cases (what the history list shows)."""
+        return self.model_dump(mode="json", exclude={"cases"})

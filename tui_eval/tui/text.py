@@ -7,6 +7,8 @@ from typing import Any
 
 from textual.content import Content
 
+from ..schema.status import EvalStatus
+
 # C0 controls (but newline and tab), DEL and C1 controls, shown as their Unicode pictures or \xNN so an
 # escape sequence in agent output is seen, never obeyed.
 _CONTROL = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
@@ -31,9 +33,11 @@ def one_line(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
-STATUS_GLYPH = {1: "✔", 2: "✘", 3: "–"}
-STATUS_WORD = {1: "passed", 2: "failed", 3: "not evaluated"}
-STATUS_STYLE = {1: "$text-success", 2: "$text-error", 3: "$text-warning"}
+# Glyphs and words come from EvalStatus (the one status vocabulary); only the colours are the UI's.
+STATUS_GLYPH = {int(s): s.glyph for s in EvalStatus}
+STATUS_WORD = {int(s): s.label for s in EvalStatus}
+STATUS_STYLE = {int(EvalStatus.PASSED): "$text-success", int(EvalStatus.FAILED): "$text-error",
+                int(EvalStatus.NOT_EVALUATED): "$text-warning", int(EvalStatus.INFORMATIONAL): "$text-muted"}
 NO_RESULT_GLYPH = "·"
 RUNNING_GLYPH = "◌"
 

@@ -1,7 +1,8 @@
 """Turn results into Content: metric lines, trajectory rows, hallucination labels, rubric verdicts, votes.
 
-Pure functions over result records (tolerant of missing keys: judge metrics evolve), so the widgets stay
-thin and the rendering is testable without an app.
+Pure functions over the typed verdict details (`schema.details`): they read fields, never re-run metric
+code, and dispatch on the details' type rather than on metric names. The widgets stay thin and the
+rendering is testable without an app.
 """
 
 from __future__ import annotations
@@ -11,16 +12,30 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from textual.content import Content
 
+from ..schema.details import (
+    MATCH_TYPE_NAMES,
+    ActualStep,
+    Alignment,
+    CheckedResponse,
+    ExpectedStep,
+    HallucinationDetails,
+    JudgeDetails,
+    MatchTypeName,
+    MetricDetails,
+    RubricDetails,
+    SafetyDetails,
+    SentenceVerdict,
+    SimulatorTurnDetails,
+    TrajectoryDetails,
+)
+from ..schema.results import EvalStatus
 from .text import STATUS_GLYPH, STATUS_STYLE, call_signature, fmt_score, fmt_value, literal, plain
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..schema.model import EvalCase, FunctionCall, Invocation
+    from ..schema.model import FunctionCall
     from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
 
-TRAJECTORY = "tool_trajectory_avg_score"
-HALLUCINATIONS = "hallucinations_v1"
-RUBRIC_METRICS = ("rubric_based_final_response_quality_v1", "rubric_based_tool_use_quality_v1")
-MATCH_TYPES = ("EXACT", "IN_ORDER", "ANY_ORDER")
+MATCH_TYPES: tuple[MatchTypeName, ...] = MATCH_TYPE_NAMES
 
 LABEL_STYLE = {
     "supported": "$text-success on $success-muted",
@@ -46,33 +61,24 @@ def status_chip(status: int | None) -> Content:
     return Content.styled(STATUS_GLYPH[int(status)], STATUS_STYLE[int(status)])
 
 
-def votes_text(votes: Any) -> str | None:
-    """`4/5` from {"yes": 4, "no": 1}, {"valid": 4, "invalid": 1} or a list of sample verdicts."""
-    positive = ("yes", "valid", "safe", "true", "pass", "passed", "supported", "1")
-    if isinstance(votes, dict):
-        counts = {str(k).lower(): v for k, v in votes.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if not counts:
-            return None
-        total = int(sum(counts.values()))
-        yes = int(sum(v for k, v in counts.items() if k in positive))
-        return f"{yes}/{total}"
-    if isinstance(votes, (list, tuple)) and votes:
-        def is_yes(v: Any) -> bool:
-            if isinstance(v, dict):
-                v = v.get("verdict", v.get("label", v.get("score")))
-            return str(v).strip().lower() in positive or v is True or v == 1
-
-        return f"{sum(1 for v in votes if is_yes(v))}/{len(votes)}"
+def votes_of(details: MetricDetails | None) -> str | None:
+    """`4/5`: the positive sample votes of a sampled judge verdict, None for other details."""
+    if isinstance(details, (JudgeDetails, SimulatorTurnDetails)) and details.votes.total:
+        return details.votes.text
     return None
 
 
-def _votes_of(details: dict[str, Any]) -> str | None:
-    for key in ("votes", "samples", "verdicts"):
-        if key in details:
-            text = votes_text(details[key])
-            if text:
-                return text
-    return None
+def errors_of(details: MetricDetails | None) -> list[str]:
+    """Judge errors kept in the details (dropped samples, failed segmentation)."""
+    if isinstance(details, (JudgeDetails, RubricDetails, HallucinationDetails, SimulatorTurnDetails)):
+        return list(details.errors)
+    return []
+
+
+def dropped_of(details: MetricDetails | None) -> int:
+    if isinstance(details, (JudgeDetails, RubricDetails, HallucinationDetails, SimulatorTurnDetails)):
+        return details.dropped_samples
+    return 0
 
 
 # ---- metric summaries -----------------------------------------------------------------------------
@@ -105,7 +111,7 @@ def turn_metric_lines(result: CaseResult, index: int) -> list[Content]:
             lines.append(Content.assemble(status_chip(int(m.status)), " ", literal(m.metric_name),
                                           (" (case level)", "$text-muted")))
             continue
-        extra = _votes_of(inv.details)
+        extra = votes_of(inv.details)
         lines.append(Content.assemble(
             status_chip(int(inv.status)), " ", literal(m.metric_name), " ",
             (f"{fmt_score(inv.score)} / {m.threshold:g}", "$text-muted"),
@@ -121,25 +127,30 @@ def not_evaluated_lines(result: CaseResult, index: int) -> list[Content]:
     lines: list[Content] = []
     for m in result.metrics:
         inv = m.per_invocation[index] if index < len(m.per_invocation) else None
-        status = int(inv.status) if inv is not None else int(m.status)
+        status = inv.status if inv is not None else m.status
         # A failed metric's reason explains the failure (shown with the metric); only missing scores go here.
-        reason = ((inv.reason if inv is not None else None) or m.reason) if status == 3 else None
-        if status == 3:
+        not_evaluated = status == EvalStatus.NOT_EVALUATED
+        reason = ((inv.reason if inv is not None else None) or m.reason) if not_evaluated else None
+        if not_evaluated:
             lines.append(Content.assemble(status_chip(status), " ", (literal(m.metric_name), "bold"), ": ",
-                                          plain(reason or "not evaluated", "$text-warning")))
-        details = inv.details if inv is not None else {}
-        for err in _as_list(details.get("errors")) + _as_list(details.get("judge_errors")):
+                                          plain(reason or status.label, "$text-warning")))
+        details = inv.details if inv is not None else None
+        for err in errors_of(details):
             lines.append(Content.assemble("  ", (literal(m.metric_name), "bold"), ": ", plain(err, "$text-error")))
-        dropped = details.get("dropped_samples", details.get("dropped"))
-        if isinstance(dropped, int) and dropped:
+        dropped = dropped_of(details)
+        # Errors already name each dropped sample; the count only adds news when they were not listed.
+        if dropped and not errors_of(details):
             lines.append(plain(f"  {m.metric_name}: {dropped} judge sample(s) dropped (unparseable)", "$text-muted"))
     return lines
 
 
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+def details_of(result: CaseResult, index: int, kind: type[Any] | tuple[type[Any], ...]) -> list[tuple[MetricResult, InvocationMetricResult]]:
+    """Every metric whose verdict on turn `index` carries details of type `kind`, in the case's order."""
+    out = []
+    for m in result.metrics:
+        if index < len(m.per_invocation) and isinstance(m.per_invocation[index].details, kind):
+            out.append((m, m.per_invocation[index]))
+    return out
 
 
 def invocation_result(result: CaseResult, metric: str, index: int) -> InvocationMetricResult | None:
@@ -161,38 +172,38 @@ class TrajectoryRow:
 
 
 def _step_content(kind: str, call: FunctionCall | None, name: str, width: int) -> Content:
-    sig = call_signature(call.name, call.args, width) if call is not None else literal(name)
+    sig = call_signature(call.name or "", call.args, width) if call is not None else literal(name)
     return Content.assemble((f"{STEP_GLYPH[kind]} {STEP_WORD[kind]}", STEP_STYLE[kind]), sig)
 
 
-def _kind(step: dict[str, Any]) -> str:
-    status = str(step.get("status", "matched"))
+def _kind(step: ExpectedStep | ActualStep) -> str:
+    status = step["status"]
     if step.get("arg_diffs") and status in ("missing", "extra"):
         return "args"
-    return status if status in STEP_GLYPH else "extra"
+    return status
 
 
 def trajectory_rows(
-    alignment: dict[str, Any],
+    alignment: Alignment,
     expected: list[FunctionCall],
     actual: list[FunctionCall],
     width: int = 200,
 ) -> list[TrajectoryRow]:
     """Pair expected and actual calls as the alignment says; unpaired calls get a row of their own."""
-    exp_steps = list(alignment.get("expected") or [])
-    act_steps = list(alignment.get("actual") or [])
+    exp_steps = alignment["expected"]
+    act_steps = alignment["actual"]
     rows: list[tuple[int | None, int | None]] = []
     placed: set[int] = set()
     for a in act_steps:
-        j = a.get("expected_index")
-        if isinstance(j, int) and j not in placed:
+        j = a["expected_index"]
+        if j is not None and j not in placed:
             placed.add(j)
-            rows.append((j, a.get("index")))
+            rows.append((j, a["index"]))
         else:
-            rows.append((None, a.get("index")))
+            rows.append((None, a["index"]))
     for e in exp_steps:
-        j = e.get("index")
-        if not isinstance(j, int) or j in placed:
+        j = e["index"]
+        if j in placed:
             continue
         at = 0
         for pos, (ej, _ai) in enumerate(rows):
@@ -200,30 +211,30 @@ def trajectory_rows(
                 at = pos + 1
         rows.insert(at, (j, None))
         placed.add(j)
-    exp_by = {e.get("index"): e for e in exp_steps}
-    act_by = {a.get("index"): a for a in act_steps}
+    exp_by = {e["index"]: e for e in exp_steps}
+    act_by = {a["index"]: a for a in act_steps}
     out = []
     for j, i in rows:
         left = right = None
         if j is not None:
-            step = exp_by.get(j, {})
+            e = exp_by[j]
             call = expected[j] if 0 <= j < len(expected) else None
-            left = _step_content(_kind(step), call, str(step.get("name", "?")), width)
+            left = _step_content(_kind(e), call, str(e["name"]), width)
         if i is not None:
-            step = act_by.get(i, {})
-            call = actual[i] if isinstance(i, int) and 0 <= i < len(actual) else None
-            right = _step_content(_kind(step), call, str(step.get("name", "?")), width)
+            a = act_by[i]
+            call = actual[i] if 0 <= i < len(actual) else None
+            right = _step_content(_kind(a), call, str(a["name"]), width)
         out.append(TrajectoryRow(left, right))
     return out
 
 
-def arg_diff_lines(alignment: dict[str, Any]) -> list[Content]:
+def arg_diff_lines(alignment: Alignment) -> list[Content]:
     """`book_flight  date: "5 May" → "6 May"` for every argument-level difference."""
     lines: list[Content] = []
-    for step in alignment.get("expected") or []:
+    for step in alignment["expected"]:
         for diff in step.get("arg_diffs") or []:
-            path = diff.get("path") or "(all args)"
-            kind = diff.get("kind", "changed")
+            path = diff["path"] or "(all args)"
+            kind = diff["kind"]
             if kind == "missing":
                 change = Content.assemble(("missing", "$text-error"), f", expected {fmt_value(diff.get('expected'), 60)}")
             elif kind == "extra":
@@ -233,73 +244,62 @@ def arg_diff_lines(alignment: dict[str, Any]) -> list[Content]:
                     (fmt_value(diff.get("expected"), 60), "$text-error"), " → ",
                     (fmt_value(diff.get("actual"), 60), "$text-success"),
                 )
-            lines.append(Content.assemble("≠ ", (literal(step.get("name", "?")), "bold"), " ",
+            lines.append(Content.assemble("≠ ", (literal(step["name"]), "bold"), " ",
                                           (literal(path), "$text-accent"), " ", change))
     return lines
 
 
-def alignment_summary(alignment: dict[str, Any]) -> str:
+def alignment_summary(alignment: Alignment) -> str:
     """`1 matched, 1 with other args, 1 extra`: the alignment in one line."""
     counts = {"matched": 0, "args": 0, "missing": 0, "extra": 0, "out_of_order": 0}
-    for e in alignment.get("expected") or []:
-        if e.get("status") == "missing" and not e.get("arg_diffs"):
+    for e in alignment["expected"]:
+        if e["status"] == "missing" and not e.get("arg_diffs"):
             counts["missing"] += 1
-    for a in alignment.get("actual") or []:
-        kind = _kind(a)
-        if kind in counts:
-            counts[kind] += 1
+    for a in alignment["actual"]:
+        counts[_kind(a)] += 1
     words = {"args": "with other args", "out_of_order": "out of order"}
     return ", ".join(f"{n} {words.get(k, k)}" for k, n in counts.items() if n) or "no tool calls"
 
 
-def compute_alignments(expected: list[FunctionCall], actual: list[FunctionCall], ignore_args: bool) -> dict[str, dict[str, Any]]:
-    """How EXACT, IN_ORDER and ANY_ORDER would each judge these calls ({} if the metric module is absent)."""
-    try:
-        from ..metrics.alignment import align_all_match_types
-    except ImportError:
-        return {}
-    return {name: a.to_dict() for name, a in align_all_match_types(expected, actual, ignore_args).items()}
+def stored_trajectory(result: CaseResult | None, index: int) -> TrajectoryDetails | None:
+    """The trajectory details the metric stored for turn `index` (all three match types), if it ran."""
+    if result is None:
+        return None
+    found = details_of(result, index, TrajectoryDetails)
+    if not found:
+        return None
+    details = found[0][1].details
+    assert isinstance(details, TrajectoryDetails)
+    return details
 
 
-def configured_match_type(result: CaseResult | None, stored: dict[str, Any] | None) -> tuple[str, bool]:
-    """The match type and ignore_args the trajectory metric ran with."""
-    if stored and stored.get("match_type"):
-        return str(stored["match_type"]).upper(), bool(stored.get("ignore_args", False))
-    metric = result.metric(TRAJECTORY) if result is not None else None
-    crit = metric.criterion if metric is not None else {}
-    raw = crit.get("match_type", "EXACT") if isinstance(crit, dict) else "EXACT"
-    try:
-        from ..schema.config import MatchType
-
-        name = MatchType.parse(raw).name
-    except ValueError:
-        name = "EXACT"
-    return name, bool(crit.get("ignore_args", False)) if isinstance(crit, dict) else False
+def configured_match_type(result: CaseResult | None, stored: TrajectoryDetails | None) -> tuple[MatchTypeName, bool]:
+    """The match type and ignore_args the trajectory metric ran with (EXACT when it did not run)."""
+    if stored is not None:
+        return stored.match_type, stored.ignore_args
+    if result is not None:
+        for m in result.metrics:
+            for inv in m.per_invocation:
+                if isinstance(inv.details, TrajectoryDetails):
+                    return inv.details.match_type, inv.details.ignore_args
+    return "EXACT", False
 
 
 # ---- hallucinations -------------------------------------------------------------------------------
 
 
-def sentences_of(details: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for s in details.get("sentences") or []:
-        if isinstance(s, dict) and isinstance(s.get("text"), str):
-            out.append(s)
-    return out
+def sentences_of(details: MetricDetails | None) -> list[SentenceVerdict]:
+    return list(details.sentences) if isinstance(details, HallucinationDetails) else []
 
 
-def _is_final(source: Any) -> bool:
-    return source in (None, "", "final", "final_response", "response")
+def _label_style(label: str | None) -> str:
+    return LABEL_STYLE.get(label, "$text-muted") if label else "$text-muted"
 
 
-def _label_style(label: Any) -> str:
-    return LABEL_STYLE.get(str(label).lower(), "$text-muted") if label else "$text-muted"
-
-
-def labelled_text(text: str, sentences: list[tuple[int, dict[str, Any]]], selected: int | None) -> tuple[Content, list[int]]:
+def labelled_text(text: str, sentences: list[tuple[int, SentenceVerdict]], selected: int | None) -> tuple[Content, list[int]]:
     """A checked response with each sentence styled by its label (the selected one reversed).
 
-    `sentences` pairs each sentence's global index with its record; uses the judge's `span` when given,
+    `sentences` pairs each sentence's global index with its verdict; uses the stored `span` when given,
     else finds the text scanning forward. Returns the indexes of sentences it could not place.
     """
     body = literal(text)
@@ -307,17 +307,17 @@ def labelled_text(text: str, sentences: list[tuple[int, dict[str, Any]]], select
     unplaced: list[int] = []
     pos = 0
     for i, s in sentences:
-        span = s.get("span")
-        if isinstance(span, (list, tuple)) and len(span) == 2 and 0 <= span[0] <= span[1] <= len(body):
-            at, end = int(span[0]), int(span[1])
+        span = s.span
+        if span is not None and 0 <= span[0] <= span[1] <= len(body):
+            at, end = span
         else:
-            needle = literal(s.get("text", "")).strip()
+            needle = literal(s.text).strip()
             at = body.find(needle, pos) if needle else -1
             if at < 0:
                 unplaced.append(i)
                 continue
             end = at + len(needle)
-        style = _label_style(s.get("label"))
+        style = _label_style(s.label)
         if i == selected:
             style = f"{style} reverse bold"
         content = content.stylize(style, at, end)
@@ -325,25 +325,21 @@ def labelled_text(text: str, sentences: list[tuple[int, dict[str, Any]]], select
     return content, unplaced
 
 
-def hallucination_blocks(details: dict[str, Any], final_text: str, selected: int | None) -> list[Content]:
+def hallucination_blocks(details: HallucinationDetails, final_text: str, selected: int | None) -> list[Content]:
     """Each checked response (the final one, and intermediate ones when configured) with inline labels."""
-    sentences = sentences_of(details)
-    steps = [st for st in details.get("steps") or [] if isinstance(st, dict)]
-    if not steps:
-        steps = [{"source": "final", "text": final_text}]
+    sentences = details.sentences
+    steps = list(details.steps) or [CheckedResponse(source="final", text=final_text)]
     blocks: list[Content] = []
     placed: set[int] = set()
     for k, step in enumerate(steps):
-        mine = [(i, s) for i, s in enumerate(sentences) if s.get("step", 0) == k]
+        mine = [(i, s) for i, s in enumerate(sentences) if s.step == k]
         if not mine and len(steps) > 1:
             continue
-        source = step.get("source")
-        if _is_final(source):
+        if step.source == "final":
             heading = "final response"
         else:
-            heading = f"{source or 'intermediate'} response" + (f" ({step['author']})" if step.get("author") else "")
-        text = step.get("text") if isinstance(step.get("text"), str) else final_text
-        body, unplaced = labelled_text(text, mine, selected)
+            heading = f"{step.source} response" + (f" ({step.author})" if step.author else "")
+        body, unplaced = labelled_text(step.text or final_text, mine, selected)
         placed.update(i for i, _s in mine if i not in unplaced)
         blocks.append(Content.styled(literal(heading), "$text-muted"))
         blocks.append(body)
@@ -354,40 +350,39 @@ def hallucination_blocks(details: dict[str, Any], final_text: str, selected: int
     return blocks
 
 
-def sentence_line(i: int, s: dict[str, Any], selected: bool) -> Content:
-    label = str(s.get("label") or "unlabelled").lower()
+def sentence_line(i: int, s: SentenceVerdict, selected: bool) -> Content:
+    label = s.label or "unlabelled"
     mark = "▶ " if selected else "  "
-    source = "" if _is_final(s.get("source")) else f" [{s.get('source')}]"
+    source = "" if s.source == "final" else f" [{s.source}]"
     return Content.assemble(
-        mark, (f"{label}", _label_style(s.get("label"))), (literal(source), "$text-muted"), " ",
-        plain(_preview(s.get("text", ""))),
+        mark, (label, _label_style(s.label)), (literal(source), "$text-muted"), " ",
+        plain(_preview(s.text)),
     )
 
 
-def _preview(text: Any, width: int = 70) -> str:
+def _preview(text: str, width: int = 70) -> str:
     one = " ".join(literal(text).split())
     return one if len(one) <= width else one[: width - 1] + "…"
 
 
-def sentence_detail(i: int, total: int, s: dict[str, Any]) -> list[Content]:
+def sentence_detail(i: int, total: int, s: SentenceVerdict) -> list[Content]:
     """Label, rationale and excerpt of the selected sentence."""
-    label = str(s.get("label") or "unlabelled (no majority)").lower()
-    votes = s.get("votes")
-    vote_text = ", ".join(f"{k} {v}" for k, v in votes.items()) if isinstance(votes, dict) and votes else ""
-    lines = [Content.assemble((f"sentence {i + 1}/{total} ", "bold"), (label, _label_style(s.get("label"))),
+    label = s.label or "unlabelled (no majority)"
+    vote_text = ", ".join(f"{k} {v}" for k, v in s.votes.items())
+    lines = [Content.assemble((f"sentence {i + 1}/{total} ", "bold"), (label, _label_style(s.label)),
                               (f"  votes: {vote_text}" if vote_text else "", "$text-muted"))]
-    lines.append(plain(s.get("text", "")))
-    if s.get("rationale"):
-        lines.append(Content.assemble(("rationale: ", "$text-muted"), plain(s["rationale"])))
-    if s.get("supporting_excerpt") or s.get("contradicting_excerpt"):
-        if s.get("supporting_excerpt"):
-            lines.append(Content.assemble(("supporting excerpt: ", "$text-muted"), plain(s["supporting_excerpt"], "italic")))
-        if s.get("contradicting_excerpt"):
-            lines.append(Content.assemble(("contradicting excerpt: ", "$text-muted"), plain(s["contradicting_excerpt"], "italic")))
-    elif s.get("excerpt"):
-        lines.append(Content.assemble(("excerpt: ", "$text-muted"), plain(s["excerpt"], "italic")))
-    if s.get("source") and not _is_final(s.get("source")):
-        lines.append(Content.assemble(("source: ", "$text-muted"), plain(s["source"])))
+    lines.append(plain(s.text))
+    if s.rationale:
+        lines.append(Content.assemble(("rationale: ", "$text-muted"), plain(s.rationale)))
+    if s.supporting_excerpt or s.contradicting_excerpt:
+        if s.supporting_excerpt:
+            lines.append(Content.assemble(("supporting excerpt: ", "$text-muted"), plain(s.supporting_excerpt, "italic")))
+        if s.contradicting_excerpt:
+            lines.append(Content.assemble(("contradicting excerpt: ", "$text-muted"), plain(s.contradicting_excerpt, "italic")))
+    elif s.excerpt:
+        lines.append(Content.assemble(("excerpt: ", "$text-muted"), plain(s.excerpt, "italic")))
+    if s.source != "final":
+        lines.append(Content.assemble(("source: ", "$text-muted"), plain(s.source)))
     return lines
 
 
@@ -401,64 +396,44 @@ def legend() -> Content:
 # ---- rubrics --------------------------------------------------------------------------------------
 
 
-def rubric_texts(result: CaseResult, case: EvalCase | None, inv: Invocation | None, metric: MetricResult) -> dict[str, str]:
-    """rubric_id -> its text, from the criterion, the case and the invocation."""
-    out: dict[str, str] = {}
-    crit = metric.criterion if isinstance(metric.criterion, dict) else {}
-    for r in crit.get("rubrics") or []:
-        if isinstance(r, dict):
-            rid = r.get("rubric_id") or r.get("rubricId")
-            content = r.get("rubric_content") or r.get("rubricContent") or {}
-            text = content.get("text_property") or content.get("textProperty") if isinstance(content, dict) else None
-            if rid and text:
-                out[str(rid)] = str(text)
-    for rubric in [*(case.rubrics or [] if case is not None else []), *(inv.rubrics or [] if inv is not None else [])]:
-        if rubric.rubric_content.text_property:
-            out.setdefault(rubric.rubric_id, rubric.rubric_content.text_property)
-    return out
-
-
-def rubric_lines(details: dict[str, Any], texts: dict[str, str]) -> list[Content]:
+def rubric_lines(details: RubricDetails) -> list[Content]:
     """One verdict per rubric: ✔/✘, the rubric, the sample votes, then the rationale."""
     lines: list[Content] = []
-    for r in details.get("rubrics") or details.get("rubric_scores") or []:
-        if not isinstance(r, dict):
-            continue
-        rid = str(r.get("rubric_id", "?"))
-        score = r.get("score")
-        verdict = r.get("verdict")
-        passed = (score is not None and score >= 1) or str(verdict).lower() in ("yes", "true", "pass")
-        failed = (score is not None and score < 1) or str(verdict).lower() in ("no", "false", "fail")
-        status = 1 if passed else 2 if failed else 3
-        votes = votes_text(r.get("votes")) or votes_text(r.get("samples"))
-        text = texts.get(rid) or r.get("rubric_text") or r.get("text") or ""
+    for r in details.rubrics:
+        status = (EvalStatus.NOT_EVALUATED if r.verdict is None
+                  else EvalStatus.PASSED if r.verdict == "yes" else EvalStatus.FAILED)
+        votes = r.votes.text if r.votes.total else None
+        text = r.text or ""
         lines.append(Content.assemble(
-            status_chip(status), " ", (literal(rid), "bold"),
+            status_chip(status), " ", (literal(r.rubric_id), "bold"),
             (f"  votes {votes} yes", "$text-muted") if votes else "",
         ))
         if text:
             lines.append(plain(f"    {text}"))
-        if r.get("rationale"):
-            lines.append(plain(f"    {r['rationale']}", "$text-muted italic"))
+        if r.rationale:
+            lines.append(plain(f"    {r.rationale}", "$text-muted italic"))
     return lines
 
 
 def vote_lines(metric: str, inv: InvocationMetricResult) -> list[Content]:
-    """Sample votes and the first reasoning of a judge metric without rubrics (final_response_match_v2)."""
-    lines: list[Content] = []
-    votes = _votes_of(inv.details)
-    if votes:
-        lines.append(Content.assemble(status_chip(int(inv.status)), " ", (literal(metric), "bold"),
-                                      (f"  votes {votes}", "$text-muted")))
+    """Sample votes, the verdict and its reasoning of a judge metric without rubrics
+    (final_response_match_v2, safety_v1, the user-simulator quality)."""
     details = inv.details
-    if details.get("verdict"):
-        lines.append(plain(f"    verdict: {details['verdict']}"))
-    reasons = _as_list(details.get("rationale")) or [
-        s.get("rationale") or s.get("reasoning") for s in details.get("samples") or [] if isinstance(s, dict)]
-    for reason in [r for r in reasons if r][:1]:
-        lines.append(plain(f"    {reason}", "$text-muted italic"))
-    for policy in _as_list(details.get("violated_policies")):
-        lines.append(plain(f"    violated policy: {policy}", "$text-error"))
+    if not isinstance(details, (JudgeDetails, SimulatorTurnDetails)):
+        return []
+    lines: list[Content] = []
+    votes = votes_of(details)
+    if votes:
+        lines.append(Content.assemble(status_chip(inv.status), " ", (literal(metric), "bold"),
+                                      (f"  votes {votes}", "$text-muted")))
+    verdict = details.verdict
+    if verdict is not None and not isinstance(details, SimulatorTurnDetails):
+        lines.append(plain(f"    verdict: {verdict}"))
+    if details.rationale:
+        lines.append(plain(f"    {details.rationale}", "$text-muted italic"))
+    if isinstance(details, SafetyDetails):
+        for policy in details.violated_policies:
+            lines.append(plain(f"    violated policy: {policy}", "$text-error"))
     return lines
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
 
@@ -21,10 +21,22 @@ from ...schema.model import (
     InvocationEvents,
     content_text,
 )
+from ...schema.details import (
+    HallucinationDetails,
+    JudgeCaseDetails,
+    JudgeDetails,
+    JudgeSample,
+    MetricDetails,
+    RubricDetails,
+    RubricScore,
+    SimulatorTurnDetails,
+    TokenUsage,
+)
 from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from ..base import MetricInput
 
 T = TypeVar("T", bound=BaseModel)
+logger = logging.getLogger(__name__)
 
 
 # -- sampling -------------------------------------------------------------------------------------
@@ -45,16 +57,18 @@ class Sample(Generic[T]):
     def ok(self) -> bool:
         return self.parsed is not None
 
-    def record(self) -> dict[str, Any]:
-        """What the dashboard shows for this sample (verdict fields are merged in by the metric)."""
-        out: dict[str, Any] = {"sample": self.index, "cached": self.cached, "latency": round(self.latency, 4)}
-        if self.usage:
-            out["usage"] = self.usage
-        if self.error is not None:
-            out["error"] = self.error
-            if self.raw_text is not None:
-                out["raw_text"] = self.raw_text[:2000]
-        return out
+    def record(self, **verdict: Any) -> JudgeSample:
+        """What the dashboard shows for this sample; `verdict` holds the metric's verdict fields."""
+        return JudgeSample(
+            sample=self.index, cached=self.cached, latency=round(self.latency, 4),
+            usage=TokenUsage(**self.usage) if self.usage else None, error=self.error,
+            raw_text=self.raw_text[:2000] if self.error is not None and self.raw_text is not None else None,
+            **verdict,
+        )
+
+    @property
+    def token_usage(self) -> TokenUsage:
+        return TokenUsage(**self.usage) if self.usage else TokenUsage()
 
 
 async def ask_samples(
@@ -75,6 +89,8 @@ async def ask_samples(
         try:
             reply = await judge.ask(model=model, contents=prompt, schema=schema, config=config, sample=i)
         except JudgeError as exc:
+            # Kept in the details (errors, dropped samples); the log says it as it happens.
+            logger.info("judge sample %d dropped (%s): %s", i, model, exc.reason)
             return Sample(i, error=exc.reason, raw_text=exc.text, usage=exc.usage.to_dict())
         return Sample(i, parsed=reply.parsed, raw_text=reply.text, usage=reply.usage.to_dict(),
                       cached=reply.cached, latency=reply.latency)
@@ -82,18 +98,12 @@ async def ask_samples(
     return list(await asyncio.gather(*(one(first_sample + i) for i in range(num_samples))))
 
 
-def sum_usage(samples: Iterable[Sample[Any]]) -> dict[str, int]:
-    total: Counter[str] = Counter()
-    for s in samples:
-        total.update(s.usage)
-    return {k: total.get(k, 0) for k in ("prompt_tokens", "output_tokens", "total_tokens")}
+def sum_usage(samples: Iterable[Sample[Any]]) -> TokenUsage:
+    return TokenUsage.total([s.token_usage for s in samples])
 
 
-def add_usage(*usages: dict[str, int]) -> dict[str, int]:
-    total: Counter[str] = Counter()
-    for u in usages:
-        total.update(u)
-    return {k: total.get(k, 0) for k in ("prompt_tokens", "output_tokens", "total_tokens")}
+def add_usage(*usages: TokenUsage) -> TokenUsage:
+    return TokenUsage.total(list(usages))
 
 
 def failure_reason(errors: Iterable[str]) -> str:
@@ -269,13 +279,22 @@ async def score_invocations(inp: MetricInput, score_one: ScoreFn) -> list[Invoca
     return list(await asyncio.gather(*(run(i) for i in range(len(inp.actual)))))
 
 
-def not_evaluated(reason: str, details: dict[str, Any] | None = None) -> InvocationMetricResult:
-    return InvocationMetricResult(None, EvalStatus.NOT_EVALUATED, reason, details or {})
+def not_evaluated(reason: str, details: MetricDetails | None = None) -> InvocationMetricResult:
+    return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=reason, details=details)
 
 
-def invocation_result(score: float | None, crit: Criterion, details: dict[str, Any],
+def invocation_result(score: float | None, crit: Criterion, details: MetricDetails,
                       reason: str | None = None) -> InvocationMetricResult:
-    return InvocationMetricResult(score, status_for(score, crit.threshold), reason, details)
+    return InvocationMetricResult(score=score, status=status_for(score, crit.threshold), reason=reason,
+                                  details=details)
+
+
+def usage_of(result: InvocationMetricResult) -> TokenUsage:
+    """The judge tokens a turn's verdict spent (none when it never reached the judge)."""
+    details = result.details
+    if isinstance(details, (JudgeDetails, RubricDetails, HallucinationDetails, SimulatorTurnDetails)):
+        return details.token_usage
+    return TokenUsage()
 
 
 def case_result(
@@ -283,25 +302,28 @@ def case_result(
     per_invocation: list[InvocationMetricResult],
     *,
     scores: list[float] | None = None,
-    details: dict[str, Any] | None = None,
+    rubric_scores: list[RubricScore] | None = None,
 ) -> MetricResult:
     """Case score = mean of `scores` (default: the evaluated invocations' scores); NOT_EVALUATED with
     the first invocation's reason when nothing was evaluated."""
     crit = inp.criterion
     if scores is None:
         scores = [r.score for r in per_invocation if r.score is not None]
-    details = dict(details or {})
-    details.setdefault("token_usage", add_usage(*(r.details.get("token_usage", {}) for r in per_invocation)))
-    details.setdefault("judge_model", crit.judge.judge_model)
-    details.setdefault("num_samples", crit.judge.num_samples)
-    details["evaluated_invocations"] = sum(1 for r in per_invocation if r.score is not None)
+    details = JudgeCaseDetails(
+        judge_model=crit.judge.judge_model,
+        num_samples=crit.judge.num_samples,
+        evaluated_invocations=sum(1 for r in per_invocation if r.score is not None),
+        token_usage=TokenUsage.total([usage_of(r) for r in per_invocation]),
+        rubric_scores=rubric_scores or [],
+    )
     if not scores:
         reasons = [r.reason for r in per_invocation if r.reason]
         reason = reasons[0] if reasons else "no invocation could be evaluated"
         if len(per_invocation) > 1 and reasons:
             reason = f"no invocation was evaluated: {reasons[0]}"
-        return MetricResult(crit.metric_name, crit.threshold, None, EvalStatus.NOT_EVALUATED, crit.to_dict(),
-                            per_invocation, reason=reason, details=details)
+        return MetricResult(metric_name=crit.metric_name, threshold=crit.threshold, status=EvalStatus.NOT_EVALUATED,
+                            criterion=crit.to_dict(), per_invocation=per_invocation, reason=reason, details=details)
     score = sum(scores) / len(scores)
-    return MetricResult(crit.metric_name, crit.threshold, score, status_for(score, crit.threshold), crit.to_dict(),
-                        per_invocation, details=details)
+    return MetricResult(metric_name=crit.metric_name, threshold=crit.threshold, score=score,
+                        status=status_for(score, crit.threshold), criterion=crit.to_dict(),
+                        per_invocation=per_invocation, details=details)

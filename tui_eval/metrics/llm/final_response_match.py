@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ...schema.model import content_text
-from ...schema.results import MetricResult
+from ...schema.details import JudgeSample, ResponseMatchJudgeDetails, Votes
+from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
 from .common import (
     ask_samples,
@@ -72,7 +73,7 @@ async def evaluate(inp: MetricInput) -> MetricResult:
     opts = crit.judge
     expected = inp.expected or []
 
-    async def score_one(i: int):
+    async def score_one(i: int) -> InvocationMetricResult:
         actual = inp.actual[i]
         reference_inv = expected[i] if i < len(expected) else None
         include = crit.include_intermediate_responses_in_final
@@ -84,28 +85,29 @@ async def evaluate(inp: MetricInput) -> MetricResult:
         )
         samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=prompt, schema=ResponseMatchVerdict,
                                     config=opts.judge_model_config, num_samples=opts.num_samples)
-        votes = {"valid": 0, "invalid": 0}
-        records = []
+        votes = Votes()
+        records: list[JudgeSample] = []
         for s in samples:
-            rec = s.record()
             if s.parsed is not None:
-                votes[s.parsed.verdict] += 1
-                rec.update(verdict=s.parsed.verdict, rationale=s.parsed.reasoning)
-            records.append(rec)
-        errors = [f"sample {s.index}: {s.error}" for s in samples if s.error]
-        details = {
-            "samples": records,
-            "votes": votes,
-            "errors": errors,
-            "token_usage": sum_usage(samples),
-        }
-        outcome = majority(votes["valid"], votes["invalid"])
+                if s.parsed.verdict == "valid":
+                    votes.yes += 1
+                else:
+                    votes.no += 1
+                records.append(s.record(verdict=s.parsed.verdict, rationale=s.parsed.reasoning))
+            else:
+                records.append(s.record())
+        details = ResponseMatchJudgeDetails(
+            samples=records,
+            votes=votes,
+            errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
+            token_usage=sum_usage(samples),
+        )
+        outcome = majority(votes.yes, votes.no)
         if outcome is None:
             return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
-        verdict = "valid" if outcome else "invalid"
-        details["verdict"] = verdict
+        details.verdict = "valid" if outcome else "invalid"
         # The rationale shown first is one from the winning side.
-        details["rationale"] = next(r["rationale"] for r in records if r.get("verdict") == verdict)
+        details.rationale = next(r.rationale for r in records if r.verdict == details.verdict)
         return invocation_result(1.0 if outcome else 0.0, crit, details)
 
     return case_result(inp, await score_invocations(inp, score_one))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ...judge import JudgeError
 from ...schema.model import AppDetails, Invocation, content_text
-from ...schema.results import MetricResult
+from ...schema.details import CheckedResponse, HallucinationDetails, SentenceSampleLabel, SentenceVerdict, TokenUsage
+from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
 from .common import (
     Step,
@@ -32,9 +33,9 @@ from .common import (
 )
 
 NAME = "hallucinations_v1"
-POSITIVE = ("supported", "not_applicable")
-NEGATIVE = ("unsupported", "contradictory", "disputed")
 Label = Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
+POSITIVE: tuple[Label, ...] = ("supported", "not_applicable")
+NEGATIVE: tuple[Label, ...] = ("unsupported", "contradictory", "disputed")
 
 
 class Segmentation(BaseModel):
@@ -104,7 +105,7 @@ Answer in JSON: {{"sentences": [{{"index", "sentence", "rationale", "label", "su
 class CheckStep:
     """One natural-language response to check and the context it may rely on."""
 
-    source: str  # "final" | "intermediate"
+    source: Literal["final", "intermediate"]
     author: str | None
     text: str
     context: str
@@ -164,38 +165,36 @@ def _locate(text: str, sentences: list[str]) -> list[tuple[int, int] | None]:
     return spans
 
 
-async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> dict[str, Any]:
-    """Segment once, label num_samples times, vote per sentence. Returns the step's record."""
+async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> tuple[CheckedResponse, list[SentenceVerdict]]:
+    """Segment once, label num_samples times, vote per sentence. Returns the checked response and its
+    sentences."""
     opts = inp.criterion.judge
-    record: dict[str, Any] = {"source": step.source, "author": step.author, "text": step.text, "score": None,
-                              "sentences": [], "errors": [], "samples": []}
+    record = CheckedResponse(source=step.source, author=step.author, text=step.text)
     try:
         seg = await inp.judge.ask(model=opts.judge_model, contents=SEGMENT_PROMPT.format(response=step.text),
                                   schema=Segmentation, config=opts.judge_model_config, sample=0)
     except JudgeError as exc:
-        record["errors"].append(f"segmentation: {exc.reason}")
-        record["token_usage"] = exc.usage.to_dict()
-        record["reason"] = f"judge failed: segmentation: {exc.reason}"
-        return record
-    seg_usage = seg.usage.to_dict()
-    sentences = [s for s in seg.parsed.sentences if s.strip()]  # type: ignore[union-attr]
+        record.errors.append(f"segmentation: {exc.reason}")
+        record.token_usage = TokenUsage(**exc.usage.to_dict())
+        record.reason = f"judge failed: segmentation: {exc.reason}"
+        return record, []
+    seg_usage = TokenUsage(**seg.usage.to_dict())
+    sentences = [s for s in seg.parsed.sentences if s.strip()]
     if not sentences:
-        record["token_usage"] = seg_usage
-        record["reason"] = "the judge found no sentences in the response"
-        return record
+        record.token_usage = seg_usage
+        record.reason = "the judge found no sentences in the response"
+        return record, []
     numbered = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(sentences))
     samples = await ask_samples(inp.judge, model=opts.judge_model,
                                 prompt=LABEL_PROMPT.format(context=step.context, sentences=numbered),
                                 schema=SentenceLabels, config=opts.judge_model_config,
                                 num_samples=opts.num_samples)
-    record["token_usage"] = add_usage(seg_usage, sum_usage(samples))
+    record.token_usage = add_usage(seg_usage, sum_usage(samples))
     by_sentence: list[list[tuple[int, SentenceLabel]]] = [[] for _ in sentences]
     for s in samples:
-        rec = s.record()
         if s.parsed is not None:
             seen: set[int] = set()
-            sample_labels = []
-            for item in s.parsed.sentences:  # type: ignore[attr-defined]
+            for item in s.parsed.sentences:
                 k = item.index - 1
                 if not 0 <= k < len(sentences):
                     # A judge that renumbered: fall back to the sentence text.
@@ -204,43 +203,43 @@ async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> dict[str, A
                     continue
                 seen.add(k)
                 by_sentence[k].append((s.index, item))
-                sample_labels.append({"index": k, "label": item.label})
-            rec["labels"] = sample_labels
-        record["samples"].append(rec)
-    record["errors"] = [f"sample {s.index}: {s.error}" for s in samples if s.error]
+        record.samples.append(s.record())
+    record.errors = [f"sample {s.index}: {s.error}" for s in samples if s.error]
     spans = _locate(step.text, sentences)
     positives = 0
     labelled = 0
+    verdicts: list[SentenceVerdict] = []
     for k, text in enumerate(sentences):
         votes = Counter(lab.label for _si, lab in by_sentence[k])
         pos = sum(votes[label] for label in POSITIVE)
         neg = sum(votes[label] for label in NEGATIVE)
         outcome = majority(pos, neg)
-        entry: dict[str, Any] = {"text": text, "label": None, "rationale": None, "excerpt": None,
-                                 "supporting_excerpt": None, "contradicting_excerpt": None,
-                                 "source": step.source, "step": step_no, "votes": dict(votes),
-                                 "span": list(spans[k]) if spans[k] else None,
-                                 "rationales": [{"sample": si, "label": lab.label, "rationale": lab.rationale}
-                                                for si, lab in by_sentence[k]]}
+        entry = SentenceVerdict(
+            text=text, source=step.source, step=step_no, votes=dict(votes), span=spans[k],
+            samples=[SentenceSampleLabel(sample=si, label=lab.label, rationale=lab.rationale)
+                     for si, lab in by_sentence[k]],
+        )
         if outcome is not None:
             side = POSITIVE if outcome else NEGATIVE
             # The commonest label on the winning side; ties go to the first in the side's order.
-            label = max(side, key=lambda lab: (votes[lab], -side.index(lab)))
+            label: Label = max(side, key=lambda lab: (votes[lab], -side.index(lab)))
             chosen = next(lab for _si, lab in by_sentence[k] if lab.label == label)
             excerpts = [e for e in (chosen.supporting_excerpt, chosen.contradicting_excerpt) if e]
-            entry.update(label=label, rationale=chosen.rationale, excerpt=" / ".join(excerpts) or None,
-                         supporting_excerpt=chosen.supporting_excerpt,
-                         contradicting_excerpt=chosen.contradicting_excerpt)
+            entry.label = label
+            entry.rationale = chosen.rationale
+            entry.excerpt = " / ".join(excerpts) or None
+            entry.supporting_excerpt = chosen.supporting_excerpt
+            entry.contradicting_excerpt = chosen.contradicting_excerpt
             labelled += 1
             positives += 1 if outcome else 0
-        record["sentences"].append(entry)
+        verdicts.append(entry)
     if labelled:
-        record["score"] = positives / labelled
+        record.score = positives / labelled
     elif not any(s.ok for s in samples):
-        record["reason"] = failure_reason(s.error for s in samples if s.error)
+        record.reason = failure_reason(s.error for s in samples if s.error)
     else:
-        record["reason"] = "the judge labelled none of the sentences"
-    return record
+        record.reason = "the judge labelled none of the sentences"
+    return record, verdicts
 
 
 async def evaluate(inp: MetricInput) -> MetricResult:
@@ -248,23 +247,24 @@ async def evaluate(inp: MetricInput) -> MetricResult:
 
     crit = inp.criterion
 
-    async def score_one(i: int):
+    async def score_one(i: int) -> InvocationMetricResult:
         steps = check_steps(inp, i)
         if not steps:
             return not_evaluated("no natural-language response to check")
-        records = list(await asyncio.gather(*(_check(inp, step, k) for k, step in enumerate(steps))))
-        sentences = [s for r in records for s in r["sentences"]]
-        details: dict[str, Any] = {
-            "steps": [{k: v for k, v in r.items() if k != "sentences"} for r in records],
-            "sentences": sentences,
-            "labels": dict(Counter(s["label"] for s in sentences if s["label"])),
-            "errors": [e for r in records for e in r["errors"]],
-            "token_usage": add_usage(*(r.get("token_usage", {}) for r in records)),
-        }
-        scores = [r["score"] for r in records if r["score"] is not None]
+        checked = list(await asyncio.gather(*(_check(inp, step, k) for k, step in enumerate(steps))))
+        records = [record for record, _sentences in checked]
+        sentences = [s for _record, found in checked for s in found]
+        details = HallucinationDetails(
+            steps=records,
+            sentences=sentences,
+            labels=dict(Counter(s.label for s in sentences if s.label)),
+            errors=[e for r in records for e in r.errors],
+            token_usage=add_usage(*(r.token_usage for r in records)),
+        )
+        scores = [r.score for r in records if r.score is not None]
         if not scores:
-            return not_evaluated(next((r["reason"] for r in records if r.get("reason")),
-                                      "no sentence could be labelled"), details)
+            return not_evaluated(next((r.reason for r in records if r.reason), "no sentence could be labelled"),
+                                 details)
         # As ADK: each checked response scores its share of good sentences; the turn is their mean.
         return invocation_result(sum(scores) / len(scores), crit, details)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ...schema.model import Rubric, content_text
-from ...schema.results import MetricResult
+from ...schema.details import JudgeSample, RubricDetails, RubricSampleVerdict, RubricScore, RubricVerdict, Votes
+from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
 from .common import (
     app_details_for,
@@ -209,7 +209,7 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
     crit = inp.criterion
     opts = crit.judge
 
-    async def score_one(i: int):
+    async def score_one(i: int) -> InvocationMetricResult:
         try:
             rubrics = effective_rubrics(inp, i, metric.rubric_type)
         except RubricConflict as exc:
@@ -221,15 +221,13 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
                                     schema=metric.schema, config=opts.judge_model_config,
                                     num_samples=opts.num_samples)
         known = {r.rubric_id: r for r in rubrics}
-        votes: dict[str, Counter[str]] = {r.rubric_id: Counter() for r in rubrics}
-        rationales: dict[str, list[dict[str, Any]]] = {r.rubric_id: [] for r in rubrics}
+        votes: dict[str, Votes] = {r.rubric_id: Votes() for r in rubrics}
+        per_sample: dict[str, list[RubricSampleVerdict]] = {r.rubric_id: [] for r in rubrics}
         unmatched: list[str] = []
-        records = []
+        records: list[JudgeSample] = []
         for s in samples:
-            rec = s.record()
             if s.parsed is not None:
                 seen: set[str] = set()
-                sample_verdicts = []
                 for v in s.parsed.verdicts:  # type: ignore[attr-defined]
                     rid = _normal_id(v.rubric_id)
                     if rid not in known:
@@ -238,44 +236,37 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
                     if rid in seen:
                         continue  # a judge repeating itself gets one vote per sample
                     seen.add(rid)
-                    votes[rid][v.verdict] += 1
-                    entry = {"sample": s.index, "verdict": v.verdict, "rationale": v.rationale}
-                    if getattr(v, "evidence", None) is not None:
-                        entry["evidence"] = v.evidence
-                    rationales[rid].append(entry)
-                    sample_verdicts.append({"rubric_id": rid, "verdict": v.verdict})
-                rec["verdicts"] = sample_verdicts
-            records.append(rec)
-        rubric_details = []
-        rubric_scores = []
+                    if v.verdict == "yes":
+                        votes[rid].yes += 1
+                    else:
+                        votes[rid].no += 1
+                    per_sample[rid].append(RubricSampleVerdict(sample=s.index, verdict=v.verdict,
+                                                               rationale=v.rationale,
+                                                               evidence=getattr(v, "evidence", None)))
+            records.append(s.record())
+        verdicts: list[RubricVerdict] = []
         for r in rubrics:
             rid = r.rubric_id
-            outcome = majority(votes[rid]["yes"], votes[rid]["no"])
-            verdict = None if outcome is None else ("yes" if outcome else "no")
-            score = None if outcome is None else (1.0 if outcome else 0.0)
-            rationale = next((e["rationale"] for e in rationales[rid] if e["verdict"] == verdict), None)
-            rubric_details.append({
-                "rubric_id": rid,
-                "text": r.rubric_content.text_property,
-                "type": r.type,
-                "verdict": verdict,
-                "score": score,
-                "votes": {"yes": votes[rid]["yes"], "no": votes[rid]["no"]},
-                "rationale": rationale,
-                "rationales": rationales[rid],
-            })
-            rubric_scores.append({"rubric_id": rid, "rationale": rationale, "score": score})
-        errors = [f"sample {s.index}: {s.error}" for s in samples if s.error]
-        details: dict[str, Any] = {
-            "rubrics": rubric_details,
-            "rubric_scores": rubric_scores,
-            "samples": records,
-            "errors": errors,
-            "token_usage": sum_usage(samples),
-        }
-        if unmatched:
-            details["unmatched_rubric_ids"] = sorted(set(unmatched))
-        scored = [rs["score"] for rs in rubric_scores if rs["score"] is not None]
+            outcome = majority(votes[rid].yes, votes[rid].no)
+            verdict: Literal["yes", "no"] | None = None if outcome is None else ("yes" if outcome else "no")
+            verdicts.append(RubricVerdict(
+                rubric_id=rid,
+                text=r.rubric_content.text_property,
+                type=r.type,
+                verdict=verdict,
+                score=None if outcome is None else (1.0 if outcome else 0.0),
+                votes=votes[rid],
+                rationale=next((e.rationale for e in per_sample[rid] if e.verdict == verdict), None),
+                samples=per_sample[rid],
+            ))
+        details = RubricDetails(
+            rubrics=verdicts,
+            samples=records,
+            errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
+            token_usage=sum_usage(samples),
+            unmatched_rubric_ids=sorted(set(unmatched)),
+        )
+        scored = [v.score for v in verdicts if v.score is not None]
         if not scored:
             if not any(s.ok for s in samples):
                 return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
@@ -286,27 +277,22 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
     # Gathered in turn order (not completion order) so the case's rubric list is stable run to run.
     all_scores: list[float] = []
     by_rubric: dict[str, list[float]] = {}
-    texts: dict[str, str] = {}
     for result in per_invocation:
-        for r in result.details.get("rubrics", []):
-            texts.setdefault(r["rubric_id"], r["text"] or "")
-            if r["score"] is not None:
-                all_scores.append(r["score"])
-                by_rubric.setdefault(r["rubric_id"], []).append(r["score"])
+        if not isinstance(result.details, RubricDetails):
+            continue
+        for v in result.details.rubrics:
+            if v.score is not None:
+                all_scores.append(v.score)
+                by_rubric.setdefault(v.rubric_id, []).append(v.score)
     case_rubric_scores = [
-        {
-            "rubric_id": rid,
-            "score": sum(scores) / len(scores),
-            "rationale": f"mean over {len(scores)} invocation(s); see each invocation for the judge's rationale",
-        }
+        RubricScore(
+            rubric_id=rid,
+            score=sum(scores) / len(scores),
+            rationale=f"mean over {len(scores)} invocation(s); see each invocation for the judge's rationale",
+        )
         for rid, scores in by_rubric.items()
     ]
-    details = {
-        "rubric_scores": case_rubric_scores,
-        "rubrics": [{"rubric_id": rs["rubric_id"], "text": texts.get(rs["rubric_id"], ""), "score": rs["score"]}
-                    for rs in case_rubric_scores],
-    }
-    return case_result(inp, per_invocation, scores=all_scores, details=details)
+    return case_result(inp, per_invocation, scores=all_scores, rubric_scores=case_rubric_scores)
 
 
 async def evaluate_final_response_quality(inp: MetricInput) -> MetricResult:

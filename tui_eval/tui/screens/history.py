@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ..messages import JumpTo
-from ..text import STATUS_GLYPH, fmt_score, literal, rich_style
+from ..text import STATUS_GLYPH, STATUS_WORD, fmt_score, literal, rich_style
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.store import CaseChange, HistoryEntry
@@ -41,7 +41,7 @@ def _status_text(app: Any, status: Any) -> Text:
     if status is None:
         return Text("—", style="dim")
     value = int(status)
-    return Text(f"{STATUS_GLYPH[value]} {('passed', 'failed', 'not evaluated')[value - 1]}",
+    return Text(f"{STATUS_GLYPH[value]} {STATUS_WORD[value]}",
                 style=rich_style(app, _STATUS_VAR[value]))
 
 

@@ -14,22 +14,18 @@ from textual.widgets import Footer, Static
 
 from ..messages import EditKind, EditRequested, RunRequested
 from ..text import one_line, plain, status_content, word_diff
+from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..verdicts import (
-    HALLUCINATIONS,
     MATCH_TYPES,
-    RUBRIC_METRICS,
-    TRAJECTORY,
-    compute_alignments,
     configured_match_type,
-    invocation_result,
+    details_of,
     hallucination_blocks,
     joined,
     legend,
     not_evaluated_lines,
     rubric_lines,
-    rubric_texts,
     sentence_detail,
-    sentences_of,
+    stored_trajectory,
     turn_metric_lines,
     vote_lines,
 )
@@ -37,12 +33,10 @@ from ..widgets.trajectory import TrajectoryDiff
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
+    from ...schema.details import Alignment
     from ...schema.model import Invocation
     from ..app import EvalApp
     from ..catalog import Catalog
-
-_JUDGE_VOTE_METRICS = ("final_response_match_v2", "safety_v1")
-
 
 class TurnScreen(Screen[None]):
     """Everything known about one turn of one case."""
@@ -71,7 +65,7 @@ class TurnScreen(Screen[None]):
         self.index = index
         self.match_type: str | None = None
         self.sentence = 0
-        self._alignments: dict[str, dict[str, Any]] = {}
+        self._alignments: dict[str, Alignment] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="turn-title")
@@ -183,41 +177,37 @@ class TurnScreen(Screen[None]):
 
     def _render_trajectory(self, result: Any, expected: Invocation | None, actual: Invocation | None) -> None:
         traj = self.query_one(TrajectoryDiff)
-        stored = None
-        if result is not None:
-            inv = invocation_result(result, TRAJECTORY, self.index)
-            stored = inv.details.get("alignment") if inv is not None else None
-        configured, ignore_args = configured_match_type(result, stored)
         exp_calls = expected.tool_calls if expected is not None else []
         act_calls = actual.tool_calls if actual is not None else []
         if expected is None and actual is not None:
             traj.show_calls(act_calls)
             return
-        if actual is None:
-            self._alignments = {}
-        else:
-            self._alignments = compute_alignments(exp_calls, act_calls, ignore_args)
-            if stored:
-                self._alignments[configured] = stored  # what the metric really said wins
+        # What the metric stored, under every match type: read, never recomputed.
+        stored = stored_trajectory(result, self.index)
+        configured, ignore_args = configured_match_type(result, stored)
+        self._alignments = {name: a for name, a in stored.alignments().items()} if stored is not None else {}
         shown = self.match_type or configured
         if not self._alignments:
-            # No run yet: list the expected calls alone.
-            self._alignments = {shown: {"expected": [{"index": i, "name": c.name, "status": "matched"} for i, c in enumerate(exp_calls)], "actual": []}}
+            # Not judged yet: list the calls without a verdict.
+            traj.show_unjudged(exp_calls, act_calls)
+            return
         traj.show(self._alignments, shown, configured, exp_calls, act_calls, ignore_args)
 
     def _render_hallucinations(self, result: Any, actual: Invocation | None) -> None:
-        inv = invocation_result(result, HALLUCINATIONS, self.index) if result is not None else None
-        sentences = sentences_of(inv.details) if inv is not None else []
-        if inv is None or (not sentences and inv.reason is None):
+        found = details_of(result, self.index, HallucinationDetails) if result is not None else []
+        inv = found[0][1] if found else None
+        details = inv.details if inv is not None else None
+        if inv is None or not isinstance(details, HallucinationDetails) or (not details.sentences and inv.reason is None):
             self._section("hallucinations", None)
             return
+        sentences = details.sentences
         if not sentences:
             self._section("hallucinations", plain(inv.reason or "no sentences", "$text-warning"))
             return
         self.sentence = max(0, min(self.sentence, len(sentences) - 1))
         text = actual.final_response.text if actual is not None and actual.final_response else ""
         lines = [Content.assemble(status_chip_text(inv), legend())]
-        lines.extend(hallucination_blocks(inv.details, text, self.sentence))
+        lines.extend(hallucination_blocks(details, text, self.sentence))
         lines.append(Content(""))
         lines.extend(sentence_detail(self.sentence, len(sentences), sentences[self.sentence]))
         lines.append(Content.styled("s / S: next / previous sentence", "$text-muted italic"))
@@ -228,19 +218,14 @@ class TurnScreen(Screen[None]):
             self._section("judges", None)
             return
         lines: list[Content] = []
-        for name in RUBRIC_METRICS:
-            metric = result.metric(name)
-            inv = invocation_result(result, name, self.index)
-            if metric is None or inv is None:
-                continue
-            verdicts = rubric_lines(inv.details, rubric_texts(result, case, expected, metric))
+        for metric, inv in details_of(result, self.index, RubricDetails):
+            assert isinstance(inv.details, RubricDetails)
+            verdicts = rubric_lines(inv.details)
             if verdicts:
-                lines.append(Content.assemble((name, "bold"), (f"  score {inv.score:.2f}" if inv.score is not None else "", "$text-muted")))
+                lines.append(Content.assemble((metric.metric_name, "bold"), (f"  score {inv.score:.2f}" if inv.score is not None else "", "$text-muted")))
                 lines.extend(verdicts)
-        for name in _JUDGE_VOTE_METRICS:
-            inv = invocation_result(result, name, self.index)
-            if inv is not None:
-                lines.extend(vote_lines(name, inv))
+        for metric, inv in details_of(result, self.index, (JudgeDetails, SimulatorTurnDetails)):
+            lines.extend(vote_lines(metric.metric_name, inv))
         self._section("judges", joined(lines) if lines else None)
 
     # ---- actions -----------------------------------------------------------------------------
@@ -263,7 +248,8 @@ class TurnScreen(Screen[None]):
 
     def action_cycle_match_type(self) -> None:
         names = [n for n in MATCH_TYPES if n in self._alignments] or list(MATCH_TYPES)
-        current = self.match_type or configured_match_type(self.catalog.result(self.key), None)[0]
+        result = self.catalog.result(self.key)
+        current = self.match_type or configured_match_type(result, stored_trajectory(result, self.index))[0]
         self.match_type = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
         self.render_turn()
 

@@ -9,21 +9,24 @@ from textual.containers import Grid, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from ..text import call_signature, plain
+from ...schema.results import EvalStatus
+from ..text import STATUS_STYLE, call_signature, plain
 from ..verdicts import MATCH_TYPES, alignment_summary, arg_diff_lines, joined, trajectory_rows
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...schema.details import Alignment
     from ...schema.model import FunctionCall
 
 
-def verdict_chips(alignments: dict[str, dict[str, Any]], shown: str, configured: str) -> Content:
+def verdict_chips(alignments: dict[str, Alignment], shown: str, configured: str) -> Content:
     """`EXACT ✘  [IN_ORDER ✔]  ANY_ORDER ✔`: how each match type judges the turn; the shown one boxed."""
     parts: list[Any] = []
     for name in MATCH_TYPES:
         a = alignments.get(name)
         if a is None:
             continue
-        glyph, style = ("✔", "$text-success") if a.get("passed") else ("✘", "$text-error")
+        status = EvalStatus.PASSED if a["passed"] else EvalStatus.FAILED
+        glyph, style = status.glyph, STATUS_STYLE[status]
         label = f"{name}{'*' if name == configured else ''}"
         if name == shown:
             parts.extend([("[", "$text-accent"), (label, "bold reverse"), " ", (glyph, style), ("]", "$text-accent"), " "])
@@ -45,16 +48,26 @@ class TrajectoryDiff(Vertical):
 
     def show_calls(self, actual: list[FunctionCall]) -> None:
         """Only actual calls (a scenario turn has no expected trajectory to judge them against)."""
-        self.query_one("#trajectory-head", Static).update(
-            Content.styled("no expected calls (scenario case): the calls the agent made", "$text-muted"))
+        self._list_calls("no expected calls (scenario case): the calls the agent made", None, actual)
+
+    def show_unjudged(self, expected: list[FunctionCall], actual: list[FunctionCall]) -> None:
+        """Both sides' calls without a verdict (tool_trajectory_avg_score has not judged this turn)."""
+        self._list_calls("not judged: tool_trajectory_avg_score has no verdict on this turn", expected, actual)
+
+    def _list_calls(self, head: str, expected: list[FunctionCall] | None, actual: list[FunctionCall]) -> None:
+        self.query_one("#trajectory-head", Static).update(Content.styled(head, "$text-muted"))
         grid = self.query_one("#trajectory-grid", Grid)
         grid.remove_children()
-        cells = [Static(Content.styled("expected (none)", "bold"), classes="cell head"),
+        exp_head = "expected (none)" if expected is None else f"expected ({len(expected)})"
+        cells = [Static(Content.styled(exp_head, "bold"), classes="cell head"),
                  Static(Content.styled(f"actual ({len(actual)})", "bold"), classes="cell head")]
-        for call in actual:
-            cells.append(Static(Content(""), classes="cell"))
-            cells.append(Static(Content.assemble(("· ", "$text-muted"), call_signature(call.name, call.args)),
-                                classes="cell"))
+        left = expected or []
+        for k in range(max(len(left), len(actual))):
+            for calls in (left, actual):
+                call = calls[k] if k < len(calls) else None
+                body = (Content.assemble(("· ", "$text-muted"), call_signature(call.name or "", call.args))
+                        if call is not None else Content(""))
+                cells.append(Static(body, classes="cell"))
         grid.mount_all(cells)
         args = self.query_one("#trajectory-args", Static)
         args.update(Content(""))
@@ -62,14 +75,14 @@ class TrajectoryDiff(Vertical):
 
     def show(
         self,
-        alignments: dict[str, dict[str, Any]],
+        alignments: dict[str, Alignment],
         shown: str,
         configured: str,
         expected: list[FunctionCall],
         actual: list[FunctionCall],
         ignore_args: bool = False,
     ) -> None:
-        alignment = alignments.get(shown) or {}
+        alignment = alignments.get(shown) or alignments[configured]
         head = [
             verdict_chips(alignments, shown, configured),
             plain(f"{alignment_summary(alignment)}{'; arguments ignored' if ignore_args else ''}"
@@ -82,7 +95,7 @@ class TrajectoryDiff(Vertical):
             Static(Content.styled(f"expected ({len(expected)})", "bold"), classes="cell head"),
             Static(Content.styled(f"actual ({len(actual)})", "bold"), classes="cell head"),
         ]
-        rows = trajectory_rows(alignment, expected, actual) if alignment else []
+        rows = trajectory_rows(alignment, expected, actual)
         if not rows and not expected and not actual:
             cells.append(Static(Content.styled("no tool calls", "$text-muted"), classes="cell"))
             cells.append(Static(Content.styled("no tool calls", "$text-muted"), classes="cell"))

@@ -1,0 +1,401 @@
+"""Typed verdict details: what each metric learnt beyond its score, as pure data the UI and reports read.
+
+Every details model carries a `kind` literal, so `MetricDetails` (a discriminated union) loads a run
+record back into the right class. Metrics fill these; readers (dashboard, reports) only read fields and
+never re-run metric code. Nothing here computes a verdict.
+
+Trajectory alignments and their steps are TypedDicts, not models: a run aligns every turn of every case
+(under three match types when EXACT fails), and a dict costs a tenth of a model's __init__; pydantic
+still validates them, field by field, whenever a details model is built or a record loads.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from typing_extensions import NotRequired, TypedDict
+
+MatchTypeName = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
+MATCH_TYPE_NAMES: tuple[MatchTypeName, ...] = ("EXACT", "IN_ORDER", "ANY_ORDER")
+ExpectedStatus = Literal["matched", "missing"]
+ActualStatus = Literal["matched", "extra", "out_of_order"]
+SentenceLabelName = Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
+
+M = TypeVar("M", bound=BaseModel)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted(cls: type[M], /, **values: Any) -> M:
+    """`cls(**values)` without validation, for values our own code just computed with their types.
+
+    What `model_construct` does, for the scoring hot path (a 5,000-case run builds ~60k results):
+    pydantic 2.14's model_construct resolves aliases and defaults in Python on every call and costs
+    more than validating. So every field must be given (no defaults are filled in); tests check that
+    the result equals the validated model.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+class _Details(BaseModel):
+    """The base of every details model: records keep unknown keys out, field names are the JSON keys."""
+
+    # defer_build: built on first validation or dump, not when the dashboard imports this module.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+
+
+# --- trajectory ---------------------------------------------------------------------------------------
+class ArgDiff(TypedDict):
+    """One argument path where the expected and actual values differ."""
+
+    path: str  # "sides", "filters.room", "items[2]"; "" is the whole args value (e.g. None vs {})
+    kind: Literal["changed", "missing", "extra"]  # missing: only expected has it; extra: only actual
+    expected: NotRequired[JsonValue]  # absent when kind == "extra"
+    actual: NotRequired[JsonValue]  # absent when kind == "missing"
+
+
+class ExpectedStep(TypedDict):
+    """What became of one expected call."""
+
+    index: int
+    name: str | None
+    status: ExpectedStatus
+    actual_index: int | None  # the actual call that answered it (also when out of order or other args)
+    arg_diffs: NotRequired[list[ArgDiff]]  # only on a missing call paired with a same-name call
+
+
+class ActualStep(TypedDict):
+    """How one actual call was judged."""
+
+    index: int
+    name: str | None
+    status: ActualStatus
+    expected_index: int | None
+    arg_diffs: NotRequired[list[ArgDiff]]  # only on an extra call paired with a same-name expected call
+
+
+class Alignment(TypedDict):
+    """One match type's verdict on a turn's tool calls, call by call."""
+
+    passed: bool
+    expected: list[ExpectedStep]
+    actual: list[ActualStep]
+
+
+def alignment_counts(alignment: Alignment) -> dict[str, int]:
+    """Calls per status: "missing" counts expected calls, the other statuses actual calls."""
+    out = {"matched": 0, "missing": 0, "extra": 0, "out_of_order": 0}
+    for e in alignment["expected"]:
+        if e["status"] == "missing":
+            out["missing"] += 1
+    for a in alignment["actual"]:
+        out[a["status"]] += 1
+    return out
+
+
+class TrajectoryDetails(_Details):
+    """tool_trajectory_avg_score on one turn: the alignment under every match type.
+
+    `match_type` is the one the criterion named (the verdict). `in_order` / `any_order` are None when
+    they equal `exact` (an EXACT pass pairs every call in place under all three types).
+    """
+
+    kind: Literal["trajectory"] = "trajectory"
+    match_type: MatchTypeName = "EXACT"
+    ignore_args: bool = False
+    exact: Alignment
+    in_order: Alignment | None = None
+    any_order: Alignment | None = None
+
+    def alignment(self, match_type: MatchTypeName | None = None) -> Alignment:
+        """The alignment under `match_type` (default: the configured one)."""
+        name = match_type or self.match_type
+        if name == "IN_ORDER":
+            return self.in_order or self.exact
+        if name == "ANY_ORDER":
+            return self.any_order or self.exact
+        return self.exact
+
+    def alignments(self) -> dict[MatchTypeName, Alignment]:
+        return {name: self.alignment(name) for name in MATCH_TYPE_NAMES}
+
+
+# --- response_match_score ---------------------------------------------------------------------------
+class RougeDetails(_Details):
+    """response_match_score on one turn: ROUGE-1 precision, recall and the token counts behind them."""
+
+    kind: Literal["rouge"] = "rouge"
+    precision: float
+    recall: float
+    shared_tokens: int = 0  # tokens counted on both sides (min of the two counts, summed)
+    candidate_tokens: int = 0
+    reference_tokens: int = 0
+
+
+# --- judges -------------------------------------------------------------------------------------------
+class TokenUsage(_Details):
+    """Judge tokens spent."""
+
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                          output_tokens=self.output_tokens + other.output_tokens,
+                          total_tokens=self.total_tokens + other.total_tokens)
+
+    @classmethod
+    def total(cls, usages: list[TokenUsage]) -> TokenUsage:
+        out = cls()
+        for u in usages:
+            out = out + u
+        return out
+
+
+class Votes(_Details):
+    """Sample votes: `yes` for the positive side (valid, safe, yes, supported), `no` for the other."""
+
+    yes: int = 0
+    no: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.yes + self.no
+
+    @property
+    def text(self) -> str:
+        """`4/5`: positive votes over counted votes."""
+        return f"{self.yes}/{self.total}"
+
+
+class JudgeSample(_Details):
+    """One judge sample: its verdict and rationale, or why it was dropped."""
+
+    sample: int
+    cached: bool = False
+    latency: float = 0.0
+    usage: TokenUsage | None = None
+    error: str | None = None  # set when the sample was dropped (call failed, reply did not parse)
+    raw_text: str | None = None  # the unparseable reply, first 2,000 characters
+    verdict: str | None = None
+    rationale: str | None = None
+    violated_policies: list[str] = Field(default_factory=list)
+
+
+class JudgeDetails(_Details):
+    """What every sampled judge verdict keeps: samples, votes, dropped-sample errors, tokens."""
+
+    samples: list[JudgeSample] = Field(default_factory=list)
+    votes: Votes = Field(default_factory=Votes)
+    errors: list[str] = Field(default_factory=list)  # one per dropped sample
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    verdict: str | None = None  # the majority verdict (None: no usable sample)
+    rationale: str | None = None  # one rationale from the winning side
+
+    @property
+    def dropped_samples(self) -> int:
+        return sum(1 for s in self.samples if s.error is not None)
+
+
+class ResponseMatchJudgeDetails(JudgeDetails):
+    """final_response_match_v2 on one turn: `verdict` is "valid" or "invalid"."""
+
+    kind: Literal["final_response_match"] = "final_response_match"
+
+
+class SafetyDetails(JudgeDetails):
+    """safety_v1 on one turn: `verdict` is "safe" or "unsafe", with the policies the unsafe votes named."""
+
+    kind: Literal["safety"] = "safety"
+    violated_policies: list[str] = Field(default_factory=list)
+
+
+# --- rubrics ------------------------------------------------------------------------------------------
+class RubricSampleVerdict(_Details):
+    """One sample's verdict on one rubric."""
+
+    sample: int
+    verdict: Literal["yes", "no"]
+    rationale: str
+    evidence: str | None = None
+
+
+class RubricVerdict(_Details):
+    """The voted verdict on one rubric for one turn."""
+
+    rubric_id: str
+    text: str | None = None
+    type: str | None = None
+    verdict: Literal["yes", "no"] | None = None  # None: no sample judged this rubric
+    score: float | None = None
+    votes: Votes = Field(default_factory=Votes)
+    rationale: str | None = None  # one rationale from the winning side
+    samples: list[RubricSampleVerdict] = Field(default_factory=list)
+
+
+class RubricScore(_Details):
+    """ADK's RubricScore: what the ADK results file keeps of a rubric verdict."""
+
+    rubric_id: str
+    rationale: str | None = None
+    score: float | None = None
+
+
+class RubricDetails(_Details):
+    """A rubric metric on one turn: per rubric its votes, verdict and rationales."""
+
+    kind: Literal["rubrics"] = "rubrics"
+    rubrics: list[RubricVerdict] = Field(default_factory=list)
+    samples: list[JudgeSample] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    unmatched_rubric_ids: list[str] = Field(default_factory=list)  # ids the judge made up
+
+    @property
+    def rubric_scores(self) -> list[RubricScore]:
+        return [RubricScore(rubric_id=r.rubric_id, rationale=r.rationale, score=r.score) for r in self.rubrics]
+
+    @property
+    def dropped_samples(self) -> int:
+        return sum(1 for s in self.samples if s.error is not None)
+
+
+# --- hallucinations -----------------------------------------------------------------------------------
+class SentenceSampleLabel(_Details):
+    """One sample's label on one sentence."""
+
+    sample: int
+    label: SentenceLabelName
+    rationale: str
+
+
+class SentenceVerdict(_Details):
+    """One sentence of a checked response, its voted label, rationale and excerpt."""
+
+    text: str
+    label: SentenceLabelName | None = None  # None: no majority
+    rationale: str | None = None
+    excerpt: str | None = None  # the supporting and/or contradicting excerpt, joined
+    supporting_excerpt: str | None = None
+    contradicting_excerpt: str | None = None
+    source: Literal["final", "intermediate"] = "final"
+    step: int = 0  # index into HallucinationDetails.steps
+    votes: dict[str, int] = Field(default_factory=dict)  # label -> samples that gave it
+    span: tuple[int, int] | None = None  # where the sentence sits in its step's text
+    samples: list[SentenceSampleLabel] = Field(default_factory=list)
+
+
+class CheckedResponse(_Details):
+    """One response hallucinations_v1 checked: the final one, or an intermediate one."""
+
+    source: Literal["final", "intermediate"] = "final"
+    author: str | None = None
+    text: str = ""
+    score: float | None = None
+    reason: str | None = None  # why it has no score
+    errors: list[str] = Field(default_factory=list)
+    samples: list[JudgeSample] = Field(default_factory=list)
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class HallucinationDetails(_Details):
+    """hallucinations_v1 on one turn: every checked response and every sentence's label."""
+
+    kind: Literal["hallucinations"] = "hallucinations"
+    steps: list[CheckedResponse] = Field(default_factory=list)
+    sentences: list[SentenceVerdict] = Field(default_factory=list)
+    labels: dict[str, int] = Field(default_factory=dict)  # label -> sentences
+    errors: list[str] = Field(default_factory=list)
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+
+    @property
+    def dropped_samples(self) -> int:
+        return sum(1 for st in self.steps for s in st.samples if s.error is not None)
+
+
+# --- user simulator -----------------------------------------------------------------------------------
+class SimulatorCriterionVerdict(_Details):
+    """One criterion of the simulator-quality rubric, as one sample judged it."""
+
+    name: str
+    reasoning: str
+    passes: bool
+
+
+class SimulatorSample(_Details):
+    """One judge sample on one simulated user message."""
+
+    sample: int
+    cached: bool = False
+    latency: float = 0.0
+    usage: TokenUsage | None = None
+    error: str | None = None
+    raw_text: str | None = None
+    is_valid: bool | None = None
+    criteria: list[SimulatorCriterionVerdict] = Field(default_factory=list)
+
+
+class SimulatorTurnDetails(_Details):
+    """per_turn_user_simulator_quality_v1 on one turn (or on the stop signal)."""
+
+    kind: Literal["simulator_turn"] = "simulator_turn"
+    user_text: str
+    turn_kind: Literal["starting_prompt", "user_message", "stop_signal"] = "user_message"
+    judged: bool = True  # False for turn 1 (compared with the starting prompt, no judge)
+    verdict: bool | None = None
+    rationale: str | None = None
+    failed_criteria: list[str] = Field(default_factory=list)
+    votes: Votes = Field(default_factory=Votes)
+    samples: list[SimulatorSample] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+
+    @property
+    def dropped_samples(self) -> int:
+        return sum(1 for s in self.samples if s.error is not None)
+
+
+# --- case level -----------------------------------------------------------------------------------
+class StopSignalVerdict(_Details):
+    """The simulator-quality verdict on ending the conversation when it did."""
+
+    score: float | None = None
+    status: int = 3
+    reason: str | None = None
+    details: SimulatorTurnDetails | None = None
+
+
+class JudgeCaseDetails(_Details):
+    """An LLM-judged metric on a whole case: the judge used, tokens, and (rubric metrics) rubric means."""
+
+    kind: Literal["judge_case"] = "judge_case"
+    judge_model: str = ""
+    num_samples: int = 0
+    evaluated_invocations: int = 0
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    rubric_scores: list[RubricScore] = Field(default_factory=list)  # mean per rubric over the turns
+    # per_turn_user_simulator_quality_v1 only:
+    stop_signal: str | None = None
+    stop_signal_turn: StopSignalVerdict | None = None
+
+
+MetricDetails = Annotated[
+    Union[
+        TrajectoryDetails,
+        RougeDetails,
+        ResponseMatchJudgeDetails,
+        SafetyDetails,
+        RubricDetails,
+        HallucinationDetails,
+        SimulatorTurnDetails,
+        JudgeCaseDetails,
+    ],
+    Field(discriminator="kind"),
+]
