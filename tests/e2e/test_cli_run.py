@@ -125,7 +125,7 @@ def test_num_runs_repeats(dice, tmp_path: Path):
         (lambda d: (d / "golden.evalset.json").write_text('{"evalSetId": "golden", "eval_cases": []}'),
          "at $.evalSetId: unknown top-level key"),
         (lambda d: (d / "test_config.json").write_text('{"criteria": {"tool_trajectory_avg_scor": 1}}'),
-         "unknown metric(s) tool_trajectory_avg_scor"),
+         "unknown metric(s) tool_trajectory_avg_scor (did you mean 'tool_trajectory_avg_score'?)"),
         (lambda d: (d / "test_config.json").write_text('{"criteria": {"response_match_score": 2}}'),
          "outside [0, 1]"),
         (lambda d: (d / "test_config.json").write_text('[1, 2]'), "must be a JSON object"),
