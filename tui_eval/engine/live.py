@@ -539,9 +539,13 @@ class LiveSession:
             await _wait(stop, FOLDER_POLL_SECONDS)
 
     def _rescan_paths(self) -> set[Path]:
-        """Every file to re-read after watching was interrupted: what is there now, and what was."""
+        """Every file to re-read after watching was interrupted: what is there now, and what was. The
+        loaded agents' sources are in it too: while no watcher ran they may have changed (a checkout of
+        another branch), so they reload (or, with re-runs on agent edits off, are marked stale)."""
+        # An agent that could not load while its folder was gone gets another try on its next run.
+        self._stale_agents |= {ref for ref, agent in self._agents.items() if isinstance(agent, BrokenAgent)}
         found = set(self.workspace.discover())
-        return found | set(self.workspace.eval_files) | set(self.workspace.configs)
+        return found | set(self.workspace.eval_files) | set(self.workspace.configs) | set(self._sources)
 
     async def _watch_until_stopped(self, stop: asyncio.Event, ready: asyncio.Event | None, paths: list[Path],
                                    moved: Callable[[], bool], rescan: bool) -> bool:
