@@ -13,6 +13,9 @@ from typing import Any
 
 from .model import Invocation
 
+# The user id google-adk 2.13 runs (and records) a case with when its session_input names none.
+ADK_DEFAULT_USER_ID = "test_user_id"
+
 
 class EvalStatus(IntEnum):
     """ADK's EvalStatus numbering, which the JSON results carry as integers."""
@@ -188,14 +191,16 @@ class CaseResult:
                 }
             )
         return {
-            "eval_set_file": self.eval_set_file,
+            # As google-adk 2.13's LocalEvalService writes them: its (deprecated) eval_set_file holds
+            # the eval set id, and a case without a session user ran as "test_user_id".
+            "eval_set_file": self.eval_set_id,
             "eval_set_id": self.eval_set_id,
             "eval_id": self.eval_id,
             "final_eval_status": int(self.status),
             "overall_eval_metric_results": [m.adk_metric() for m in self.metrics],
             "eval_metric_result_per_invocation": per_invocation,
             "session_id": self.session_id,
-            "user_id": self.user_id,
+            "user_id": self.user_id or ADK_DEFAULT_USER_ID,
         }
 
     def to_record(self) -> dict[str, Any]:
