@@ -18,8 +18,6 @@ from tui_eval.engine.workspace import Workspace
 from tui_eval.schema.errors import LoadError
 from tui_eval.schema.load import load_eval_set
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks (POSIX)")
-
 BOUND = 5.0  # seconds: today a FIFO blocks forever, so every call under test runs on a watched thread
 
 
