@@ -122,7 +122,9 @@ class ResultStore:
             eval_file = Path(result.eval_set_file)
             directory = self.history_dir(agent, eval_file)
             app = check_segment(app_name_for(agent, eval_file), "app name")
-            check_segment(result.eval_set_id, "eval_set_id")
+            # Checked here, not before the run: an id any file name refuses runs fine (--no-save), and
+            # only its history cannot be written; the message names the id and its file.
+            check_segment(result.eval_set_id, f"{result.eval_set_file}: eval_set_id")
             # The runner names results `<eval_set_id>_<time>[_runN]`; ADK prefixes the app name.
             name = f"{app}_{result.eval_set_result_id}"
             adk_path = directory / (name + ADK_SUFFIX)

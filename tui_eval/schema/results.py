@@ -19,6 +19,9 @@ from .status import EvalStatus
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
            "RunRecordFile", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
 
+# The user id google-adk 2.13 runs (and records) a case with when its session_input names none.
+ADK_DEFAULT_USER_ID = "test_user_id"
+
 
 def counts_text(counts: dict[EvalStatus, int]) -> str:
     """`1 passed, 3 failed, 0 not evaluated` (informational verdicts are never a case's status)."""
@@ -188,14 +191,16 @@ class CaseResult(_CaseFields):
                 }
             )
         return {
-            "eval_set_file": self.eval_set_file,
+            # As google-adk 2.13's LocalEvalService writes them: its (deprecated) eval_set_file holds
+            # the eval set id, and a case without a session user ran as "test_user_id".
+            "eval_set_file": self.eval_set_id,
             "eval_set_id": self.eval_set_id,
             "eval_id": self.eval_id,
             "final_eval_status": int(self.status),
             "overall_eval_metric_results": [m.adk_metric() for m in self.metrics],
             "eval_metric_result_per_invocation": per_invocation,
             "session_id": self.session_id,
-            "user_id": self.user_id,
+            "user_id": self.user_id or ADK_DEFAULT_USER_ID,
         }
 
     def to_record(self) -> dict[str, Any]:
