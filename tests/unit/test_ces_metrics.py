@@ -360,3 +360,18 @@ def test_case_reads_back_with_ces_key() -> None:
     # The metrics read the case's extra `ces` key (EvalCase keeps unknown keys in model_extra).
     case = read_eval_case({"eval_id": "x", "conversation": [], "ces": {"evaluation": {"golden": {}}}})
     assert (case.model_extra or {})["ces"] == {"evaluation": {"golden": {}}}
+
+
+def test_a_pulled_folder_is_a_workspace_whose_runs_score_ces_metrics(tmp_path: Path) -> None:
+    # What `tui-eval DIR` opens: the pulled eval set is found, its cases listed, and a run from the
+    # dashboard plans the CES metrics as `tui-eval run` does.
+    from tui_eval.engine.workspace import Workspace
+
+    pulled = tmp_path / "pulled"
+    pulled.mkdir()
+    (pulled / "a.evalset.json").write_bytes(orjson.dumps(eval_set(golden(*TWO_TURNS)).to_dict()))
+    workspace = Workspace(pulled)
+    workspace.scan()
+    assert [(p.name, c.eval_id) for p, c in workspace.cases()] == [("a.evalset.json", "g1")]
+    plan = workspace.plan_for()
+    assert list(plan.targets[0].config.criteria)[2:] == CES_METRICS
