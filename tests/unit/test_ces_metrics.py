@@ -136,6 +136,7 @@ def test_semantic_similarity_threshold_is_on_ces_scale() -> None:
     config = read_eval_config({"criteria": {"ces_semantic_similarity": 4}})
     assert config.criteria["ces_semantic_similarity"].threshold == 4.0
     assert config.criteria["ces_semantic_similarity"].judge.num_samples == 1
+    assert read_eval_config({"criteria": {"ces_hallucination": 1.0}}).criteria["ces_hallucination"].judge.num_samples == 1
     with pytest.raises(SchemaError, match=r"outside CES's semantic similarity scale"):
         read_eval_config({"criteria": {"ces_semantic_similarity": 5}})
     config = read_eval_config({"criteria": {"ces_tool_invocation": {"threshold": 0.5,

@@ -195,6 +195,12 @@ class CesSemanticSimilarityCriterion(BaseCriterion):
     judge_model_options: JudgeModelOptions = Field(default_factory=lambda: JudgeModelOptions(num_samples=1))
 
 
+class CesHallucinationCriterion(HallucinationsCriterion):
+    """hallucinations_v1's options; one judge sample by default, as CES asks once."""
+
+    judge_model_options: JudgeModelOptions = Field(default_factory=lambda: JudgeModelOptions(num_samples=1))
+
+
 # CES (Customer Engagement Suite) metrics: scored on eval cases imported from CES (they carry a `ces`
 # key); an eval set with such cases gets them added with CES's thresholds (tui_eval/metrics/ces.py).
 CATALOG.update(_catalog(
@@ -202,7 +208,7 @@ CATALOG.update(_catalog(
     MetricInfo("ces_parameter_correctness", BaseCriterion, _D),
     MetricInfo("ces_tool_ordered_invocation", BaseCriterion, _I),
     MetricInfo("ces_semantic_similarity", CesSemanticSimilarityCriterion, _J),
-    MetricInfo("ces_hallucination", HallucinationsCriterion, _J),
+    MetricInfo("ces_hallucination", CesHallucinationCriterion, _J),
     MetricInfo("ces_latency", BaseCriterion, _I),
 ))
 
