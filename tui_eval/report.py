@@ -44,8 +44,12 @@ def metric_line(m: MetricResult) -> str:
     """`tool_trajectory_avg_score 0.500 < 1.000 FAILED`, or the reason it was not evaluated."""
     if m.status == EvalStatus.NOT_EVALUATED:
         return f"{m.metric_name}: {m.status.label} ({_safe(m.reason or 'no reason given')})"
+    if m.status == EvalStatus.INFORMATIONAL:
+        return f"{m.metric_name}: {_score(m.score)} ({m.status.label})"
     op = ">=" if m.status == EvalStatus.PASSED else "<"
-    return f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
+    line = f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
+    # A metric may fail on a rule beyond its score (CES's extra tool calls): its reason says which.
+    return f"{line} ({_safe(m.reason)})" if m.status == EvalStatus.FAILED and m.reason else line
 
 
 def _counts_text(counts: dict[EvalStatus, int]) -> str:

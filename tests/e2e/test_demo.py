@@ -107,7 +107,8 @@ def test_scenario_cases_offline_run_the_starting_prompt_only(tmp_path: Path) -> 
 def test_demo_covers_every_metric_match_type_and_a_scenario() -> None:
     configs = [load_eval_config(p) for p in DEMO.rglob("test_config.json")]
     metrics = {name for c in configs for name in c.criteria}
-    assert metrics == set(registered_metrics())
+    # CES's metrics are added to eval sets imported from CES (tests/unit/test_ces_metrics.py), not named here.
+    assert metrics == {name for name in registered_metrics() if not name.startswith("ces_")}
     match_types = {c.criteria["tool_trajectory_avg_score"].match_type.name
                    for c in configs if "tool_trajectory_avg_score" in c.criteria}
     assert match_types == {"EXACT", "IN_ORDER", "ANY_ORDER"}

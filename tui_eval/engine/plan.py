@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..metrics.ces import with_ces_metrics
 from ..schema.config import EvalConfig, config_for
 from ..schema.criteria import METRIC_NAMES
 from ..schema.errors import LoadError, did_you_mean
@@ -166,7 +167,8 @@ def plan_run(
             if missing:
                 errors.append(f"{file}: no eval case with id {', '.join(repr(m) for m in missing)}")
                 continue
-        targets.append(EvalTarget(path, eval_set, file_config, ids))
+        # Cases imported from CES are also scored the way CES scores them.
+        targets.append(EvalTarget(path, eval_set, with_ces_metrics(file_config, eval_set), ids))
     if errors:
         raise PlanError("\n".join(dict.fromkeys(errors)))
     if not targets:

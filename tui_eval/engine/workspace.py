@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from ..metrics.ces import with_ces_metrics
 from ..schema.config import CONFIG_FILE_NAME, EvalConfig, default_config, load_eval_config
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set, read_regular_file
@@ -290,7 +291,8 @@ class Workspace:
         if case_ids is not None:
             known = {c.eval_id for c in state.eval_set.eval_cases}
             case_ids = [i for i in case_ids if i in known]
-        return EvalTarget(path, state.eval_set, self.config_for(path), case_ids)
+        # Cases imported from CES are also scored the way CES scores them (as plan_run does).
+        return EvalTarget(path, state.eval_set, with_ces_metrics(self.config_for(path), state.eval_set), case_ids)
 
     def plan_for(self, keys: list[CaseKey] | None = None, files: list[Path] | None = None) -> RunPlan:
         """A plan over whole files, or over exactly the given cases (grouped by file, file order kept)."""

@@ -69,6 +69,12 @@ _MODULES: dict[str, str] = {
     "hallucinations_v1": "tui_eval.metrics.llm",
     "safety_v1": "tui_eval.metrics.llm",
     "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
+    "ces_tool_invocation": "tui_eval.metrics.ces",
+    "ces_parameter_correctness": "tui_eval.metrics.ces",
+    "ces_tool_ordered_invocation": "tui_eval.metrics.ces",
+    "ces_semantic_similarity": "tui_eval.metrics.ces",
+    "ces_hallucination": "tui_eval.metrics.ces",
+    "ces_latency": "tui_eval.metrics.ces",
 }
 
 
