@@ -157,8 +157,8 @@ def plan_run(
             errors.append(str(exc))
             continue
         if file_config.unknown_metrics:
-            known = [*METRIC_NAMES, *file_config.custom_metrics]
-            named = ", ".join(f"{m}{did_you_mean(m, known)}" for m in file_config.unknown_metrics)
+            choices = [*METRIC_NAMES, *file_config.custom_metrics]
+            named = ", ".join(f"{m}{did_you_mean(m, choices)}" for m in file_config.unknown_metrics)
             errors.append(f"{file_config.source}: unknown metric(s) {named} (a misspelt criterion would never run)")
             continue
         if ids is not None:
