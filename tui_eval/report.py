@@ -104,8 +104,9 @@ def trajectory_reasons(m: MetricResult) -> list[str]:
                 parts.append(f"{_call(e['name'])} args: {_arg_diffs_text(diffs)}")
                 if e["actual_index"] is not None:
                     explained.add(e["actual_index"])
-            else:
+            elif e["actual_index"] is None:
                 parts.append(f"missing {_call(e['name'])}")
+            # else: answered by a call out of order, which says so below
         for a in alignment["actual"]:
             if a["index"] in explained:
                 continue
@@ -207,7 +208,8 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                         for line in detail_lines(inv.details):
                             print(f"    {line}", file=out)
             for m in case.metrics:
-                print(f"  case {metric_line(m)}", file=out)
+                why = f" ({m.reason})" if m.reason and m.status != EvalStatus.NOT_EVALUATED else ""
+                print(f"  case {metric_line(m)}{why}", file=out)
 
 
 def detail_lines(details: MetricDetails | None) -> list[str]:
@@ -227,7 +229,8 @@ def detail_lines(details: MetricDetails | None) -> list[str]:
         lines = []
         for r in details.rubrics:
             votes = f"votes {r.votes.text} yes" if r.votes.total else "no votes"
-            lines.append(f"rubric {_safe(r.rubric_id)}: {r.verdict or 'no verdict'} ({votes})"
+            lines.append(f"rubric {_safe(r.rubric_id)}: {r.verdict or 'not evaluated (the judge gave no verdict)'} "
+                         f"({votes})"
                          + (f": {_safe(r.rationale)}" if r.rationale else ""))
         if details.unmatched_rubric_ids:
             lines.append(f"ids the judge made up: {_safe(', '.join(details.unmatched_rubric_ids))}")
