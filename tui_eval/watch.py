@@ -90,8 +90,9 @@ class _Printer:
         elif isinstance(event, CasesRemoved):
             self._line(f"[{stamp}] removed: {', '.join(str(k.eval_id) for k in event.keys)}")
         elif isinstance(event, RunNotice):
-            if event.message not in self.notices:  # said once per watch, not on every re-run
-                self.notices.add(event.message)
+            # Said once per watch, not on every re-run: again only when it names a metric not yet named.
+            if not self.notices.issuperset(event.metrics):
+                self.notices.update(event.metrics)
                 self._line(f"[{stamp}] note: {event.message}", self.err)
         elif isinstance(event, RunError):
             self._line(f"[{stamp}] error: {event.message}", self.err)

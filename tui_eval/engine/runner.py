@@ -527,9 +527,9 @@ class Run:
                 target.config, case, actual, judge=self.judge, key=key, progress=progress
             )
             status = combine_statuses([m.status for m in metrics])
-            if self.options.strict and status == EvalStatus.PASSED and any(
-                    m.status == EvalStatus.NOT_EVALUATED for m in metrics):
-                status = EvalStatus.FAILED  # --strict: a metric that never ran is not a pass
+            if self.options.strict and status != EvalStatus.FAILED and (
+                    status == EvalStatus.NOT_EVALUATED or any(m.status == EvalStatus.NOT_EVALUATED for m in metrics)):
+                status = EvalStatus.FAILED  # --strict: a metric that never ran counts as a failure
         user_id = case.session_input.user_id if case.session_input is not None else None
         result = CaseResult(
             eval_set_id=target.eval_set.eval_set_id,

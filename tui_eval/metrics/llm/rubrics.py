@@ -297,13 +297,13 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
         )
         for rid, scores in by_rubric.items()
     ]
-    result = case_result(inp, per_invocation, scores=all_scores, rubric_scores=case_rubric_scores)
-    if result.reason is None:
+    case = case_result(inp, per_invocation, scores=all_scores, rubric_scores=case_rubric_scores)
+    if case.reason is None:
         partial = [f"turn {i + 1}: {r.reason}" for i, r in enumerate(per_invocation)
                    if r.score is not None and r.reason]
         if partial:
-            result.reason = "; ".join(partial)
-    return result
+            case.reason = "; ".join(partial)
+    return case
 
 
 async def evaluate_final_response_quality(inp: MetricInput) -> MetricResult:
