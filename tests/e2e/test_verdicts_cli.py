@@ -230,3 +230,18 @@ def test_judge_timeout_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFi
     golden, recorded = dice_pair(tmp_path)
     code, out, err = run_cli("run", "--agent", f"replay:{recorded}", str(golden), "--judge-timeout", "0")
     assert code == 2 and "--judge-timeout: must be more than 0 seconds" in capsys.readouterr().err
+
+
+def test_coverage_text_counts_only_deciding_metrics() -> None:
+    from tui_eval.schema.results import CaseResult, EvalStatus, MetricResult
+
+    def m(name: str, status: EvalStatus) -> MetricResult:
+        return MetricResult(metric_name=name, threshold=1.0, status=status, score=None)
+
+    full = CaseResult(eval_set_id="s", eval_id="c", status=EvalStatus.PASSED,
+                      metrics=[m("a", EvalStatus.PASSED), m("tokens", EvalStatus.INFORMATIONAL)])
+    assert full.coverage_text() is None and (full.evaluated_metrics, full.metrics_total) == (1, 1)
+    gap = CaseResult(eval_set_id="s", eval_id="c", status=EvalStatus.PASSED,
+                     metrics=[m("a", EvalStatus.PASSED), m("b", EvalStatus.NOT_EVALUATED),
+                              m("tokens", EvalStatus.INFORMATIONAL)])
+    assert gap.coverage_text() == "1 of 2 metrics evaluated"
