@@ -42,7 +42,9 @@ def _run(agent: str, eval_files: list[Path], tmp_path: Path, name: str) -> tuple
     out, err = io.StringIO(), io.StringIO()
     json_out = tmp_path / f"{name}.json"
     code = main(["run", str(DEMO / agent), *map(str, eval_files), "--json", str(json_out), "--no-save"], out, err)
-    assert err.getvalue() == ""
+    # Nothing on stderr but the one notice of judge metrics that cannot run offline.
+    assert [line for line in err.getvalue().splitlines() if not line.startswith("note: ")] == []
+    assert len(err.getvalue().splitlines()) <= 1
     return code, out.getvalue(), json.loads(json_out.read_text())
 
 

@@ -230,7 +230,7 @@ def test_detailed_results_print_rubric_verdicts_with_votes_and_rationale() -> No
     print_detailed(record, out)
     text = out.getvalue()
     assert "    rubric r1: yes (votes 2/3 yes): polite" in text
-    assert "    rubric r2: no verdict (no votes)" in text
+    assert "    rubric r2: not evaluated (the judge gave no verdict) (no votes)" in text
     assert "    ids the judge made up: made_up" in text
 
 

@@ -170,6 +170,30 @@ class CaseResult(_CaseFields):
 
     __str__ = __repr__
 
+    @property
+    def scored_metrics(self) -> list[MetricResult]:
+        """The metrics that decide the case (informational ones never do)."""
+        return [m for m in self.metrics if m.status != EvalStatus.INFORMATIONAL]
+
+    @property
+    def evaluated_metrics(self) -> int:
+        """How many of the deciding metrics gave a verdict (passed or failed)."""
+        return sum(1 for m in self.scored_metrics if m.status != EvalStatus.NOT_EVALUATED)
+
+    @property
+    def metrics_total(self) -> int:
+        return len(self.scored_metrics)
+
+    def coverage_text(self) -> str | None:
+        """`1 of 4 metrics evaluated` when some deciding metric was not evaluated; None when all were.
+
+        ADK's status rule lets a case pass with metrics that never ran: every face says so with this."""
+        total = self.metrics_total
+        done = self.evaluated_metrics
+        if done == total:
+            return None
+        return f"{done} of {total} metric{'' if total == 1 else 's'} evaluated"
+
     def metric(self, name: str) -> MetricResult | None:
         for m in self.metrics:
             if m.metric_name == name:
@@ -275,6 +299,10 @@ class RunRecordFile(BaseModel):
     eval_set_id: str
     creation_timestamp: float
     cancelled: bool = False
+    # What the run covered: all | failures (failures only) | selection (some cases) | cancelled.
+    coverage: str = "all"
+    # Seconds the whole run took (wall clock).
+    duration: float = 0.0
     criteria: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
     config_source: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
