@@ -31,7 +31,7 @@ class RunInsight(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     num_runs: int = 1
-    # Eval file -> its cases over the repetitions, in case order (every run, even N = 1).
+    # Eval file -> its cases over the repetitions, in case order (runs with N > 1 only).
     repeats: dict[str, list[CaseRepeats]] = {}
     cost: CostEstimate | None = None
     tool_latency: list[ToolLatency] = []
@@ -135,7 +135,8 @@ def build_insight(results: Sequence[EvalSetResult], repetitions: Sequence[int], 
                   judge_stats: Mapping[str, Any] | None = None, configs: Iterable[EvalConfig] = (),
                   prices: PriceTable | None = None, wall_seconds: float = 0.0) -> RunInsight:
     statuses: dict[str, dict[str, list[Any]]] = {}
-    for result in results:
+    # A single run has nothing to say across repetitions (k/1): no repeats, no cost on big runs.
+    for result in results if num_runs > 1 else ():
         per_case = statuses.setdefault(result.eval_set_file, {})
         for case in result.case_results:
             per_case.setdefault(case.eval_id, []).append(case.status)

@@ -168,7 +168,10 @@ def _insight_fields(record: RunRecord, index: int, directory: Path, diffs: dict[
         "wall_seconds": record.finished - record.started if record.finished else None,
     }
     if record.insight is not None:
-        out["insight"] = record.insight.model_dump(mode="json")
+        # Each record keeps its own eval file's repeats, and the run-wide usage, cost and latency.
+        file = record.results[index].eval_set_file
+        mine = {file: record.insight.repeats[file]} if file in record.insight.repeats else {}
+        out["insight"] = record.insight.model_copy(update={"repeats": mine}).model_dump(mode="json")
     state = record.code_state
     if state is not None:
         out["code_state"] = state.for_record().model_dump(mode="json")
