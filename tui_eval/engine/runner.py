@@ -29,6 +29,7 @@ from ..schema.results import (
     MetricResult,
     combine_statuses,
 )
+from .codestate import CodeState
 from .events import (
     CaseFinished,
     CaseKey,
@@ -42,6 +43,7 @@ from .events import (
     RunStarted,
     deliver,
 )
+from .insight import RunInsight
 from .plan import EvalTarget, RunPlan
 
 EventSink = Callable[[Event], None]
@@ -63,6 +65,8 @@ class RunOptions:
     judge_timeout: float | None = None
     # A case with any metric not evaluated fails (ADK's rule, the default, lets it pass).
     strict: bool = False
+    # Record the agent's code state (git commit, dirty diff, file hashes) at run start.
+    code_state: bool = True
 
 
 @dataclass(slots=True, repr=False)
@@ -85,6 +89,11 @@ class RunRecord:
     judge_stats: dict[str, Any] = field(default_factory=dict)
     # all | failures | selection | cancelled: what part of the eval sets this run covered.
     coverage: str = "all"
+    num_runs: int = 1
+    # The repetition (1-based) each entry of `results` belongs to.
+    repetitions: list[int] = field(default_factory=list)
+    code_state: CodeState | None = None
+    insight: RunInsight | None = None
 
     def counts(self) -> dict[EvalStatus, int]:
         out = {s: 0 for s in EvalStatus}
@@ -330,6 +339,7 @@ class Run:
             self._owns_judge = True
         if self.options.save and self.store is not None:
             self._remove_leftovers()
+        code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
         progress = ScoreProgress(self.emit)
         for target in plan.targets:
             for case in target.cases:
@@ -382,10 +392,15 @@ class Run:
                     eval_set_file=str(target.eval_file),
                 )
             )
+            self.record.repetitions.append(rep + 1)
+        self.record.num_runs = plan.num_runs
         self.record.finished = time.time()
         stats = getattr(self.judge, "stats", None)
         if stats is not None:
             self.record.judge_stats = stats.to_dict()
+        if code_task is not None:
+            self.record.code_state = await code_task
+        self.record.insight = self._insight()
         if self._owns_judge and self.judge is not None and hasattr(self.judge, "aclose"):
             try:
                 await self.judge.aclose()
@@ -409,6 +424,34 @@ class Run:
             )
         )
         return self.record
+
+    def _code_state(self) -> CodeState | None:
+        """The code state at run start (on a thread: git takes tens of milliseconds)."""
+        from .codestate import capture_code_state
+
+        home = getattr(self.agent, "home", None)
+        configs = dict.fromkeys(Path(t.config.source) for t in self.plan.targets if t.config.source)
+        try:
+            return capture_code_state(Path(home) if home is not None else None,
+                                      [t.eval_file for t in self.plan.targets], list(configs))
+        except OSError as exc:  # a run never fails over its code state
+            logger.warning("could not record the code state: %s", exc)
+            return None
+
+    def _insight(self) -> RunInsight | None:
+        from .insight import build_insight
+        from .pricing import PriceFileError, PriceTable, load_price_table
+
+        configs = [t.config for t in self.plan.targets]
+        sources = [Path(c.source) for c in configs if c.source]
+        prices: PriceTable | None = None
+        try:
+            prices = load_price_table(sources[0] if sources else None)
+        except PriceFileError as exc:
+            logger.warning("price table: %s (built-in prices used)", exc)
+        return build_insight(self.record.results, self.record.repetitions, num_runs=self.plan.num_runs,
+                             judge_stats=self.record.judge_stats, configs=configs, prices=prices,
+                             wall_seconds=self.record.finished - self.record.started)
 
     def _remove_leftovers(self) -> None:
         """Temp files a killed save left in the history folders this run writes to."""
