@@ -216,9 +216,10 @@ async def _score_metric(
 
 def _judge_needed(plan: RunPlan) -> bool:
     for target in plan.targets:
-        for name in target.config.criteria:
+        for name, crit in target.config.criteria.items():
             spec = get_metric(name)
-            if spec is not None and spec.needs_judge:
+            # A criterion naming judge_model_options asks for the judge (safety_v1's Gemini judge).
+            if spec is not None and (spec.needs_judge or "judge_model_options" in crit.raw):
                 return True
         if any(c.is_scenario for c in target.cases):
             return True  # the user simulator talks through the judge service

@@ -69,6 +69,11 @@ _MODULES: dict[str, str] = {
     "hallucinations_v1": "tui_eval.metrics.llm",
     "safety_v1": "tui_eval.metrics.llm",
     "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
+    "response_evaluation_score": "tui_eval.metrics.vertex",
+    "multi_turn_task_success_v1": "tui_eval.metrics.vertex",
+    "multi_turn_trajectory_quality_v1": "tui_eval.metrics.vertex",
+    "multi_turn_tool_use_quality_v1": "tui_eval.metrics.vertex",
+    "rubric_based_multi_turn_trajectory_quality_v1": "tui_eval.metrics.llm.multi_turn_trajectory",
 }
 
 
