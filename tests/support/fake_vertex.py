@@ -10,6 +10,7 @@ google-auth already needs, to make the key) only.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -78,6 +79,17 @@ def error_reply(status: int, retry_after: float | None = 0.0) -> VertexReply:
                                                       "status": names.get(status, "UNKNOWN")}}, headers=headers)
 
 
+@functools.lru_cache(maxsize=1)
+def _private_key_pem() -> str:
+    """One RSA key per test session (making one costs a tenth of a second)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
 class FakeVertex:
     """The server; `requests` holds every evaluateInstances request, `token_requests` counts refreshes."""
 
@@ -102,12 +114,7 @@ class FakeVertex:
 
     def credentials_file(self, folder: Path) -> Path:
         """A service-account key file whose token_uri is this server (google-auth refreshes here)."""
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
+        pem = _private_key_pem()
         path = folder / "adc.json"
         path.write_text(json.dumps({
             "type": "service_account", "project_id": "test-project", "private_key_id": "k1",

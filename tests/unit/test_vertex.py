@@ -277,7 +277,7 @@ async def test_nan_and_metric_errors_are_no_score(vertex: FakeVertex) -> None:
     result = await run("safety_v1", 0.2, ev)
     a, b, c, d = result.per_invocation
     assert (a.score, a.status, a.reason) == (None, EvalStatus.NOT_EVALUATED, "Vertex AI returned no score")
-    assert b.score is None and b.reason == "Error in metric result: code=3 message='bad input'"
+    assert b.score is None and b.reason == "Error in metric result: code=3 details=None message='bad input'"
     assert c.score == 0.25 and c.status == EvalStatus.PASSED
     assert d.score is None and d.reason == "Metric results missing in API response."
     assert result.score == 0.25 and result.status == EvalStatus.PASSED  # mean over scored turns only

@@ -172,7 +172,9 @@ def read_reply(spec_name: str, body: dict[str, Any]) -> VertexDetails:
     error = result.get("error")
     error_text = None
     if isinstance(error, dict) and error.get("code"):
-        error_text = f"Error in metric result: code={error.get('code')} message={error.get('message')!r}"
+        # The SDK's text: "Error in metric result: " + str(GoogleRpcStatus).
+        error_text = (f"Error in metric result: code={error.get('code')} details={error.get('details')!r} "
+                      f"message={error.get('message')!r}")
     explanation = result.get("explanation")
     return VertexDetails(
         metric_spec=spec_name,
