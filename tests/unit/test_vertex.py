@@ -281,3 +281,33 @@ async def test_nan_and_metric_errors_are_no_score(vertex: FakeVertex) -> None:
     assert c.score == 0.25 and c.status == EvalStatus.PASSED
     assert d.score is None and d.reason == "Metric results missing in API response."
     assert result.score == 0.25 and result.status == EvalStatus.PASSED  # mean over scored turns only
+
+
+# -- the engine's side -------------------------------------------------------------------------------------
+
+async def test_engine_scores_vertex_metrics_without_a_gemini_judge(vertex: FakeVertex) -> None:
+    from tui_eval.engine.runner import score_case
+
+    vertex.default = score_reply(0.9)
+    config = read_eval_config({"criteria": {"multi_turn_task_success_v1": 0.5, "safety_v1": 0.5,
+                                            "tool_trajectory_avg_score": 1.0}})
+    ev = case(CONVERSATION)
+    results = {r.metric_name: r for r in await score_case(config, ev, ev.conversation, judge=None)}
+    assert results["multi_turn_task_success_v1"].score == 0.9
+    assert results["safety_v1"].score == 0.9 and results["safety_v1"].status == EvalStatus.PASSED
+    assert len(vertex.requests) == 1 + len(CONVERSATION)
+
+
+def test_a_judge_is_made_only_when_a_criterion_asks_for_one() -> None:
+    from tui_eval.engine.plan import EvalTarget, RunPlan
+    from tui_eval.engine.runner import _judge_needed
+    from tui_eval.schema.model import EvalSet
+
+    def plan(criteria: dict[str, Any]) -> RunPlan:
+        eval_set = EvalSet.model_validate({"eval_set_id": "s", "eval_cases": []})
+        return RunPlan(targets=[EvalTarget(eval_file=Path("x.test.json"), eval_set=eval_set,
+                                           config=read_eval_config({"criteria": criteria}))])
+
+    assert not _judge_needed(plan({"safety_v1": 0.5, "multi_turn_task_success_v1": 0.5}))
+    assert _judge_needed(plan({"safety_v1": {"threshold": 0.5, "judgeModelOptions": {"num_samples": 1}}}))
+    assert _judge_needed(plan({"rubric_based_multi_turn_trajectory_quality_v1": 0.5}))
