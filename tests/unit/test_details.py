@@ -292,4 +292,10 @@ def test_registry_says_which_metrics_need_a_judge() -> None:
     assert set(specs) == set(metric_names())
     judged = {name for name, spec in specs.items() if spec.kind == "judge"}
     assert judged == {name for name, spec in specs.items() if spec.needs_judge}
-    assert {"tool_trajectory_avg_score", "response_match_score"} == set(specs) - judged
+    assert {"tool_trajectory_avg_score", "response_match_score"} == {
+        name for name, spec in specs.items() if spec.kind == "deterministic"}
+    # ADK's Vertex-backed metrics run on Vertex AI, not through the Gemini judge.
+    vertex = {"response_evaluation_score", "safety_v1", "multi_turn_task_success_v1",
+              "multi_turn_trajectory_quality_v1", "multi_turn_tool_use_quality_v1"}
+    assert vertex == {name for name, spec in specs.items() if spec.kind == "vertex"}
+    assert not any(specs[name].needs_judge for name in vertex)

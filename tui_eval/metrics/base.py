@@ -46,8 +46,8 @@ class MetricSpec:
     evaluate: MetricFn
     description: str = ""
     # "deterministic": computed from the turns; "judge": an LLM decides; "informational": ADK's
-    # counters (never pass or fail).
-    kind: Literal["deterministic", "judge", "informational"] = "deterministic"
+    # counters (never pass or fail); "vertex": the Vertex AI evaluation service decides.
+    kind: Literal["deterministic", "judge", "informational", "vertex"] = "deterministic"
     # Asks an LLM: NOT_EVALUATED with the judge's reason when no judge is available.
     needs_judge: bool = False
     # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.

@@ -316,28 +316,28 @@ async def evaluate_tool_use_quality(inp: MetricInput) -> MetricResult:
 RESPONSE_EVALUATION_SCORE_SPEC = register(MetricSpec(
     name=RESPONSE_EVALUATION_SCORE,
     evaluate=evaluate_response_evaluation_score,
-    kind="judge",
+    kind="vertex",
     description="Coherence of each final response, 1 to 5, scored by the Vertex AI evaluation service",
     needs_reference=True,  # as ADK: expected invocations are required
 ))
 MULTI_TURN_TASK_SUCCESS_SPEC = register(MetricSpec(
     name=MULTI_TURN_TASK_SUCCESS_V1,
     evaluate=evaluate_task_success,
-    kind="judge",
+    kind="vertex",
     description="Did the agent achieve the user's goal over the conversation? (Vertex AI, 0 to 1)",
     needs_reference=False,
 ))
 MULTI_TURN_TRAJECTORY_QUALITY_SPEC = register(MetricSpec(
     name=MULTI_TURN_TRAJECTORY_QUALITY_V1,
     evaluate=evaluate_trajectory_quality,
-    kind="judge",
+    kind="vertex",
     description="Quality of the path the agent took over the conversation (Vertex AI, 0 to 1)",
     needs_reference=False,
 ))
 MULTI_TURN_TOOL_USE_QUALITY_SPEC = register(MetricSpec(
     name=MULTI_TURN_TOOL_USE_QUALITY_V1,
     evaluate=evaluate_tool_use_quality,
-    kind="judge",
+    kind="vertex",
     description="Quality of the agent's tool use over the conversation (Vertex AI, 0 to 1)",
     needs_reference=False,
 ))

@@ -38,7 +38,7 @@ HALLUCINATIONS_V1 = register(MetricSpec(
 SAFETY_V1 = register(MetricSpec(
     name="safety_v1",
     evaluate=safety.evaluate,
-    kind="judge",
+    kind="vertex",
     description="Harmlessness of the final response (1 safe, 0 unsafe per turn): Vertex AI as ADK, or a Gemini "
                 "judge when the criterion names judge_model_options",
     # Vertex AI by default; safety.evaluate checks the Gemini judge itself when it is asked for.
