@@ -232,9 +232,10 @@ async def _score_metric(
 
 def _judge_needed(plan: RunPlan) -> bool:
     for target in plan.targets:
-        for name in target.config.criteria:
+        for name, crit in target.config.criteria.items():
             spec = get_metric(name)
-            if spec is not None and spec.needs_judge:
+            # A criterion naming judge_model_options asks for the judge (safety_v1's Gemini judge).
+            if spec is not None and (spec.needs_judge or "judge_model_options" in crit.raw):
                 return True
         if any(c.is_scenario for c in target.cases):
             return True  # the user simulator talks through the judge service
@@ -260,20 +261,40 @@ def make_judge(options: RunOptions) -> Any:
 
 
 def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
-    """The one notice a run gives when its configured judge metrics cannot run at all."""
-    if judge is not None and getattr(judge, "available", False):
-        return None
-    names: list[str] = []
+    """The one notice a run gives when configured metrics cannot run at all: judge metrics without
+    judge credentials, Vertex metrics without Vertex AI settings (one group per reason)."""
+    judge_ok = judge is not None and bool(getattr(judge, "available", False))
+    vertex_ok: bool | None = None  # looked up only when a Vertex metric is configured
+    groups: dict[str, list[str]] = {}
+    judge_reason = getattr(judge, "unavailable_reason", None) or "no judge credentials"
     for target in plan.targets:
-        for name in target.config.criteria:
+        for name, crit in target.config.criteria.items():
             spec = get_metric(name)
-            if spec is not None and spec.needs_judge and name not in names:
+            if spec is None:
+                continue
+            asks_judge = spec.needs_judge or "judge_model_options" in crit.raw
+            if asks_judge and not judge_ok:
+                reason = judge_reason
+            elif spec.kind == "vertex" and not asks_judge:
+                if vertex_ok is None:
+                    from ..judge.vertex import VertexSettings
+
+                    vertex_ok = VertexSettings.from_env() is not None
+                if vertex_ok:
+                    continue
+                from ..judge.vertex import NO_SETTINGS
+
+                reason = NO_SETTINGS
+            else:
+                continue
+            names = groups.setdefault(reason, [])
+            if name not in names:
                 names.append(name)
-    if not names:
+    if not groups:
         return None
-    reason = getattr(judge, "unavailable_reason", None) or "no judge credentials"
-    plural = "metric" if len(names) == 1 else "metrics"
-    return RunNotice(f"{len(names)} {plural} will not be evaluated: {reason}", tuple(names))
+    parts = [f"{len(names)} {'metric' if len(names) == 1 else 'metrics'} will not be evaluated: {reason}"
+             for reason, names in groups.items()]
+    return RunNotice("; ".join(parts), tuple(n for names in groups.values() for n in names))
 
 
 def plan_coverage(plan: RunPlan) -> str:

@@ -437,6 +437,51 @@ class CesLatencyDetails(_Details):
     tools: list[CesToolLatency] = Field(default_factory=list)
 
 
+# --- Vertex AI evaluation service (VERTEX block: keep together) --------------------------------------
+class VertexRubricVerdict(_Details):
+    """One adaptive rubric Vertex judged (multi_turn_* metrics): ADK keeps it as a RubricScore."""
+
+    rubric_id: str  # as ADK names it: the rubric's description, else its id, else rubric_<n>
+    description: str | None = None
+    verdict: bool = False  # Vertex omits `verdict` when the rubric is not met
+    reasoning: str | None = None
+
+
+class VertexDetails(_Details):
+    """A Vertex-backed metric on one turn (or, multi-turn metrics, on the whole conversation)."""
+
+    kind: Literal["vertex"] = "vertex"
+    metric_spec: str  # the service's metric: safety_v1, multi_turn_task_success_v1, coherence
+    score: float | None = None
+    explanation: str | None = None
+    rubric_verdicts: list[VertexRubricVerdict] = Field(default_factory=list)
+    error: str | None = None  # what Vertex (or the call) reported instead of a score
+    attempts: int = 0
+    latency: float = 0.0
+
+    @property
+    def rubric_scores(self) -> list[RubricScore]:
+        """ADK's `rubric_scores` for this verdict: the rubrics, then the explanation and the error."""
+        out = [RubricScore(rubric_id=v.rubric_id, rationale=v.reasoning, score=1.0 if v.verdict else 0.0)
+               for v in self.rubric_verdicts]
+        if self.explanation:
+            out.append(RubricScore(rubric_id="explanation", rationale=self.explanation))
+        if self.error:
+            out.append(RubricScore(rubric_id="error", rationale=self.error))
+        return out
+
+
+class VertexCaseDetails(_Details):
+    """A Vertex-backed metric on a whole case: where it ran and (multi-turn) the overall rubric scores."""
+
+    kind: Literal["vertex_case"] = "vertex_case"
+    metric_spec: str
+    project: str = ""
+    location: str = ""
+    evaluated_invocations: int = 0
+    rubric_scores: list[RubricScore] = Field(default_factory=list)
+
+
 MetricDetails = Annotated[
     Union[
         TrajectoryDetails,
@@ -450,6 +495,8 @@ MetricDetails = Annotated[
         CesToolDetails,
         CesSemanticSimilarityDetails,
         CesLatencyDetails,
+        VertexDetails,
+        VertexCaseDetails,
     ],
     Field(discriminator="kind"),
 ]

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
-from .details import JudgeCaseDetails, MetricDetails, RubricDetails, trusted
+from .details import JudgeCaseDetails, MetricDetails, RubricDetails, VertexCaseDetails, VertexDetails, trusted
 from .model import Invocation, ToolTiming
 from .status import EvalStatus
 
@@ -106,7 +106,7 @@ class MetricResult(_Result):
         src_status = self.status if inv is None else inv.status
         details: dict[str, Any] = {}
         source = self.details if inv is None else inv.details
-        if isinstance(source, (RubricDetails, JudgeCaseDetails)) and source.rubric_scores:
+        if isinstance(source, (RubricDetails, JudgeCaseDetails, VertexDetails, VertexCaseDetails)) and source.rubric_scores:
             details["rubric_scores"] = [
                 {"rubric_id": r.rubric_id, "rationale": r.rationale, "score": r.score} for r in source.rubric_scores
             ]
