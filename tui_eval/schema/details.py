@@ -25,6 +25,7 @@ SentenceLabelName = Literal["supported", "unsupported", "contradictory", "disput
 M = TypeVar("M", bound=BaseModel)
 _new = object.__new__
 _set = object.__setattr__
+_fields_sets: dict[type[BaseModel], set[str]] = {}
 
 
 def trusted(cls: type[M], /, **values: Any) -> M:
@@ -37,7 +38,13 @@ def trusted(cls: type[M], /, **values: Any) -> M:
     """
     obj = _new(cls)
     _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
+    # Every field is given, so the fields-set is the class's field names: one set per class, shared
+    # (a set per object was 216-472 bytes, ~17 MB over a 5,000-case run). Pydantic only ever adds a
+    # field's name to it on assignment, which changes nothing here; copies get their own set.
+    fields = _fields_sets.get(cls)
+    if fields is None:
+        fields = _fields_sets[cls] = set(cls.model_fields)
+    _set(obj, "__pydantic_fields_set__", fields if len(values) == len(fields) else set(values))
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj
