@@ -24,7 +24,13 @@ SentenceLabelName = Literal["supported", "unsupported", "contradictory", "disput
 
 M = TypeVar("M", bound=BaseModel)
 _new = object.__new__
-_set = object.__setattr__
+# BaseModel's own slot and __dict__ descriptors, called directly: a third faster than object.__setattr__,
+# which looks each name up along the class's MRO (BaseModel.__setattr__ would validate, so it is bypassed).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_fields_sets: dict[type[BaseModel], set[str]] = {}
 
 
 def trusted(cls: type[M], /, **values: Any) -> M:
@@ -36,10 +42,16 @@ def trusted(cls: type[M], /, **values: Any) -> M:
     the result equals the validated model.
     """
     obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_dict(obj, values)
+    # Every field is given, so the fields-set is the class's field names: one set per class, shared
+    # (a set per object was 216-472 bytes, ~17 MB over a 5,000-case run). Pydantic only ever adds a
+    # field's name to it on assignment, which changes nothing here; copies get their own set.
+    fields = _fields_sets.get(cls)
+    if fields is None:
+        fields = _fields_sets[cls] = set(cls.model_fields)
+    _set_fields_set(obj, fields if len(values) == len(fields) else set(values))
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 
