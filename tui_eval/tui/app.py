@@ -91,9 +91,12 @@ class EvalApp(App[int]):
         store: Any = None,
         keymap: UserKeymap | None = None,
         on_heap_phase: Callable[[HeapPhase], None] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
+        if clock is not None:
+            self.catalog.clock = clock
         self.agent_ref = agent
         self.watch_files = watch
         self.inbox = Inbox()
@@ -273,9 +276,9 @@ class EvalApp(App[int]):
         for path, error in delta.broke:
             self.notify(cat.error_text(error), title="File not loaded", severity="warning", markup=False, timeout=8)
         results, removed, messages = self.inbox.drain()
-        for key, result, origin in results:
+        for key, result, origin, saved_at in results:
             if cat.results.origin(key) != SESSION:
-                cat.set_result(key, result, origin)
+                cat.set_result(key, result, origin, saved_at)
                 dirty.add(key)
         for key in removed:
             cat.set_result(key, None)

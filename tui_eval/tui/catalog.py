@@ -5,9 +5,10 @@ Widgets read it (data flows down); only the app's UI thread changes it. It never
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .state import Results
 
@@ -81,6 +82,8 @@ class Catalog:
     filter: Filter = field(default_factory=Filter)
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
+    #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
+    clock: Callable[[], float] = time.time
     _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
@@ -202,6 +205,10 @@ class Catalog:
     def result(self, key: CaseKey) -> CaseResult | None:
         return self.results.get(key)
 
+    def origin_text(self, key: CaseKey) -> str:
+        """Where a case's result came from, with its age if it was saved (`saved … · 2 h ago`)."""
+        return self.results.origin_text(key, self.clock())
+
     def case_status(self, key: CaseKey) -> int | None:
         result = self.results.get(key)
         if result is None:
@@ -251,7 +258,8 @@ class Catalog:
         self._counts[path] = (stamp, out)
         return out
 
-    def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "") -> None:
+    def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "",
+                   saved_at: float | None = None) -> None:
         """Store (or, with None, forget) a case's latest result, keeping the file's counts current."""
         path = Path(key.eval_file)
         cached = self._counts.get(path)
@@ -261,7 +269,7 @@ class Catalog:
         if result is None:
             self.results.forget(key)
         else:
-            self.results.put(key, result, origin)
+            self.results.put(key, result, origin, saved_at)
         if counts is not None:
             counts[self.case_status(key)] += 1
 

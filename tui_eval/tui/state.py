@@ -21,15 +21,15 @@ class Inbox:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._results: list[tuple[CaseKey, CaseResult, str]] = []
+        self._results: list[tuple[CaseKey, CaseResult, str, float | None]] = []
         self._removed: list[CaseKey] = []
         self._messages: list[tuple[str, str]] = []
         #: True until the start-up scan (files and saved results) is done.
         self.loading = True
 
-    def push_result(self, key: CaseKey, result: CaseResult, origin: str) -> None:
+    def push_result(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
         with self._lock:
-            self._results.append((key, result, origin))
+            self._results.append((key, result, origin, saved_at))
 
     def push_removed(self, keys: list[CaseKey]) -> None:
         with self._lock:
@@ -39,7 +39,9 @@ class Inbox:
         with self._lock:
             self._messages.append((text, severity))
 
-    def drain(self) -> tuple[list[tuple[CaseKey, CaseResult, str]], list[CaseKey], list[tuple[str, str]]]:
+    def drain(
+        self,
+    ) -> tuple[list[tuple[CaseKey, CaseResult, str, float | None]], list[CaseKey], list[tuple[str, str]]]:
         with self._lock:
             results, self._results = self._results, []
             removed, self._removed = self._removed, []
@@ -53,6 +55,8 @@ class Results:
     def __init__(self) -> None:
         self._by_key: dict[CaseKey, CaseResult] = {}
         self._origin: dict[CaseKey, str] = {}
+        #: When a saved result was saved (its age is shown beside it); absent for this session's results.
+        self._saved_at: dict[CaseKey, float] = {}
         #: Bumped on every change, so views can cache what they derive from results.
         self.version = 0
 
@@ -65,14 +69,27 @@ class Results:
     def origin(self, key: CaseKey) -> str:
         return self._origin.get(key, "")
 
-    def put(self, key: CaseKey, result: CaseResult, origin: str) -> None:
+    def origin_text(self, key: CaseKey, now: float) -> str:
+        """The origin with the result's age, e.g. `saved 2026-01-01 01:00 · 2 h ago`."""
+        origin = self._origin.get(key, "")
+        saved_at = self._saved_at.get(key)
+        if saved_at is None:
+            return origin
+        return f"{origin} · {age_text(now - saved_at)}"
+
+    def put(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
         self._by_key[key] = result
         self._origin[key] = origin
+        if saved_at is None:
+            self._saved_at.pop(key, None)
+        else:
+            self._saved_at[key] = saved_at
         self.version += 1
 
     def forget(self, key: CaseKey) -> None:
         self._by_key.pop(key, None)
         self._origin.pop(key, None)
+        self._saved_at.pop(key, None)
         self.version += 1
 
     def keys(self) -> list[CaseKey]:
@@ -85,6 +102,16 @@ class Results:
             for m in result.metrics:
                 names.setdefault(m.metric_name, None)
         return list(names)
+
+
+def age_text(seconds: float) -> str:
+    """How long ago, in the coarsest unit that is at least one: `just now`, `5 min ago`, `2 h ago`, `3 d ago`."""
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"  # pragma: no cover - the loop always returns
 
 
 @dataclass(slots=True)

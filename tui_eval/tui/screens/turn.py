@@ -125,7 +125,7 @@ class TurnScreen(Screen[None]):
             plain(cat.set_label(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
-            (f"   {cat.results.origin(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
+            (f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
         )
         self.query_one("#turn-title", Static).update(title)
 

@@ -140,7 +140,7 @@ class Summary(Static):
             lines.append(_hint("No result yet: r runs this case."))
         else:
             lines.append(Content.assemble(status_content(int(result.status), word=True),
-                                          (f"   {cat.results.origin(key)}", "$text-muted")))
+                                          (f"   {cat.origin_text(key)}", "$text-muted")))
             from ..verdicts import case_metric_lines
 
             lines.extend(case_metric_lines(result))

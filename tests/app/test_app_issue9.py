@@ -1,0 +1,50 @@
+"""Issue 9, dashboard side: results survive partial runs, honest badges, no stale screens, 80x24, scale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.app.conftest import settle
+from tests.app.test_app_browse import labels, summary_text
+
+HISTORY = Path("travel") / ".adk" / "eval_history"
+
+
+def add_partial_run(workspace: Path, keep: list[str], stamp: float, *, cancelled: bool = False) -> None:
+    """A newer saved run of travel covering only `keep` (as `F` or a cancelled run leaves one)."""
+    src = workspace / HISTORY / "travel_travel_1767229200.tui-eval.json"
+    data = json.loads(src.read_text())
+    data["cases"] = [c for c in data["cases"] if c["eval_id"] in keep]
+    data["name"] = f"travel_travel_{int(stamp)}"
+    data["run_id"] = "partial"
+    data["creation_timestamp"] = stamp
+    data["cancelled"] = cancelled
+    (workspace / HISTORY / f"travel_travel_{int(stamp)}.tui-eval.json").write_text(json.dumps(data))
+
+
+async def test_a_partial_run_never_hides_older_results(workspace: Path, make_app) -> None:
+    # Two hours after the last full run, a failures-only run re-ran just book_flight.
+    add_partial_run(workspace, ["book_flight"], 1767229200.0 + 7200)
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        # Every case keeps a result: the six from the full run, book_flight from the newer one.
+        assert labels(app)[2].startswith("▶ travel (6) ✔2 ✘4")
+        await pilot.press("down", "down", "enter", "down")
+        text = summary_text(app)
+        assert "Case book_flight" in text
+        # The fixed clock is 2026-01-02 00:00; the partial run was saved 2026-01-01 03:00.
+        assert "saved 2026-01-01 03:00 · 21 h ago" in text
+        await pilot.press("down", "down")
+        text = summary_text(app)
+        assert "Case hotel_rubrics" in text
+        assert "saved 2026-01-01 01:00 · 23 h ago" in text
+
+
+async def test_a_cancelled_run_with_no_cases_hides_nothing(workspace: Path, make_app) -> None:
+    add_partial_run(workspace, [], 1767229200.0 + 60, cancelled=True)
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert labels(app)[2].startswith("▶ travel (6) ✔2 ✘4")
