@@ -87,6 +87,11 @@ class Catalog:
     _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
+    # eval_id -> case per file, so a finished case is found in O(1) (EvalSet.case scans the list: with
+    # 100,000 cases streaming in, that scan per result froze the dashboard for minutes).
+    _case_index: dict[Path, tuple[tuple[int, int], dict[str, EvalCase]]] = field(default_factory=dict)
+    # CaseKey.eval_file -> Path: building a Path costs microseconds, paid per finished case otherwise.
+    _paths: dict[str, Path] = field(default_factory=dict)
 
     def poll(self) -> WorkspaceDelta:
         """Compare the workspace with what was seen last time (cheap identity checks: a reload makes new
@@ -188,11 +193,26 @@ class Catalog:
             return []
         return state.eval_set.eval_cases
 
+    def path_of(self, key: CaseKey) -> Path:
+        """The eval file a case key names (interned: one Path per file)."""
+        path = self._paths.get(key.eval_file)
+        if path is None:
+            path = self._paths[key.eval_file] = Path(key.eval_file)
+        return path
+
     def case(self, key: CaseKey) -> EvalCase | None:
-        state = self.file_state(Path(key.eval_file))
+        path = self.path_of(key)
+        state = self.file_state(path)
         if state is None or state.eval_set is None:
             return None
-        return state.eval_set.case(key.eval_id)
+        cases = state.eval_set.eval_cases
+        # A reload makes a new list; an edit in place changes its length.
+        stamp = (id(cases), len(cases))
+        cached = self._case_index.get(path)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, {c.eval_id: c for c in cases})
+            self._case_index[path] = cached
+        return cached[1].get(key.eval_id)
 
     def key(self, path: Path, eval_id: str) -> CaseKey:
         return _case_key()(str(path), eval_id)
@@ -260,8 +280,8 @@ class Catalog:
 
     def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "",
                    saved_at: float | None = None) -> None:
-        """Store (or, with None, forget) a case's latest result, keeping the file's counts current."""
-        path = Path(key.eval_file)
+        """Store (or, with None, forget) a case's latest result, keeping the file's counts current. O(1)."""
+        path = self.path_of(key)
         cached = self._counts.get(path)
         counts = cached[1] if cached is not None and self.case(key) is not None else None
         if counts is not None:
