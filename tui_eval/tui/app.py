@@ -14,6 +14,7 @@ import functools
 import gc
 import logging
 import os
+from collections import deque
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, TypeVar
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 
 SESSION = "this session"
 TICK_HZ = 8
+#: Results folded onto the screen per tick at most: a replay run finishes thousands of cases between two
+#: ticks, and folding them all at once kept keys waiting; the rest wait for the next tick (in order).
+FOLD_PER_TICK = 4000
 
 _M = TypeVar("_M", bound=Message)
 HeapPhase = Literal["run", "settled"]
@@ -112,6 +116,9 @@ class EvalApp(App[int]):
         self._shown_run: RunState | None = None
         self._shown_phase: str | None = None
         self._shown_loading: bool | None = None
+        # Finished cases and loaded results not folded yet (see FOLD_PER_TICK).
+        self._finished_backlog: deque[tuple[CaseKey, Any]] = deque()
+        self._loaded_backlog: deque[tuple[CaseKey, Any, str, float | None]] = deque()
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
@@ -238,8 +245,13 @@ class EvalApp(App[int]):
     # ---- the pull loop -----------------------------------------------------------------------
 
     def pull(self) -> None:
-        """Pull producer state onto the screen now (the timer does this 8 times a second)."""
+        """Pull all producer state onto the screen now (the timer does this 8 times a second, in slices)."""
         self._tick()
+        while self._finished_backlog or self._loaded_backlog:
+            before = len(self._finished_backlog) + len(self._loaded_backlog)
+            self._tick()
+            if len(self._finished_backlog) + len(self._loaded_backlog) >= before:
+                break  # the tick could not fold (the app is shutting down)
 
     def _tick(self) -> None:
         """The pull timer: an error while folding engine state is logged and shown (once), never swallowed."""
@@ -276,7 +288,9 @@ class EvalApp(App[int]):
         for path, error in delta.broke:
             self.notify(cat.error_text(error), title="File not loaded", severity="warning", markup=False, timeout=8)
         results, removed, messages = self.inbox.drain()
-        for key, result, origin, saved_at in results:
+        self._loaded_backlog.extend(results)
+        for _ in range(min(FOLD_PER_TICK, len(self._loaded_backlog))):
+            key, result, origin, saved_at = self._loaded_backlog.popleft()
             if cat.results.origin(key) != SESSION:
                 cat.set_result(key, result, origin, saved_at)
                 dirty.add(key)
@@ -292,7 +306,9 @@ class EvalApp(App[int]):
                 main.run_panel.reset()
             snap = state.drain()
             main.run_panel.show(snap)
-            for key, result in snap.finished:
+            self._finished_backlog.extend(snap.finished)
+            for _ in range(min(FOLD_PER_TICK, len(self._finished_backlog))):
+                key, result = self._finished_backlog.popleft()
                 cat.set_result(key, result, SESSION)
                 dirty.add(key)
             if snap.running != cat.running:
