@@ -48,3 +48,39 @@ async def test_a_cancelled_run_with_no_cases_hides_nothing(workspace: Path, make
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert labels(app)[2].startswith("▶ travel (6) ✔2 ✘4")
+
+
+def big_folder(root: Path, cases: int) -> Path:
+    """One eval file of `cases` one-turn cases, replayed from itself."""
+    root.mkdir(parents=True)
+    turn = {"user_content": {"role": "user", "parts": [{"text": "hi"}]},
+            "final_response": {"role": "model", "parts": [{"text": "hello"}]}}
+    data = {"eval_set_id": "big",
+            "eval_cases": [{"eval_id": f"c{i:06d}", "conversation": [dict(turn, invocation_id=f"i{i}")]}
+                           for i in range(cases)]}
+    (root / "big.evalset.json").write_text(json.dumps(data))
+    return root
+
+
+async def test_finished_cases_fold_in_constant_time(tmp_path: Path, make_app) -> None:
+    """10,000 results reach the catalog in well under a second (a scan per result took many seconds)."""
+    import time
+
+    from tui_eval.schema.results import CaseResult, EvalStatus
+
+    folder = big_folder(tmp_path / "big", 10_000)
+    app = make_app(folder, recording=None, agent=f"replay:{folder / 'big.evalset.json'}")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        cat = app.catalog
+        path = cat.files[0]
+        keys = [cat.key(path, c.eval_id) for c in cat.cases(path)]
+        assert len(keys) == 10_000
+        cat.counts(path)  # the file's counts are shown, so every result keeps them current
+        results = [CaseResult(eval_set_id="big", eval_id=k.eval_id, status=EvalStatus.PASSED) for k in keys]
+        t0 = time.perf_counter()
+        for key, result in zip(keys, results):
+            cat.set_result(key, result, "this session")
+        elapsed = time.perf_counter() - t0
+        assert cat.counts(path)[1] == 10_000
+        assert elapsed < 1.0, f"{elapsed:.2f} s to fold 10,000 results"
