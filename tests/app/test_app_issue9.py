@@ -84,3 +84,31 @@ async def test_finished_cases_fold_in_constant_time(tmp_path: Path, make_app) ->
         elapsed = time.perf_counter() - t0
         assert cat.counts(path)[1] == 10_000
         assert elapsed < 1.0, f"{elapsed:.2f} s to fold 10,000 results"
+
+
+async def test_q_during_a_run_asks_first(tmp_path: Path, make_app) -> None:
+    from tests.app.conftest import slow_agent_folder, wait_until
+    from tui_eval.tui.screens.confirm import ConfirmScreen
+
+    root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.5)
+    app = make_app(root, recording=None, run_options=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "finished cases are kept" in str(app.screen.query_one("#confirm-body").render())
+        # No: the run goes on.
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert app.is_running and app.run_state.active
+        # Yes: the run is cancelled and the app exits.
+        await pilot.press("q")
+        await pilot.pause()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.run_state.cancel_requested
+    assert app.return_code == 0

@@ -156,6 +156,17 @@ class EvalApp(App[int]):
         self.bridge.close()
 
     async def action_quit(self) -> None:
+        """Quit; during a run, ask first (finished cases are saved either way)."""
+        if self.bridge.busy and not isinstance(self.screen, _confirm_screen()):
+            body = Content.assemble(
+                "A run is in progress. Quitting cancels it; ",
+                ("finished cases are kept", "bold"), " in the history either way.",
+            )
+            self._confirm("Quit during a run?", body, self._quit_now)
+            return
+        self._quit_now()
+
+    def _quit_now(self) -> None:
         self.bridge.cancel()
         self.exit(0)
 
@@ -599,6 +610,12 @@ class EvalApp(App[int]):
             self._edit(f"Deleted case {key.eval_id}", path, partial(delete_case, path, key.eval_id))
 
         self._confirm("Delete case", body, then)
+
+
+def _confirm_screen() -> type[Screen[Any]]:
+    from .screens.confirm import ConfirmScreen
+
+    return ConfirmScreen
 
 
 def _gc_policy(phase: HeapPhase) -> None:
