@@ -112,3 +112,19 @@ async def test_q_during_a_run_asks_first(tmp_path: Path, make_app) -> None:
         await pilot.pause()
         assert app.run_state.cancel_requested
     assert app.return_code == 0
+
+
+async def test_a_pass_with_metrics_not_evaluated_says_so(workspace: Path, make_app) -> None:
+    # judge_down passed on its two deterministic metrics; both judge metrics were not evaluated.
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "down", "enter")
+        lines = labels(app)
+        judge_down = next(line for line in lines if "judge_down" in line)
+        assert "2 of 4 evaluated" in judge_down
+        hotel = next(line for line in lines if "hotel_rubrics" in line)
+        assert "evaluated" not in hotel  # passed on all four
+        app.main.browser.select_key(app.catalog.key(app.catalog.files[2], "judge_down"))
+        await pilot.pause()
+        assert "passed · 2 of 4 metrics evaluated" in summary_text(app)

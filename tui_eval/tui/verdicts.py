@@ -92,6 +92,21 @@ def metric_line(m: MetricResult) -> Content:
     )
 
 
+def evaluated_note(result: CaseResult) -> str | None:
+    """`1 of 4 metrics evaluated` for a case that passed with metrics not evaluated, else None.
+
+    ADK's status rule passes a case when nothing failed, so a pass can rest on one metric of four; the
+    badge says so. Informational metrics never pass or fail and are left out of both counts.
+    (A local helper: the core's CaseResult is getting the same count; unify when it lands.)"""
+    if result.status != EvalStatus.PASSED:
+        return None
+    scored = [m for m in result.metrics if m.status != EvalStatus.INFORMATIONAL]
+    missing = sum(1 for m in scored if m.status == EvalStatus.NOT_EVALUATED)
+    if not missing:
+        return None
+    return f"{len(scored) - missing} of {len(scored)} metrics evaluated"
+
+
 def case_metric_lines(result: CaseResult) -> list[Content]:
     lines: list[Content] = []
     for m in result.metrics:

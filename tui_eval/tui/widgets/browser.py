@@ -322,6 +322,13 @@ class EvalBrowser(Tree[Entry]):
         result = catalog.result(key)
         if result is not None and result.error:
             text.append("  agent error", self._style("browser--error"))
+        elif result is not None and not catalog.filter.metric:
+            from ..verdicts import evaluated_note
+
+            note = evaluated_note(result)
+            if note is not None:
+                text.append(f"  {note.removesuffix(' metrics evaluated')} evaluated",
+                            self._style("browser--not-evaluated"))
         return text
 
     def _turn_label(self, entry: TurnEntry) -> Text:

@@ -139,9 +139,12 @@ class Summary(Static):
         if result is None:
             lines.append(_hint("No result yet: r runs this case."))
         else:
+            from ..verdicts import case_metric_lines, evaluated_note
+
+            note = evaluated_note(result)
             lines.append(Content.assemble(status_content(int(result.status), word=True),
+                                          (f" · {note}", "$text-warning") if note else "",
                                           (f"   {cat.origin_text(key)}", "$text-muted")))
-            from ..verdicts import case_metric_lines
 
             lines.extend(case_metric_lines(result))
             lines.append(Content(""))
