@@ -35,11 +35,11 @@ async def test_a_partial_run_never_hides_older_results(workspace: Path, make_app
         text = summary_text(app)
         assert "Case book_flight" in text
         # The fixed clock is 2026-01-02 00:00; the partial run was saved 2026-01-01 03:00.
-        assert "saved 2026-01-01 03:00 · 21 h ago" in text
+        assert "saved 2026-01-01 03:00 · 21h ago" in text
         await pilot.press("down", "down")
         text = summary_text(app)
         assert "Case hotel_rubrics" in text
-        assert "saved 2026-01-01 01:00 · 23 h ago" in text
+        assert "saved 2026-01-01 01:00 · 23h ago" in text
 
 
 async def test_a_cancelled_run_with_no_cases_hides_nothing(workspace: Path, make_app) -> None:
@@ -122,7 +122,7 @@ async def test_a_pass_with_metrics_not_evaluated_says_so(workspace: Path, make_a
         await pilot.press("down", "down", "enter")
         lines = labels(app)
         judge_down = next(line for line in lines if "judge_down" in line)
-        assert "2 of 4 evaluated" in judge_down
+        assert "2/4 evaluated" in judge_down
         hotel = next(line for line in lines if "hotel_rubrics" in line)
         assert "evaluated" not in hotel  # passed on all four
         app.main.browser.select_key(app.catalog.key(app.catalog.files[2], "judge_down"))

@@ -225,9 +225,9 @@ class Catalog:
     def result(self, key: CaseKey) -> CaseResult | None:
         return self.results.get(key)
 
-    def origin_text(self, key: CaseKey) -> str:
-        """Where a case's result came from, with its age if it was saved (`saved … · 2 h ago`)."""
-        return self.results.origin_text(key, self.clock())
+    def origin_text(self, key: CaseKey, *, short: bool = False) -> str:
+        """Where a case's result came from, with its age if it was saved (`saved … · 2h ago`)."""
+        return self.results.origin_text(key, self.clock(), short=short)
 
     def case_status(self, key: CaseKey) -> int | None:
         result = self.results.get(key)

@@ -69,12 +69,14 @@ class Results:
     def origin(self, key: CaseKey) -> str:
         return self._origin.get(key, "")
 
-    def origin_text(self, key: CaseKey, now: float) -> str:
-        """The origin with the result's age, e.g. `saved 2026-01-01 01:00 · 2 h ago`."""
+    def origin_text(self, key: CaseKey, now: float, *, short: bool = False) -> str:
+        """The origin with the result's age, e.g. `saved 2026-01-01 01:00 · 2h ago` (`saved 2h ago` short)."""
         origin = self._origin.get(key, "")
         saved_at = self._saved_at.get(key)
         if saved_at is None:
             return origin
+        if short:
+            return f"saved {age_text(now - saved_at)}"
         return f"{origin} · {age_text(now - saved_at)}"
 
     def put(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
@@ -105,12 +107,13 @@ class Results:
 
 
 def age_text(seconds: float) -> str:
-    """How long ago, in the coarsest unit that is at least one: `just now`, `5 min ago`, `2 h ago`, `3 d ago`."""
+    """How long ago, in the coarsest unit that is at least one: `just now`, `5min ago`, `2h ago`, `3d ago`."""
     if seconds < 60:
         return "just now"
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
-            return f"{int(seconds // size)} {unit} ago"
+            # No space before the unit: the summary's status line must fit 40 columns at 80x24.
+            return f"{int(seconds // size)}{unit} ago"
     return "just now"  # pragma: no cover - the loop always returns
 
 

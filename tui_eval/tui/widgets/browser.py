@@ -327,8 +327,9 @@ class EvalBrowser(Tree[Entry]):
 
             note = evaluated_note(result)
             if note is not None:
-                text.append(f"  {note.removesuffix(' metrics evaluated')} evaluated",
-                            self._style("browser--not-evaluated"))
+                # `2/4 evaluated`: the tree is narrow at 80 columns (the summary spells it out).
+                done, _of, total = note.split(" ")[:3]
+                text.append(f"  {done}/{total} evaluated", self._style("browser--not-evaluated"))
         return text
 
     def _turn_label(self, entry: TurnEntry) -> Text:

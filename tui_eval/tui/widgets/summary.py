@@ -142,9 +142,13 @@ class Summary(Static):
             from ..verdicts import case_metric_lines, evaluated_note
 
             note = evaluated_note(result)
-            lines.append(Content.assemble(status_content(int(result.status), word=True),
-                                          (f" · {note}", "$text-warning") if note else "",
-                                          (f"   {cat.origin_text(key)}", "$text-muted")))
+            status = Content.assemble(status_content(int(result.status), word=True),
+                                      (f" · {note}", "$text-warning") if note else "")
+            origin = f"   {cat.origin_text(key)}"
+            if status.cell_length + len(origin) > self.content_region.width > 0:
+                # At 80x24 the date and age would wrap and push a metric line off the pane.
+                origin = f"   {cat.origin_text(key, short=True)}"
+            lines.append(Content.assemble(status, (origin, "$text-muted")))
 
             lines.extend(case_metric_lines(result))
             lines.append(Content(""))
