@@ -128,3 +128,30 @@ async def test_a_pass_with_metrics_not_evaluated_says_so(workspace: Path, make_a
         app.main.browser.select_key(app.catalog.key(app.catalog.files[2], "judge_down"))
         await pilot.pause()
         assert "passed · 2 of 4 metrics evaluated" in summary_text(app)
+
+
+async def test_a_search_with_no_match_says_so(workspace: Path, make_app) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"zzzz", "enter")
+        await pilot.pause(0.3)
+        text = summary_text(app)
+        assert "No case matches (search 'zzzz')" in text
+        assert "No eval files found" not in text
+
+
+async def test_s_without_sentence_labels_says_why(workspace: Path, make_app) -> None:
+    from tui_eval.tui.screens.turn import TurnScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        # judge_down's first turn: hallucinations_v1 was not evaluated (the judge was down).
+        await pilot.press("down", "down", "enter", *["down"] * 5, "enter", "down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, TurnScreen) and app.screen.key.eval_id == "judge_down"
+        await pilot.press("s")
+        await pilot.pause()
+        messages = [str(n.message) for n in app._notifications]
+        assert any(m.startswith("No sentence labels: ") for m in messages), messages

@@ -254,6 +254,16 @@ class TurnScreen(Screen[None]):
         self.render_turn()
 
     def action_sentence(self, delta: int) -> None:
+        result = self.catalog.result(self.key)
+        found = details_of(result, self.index, HallucinationDetails) if result is not None else []
+        details = found[0][1].details if found else None
+        if not isinstance(details, HallucinationDetails) or not details.sentences:
+            # s / S step through hallucinations_v1's sentence labels: say why there is nothing to step.
+            why = ("this turn has no result yet" if result is None
+                   else "hallucinations_v1 did not score this turn" if not found
+                   else found[0][1].reason or "hallucinations_v1 found no sentences in this answer")
+            self.notify(f"No sentence labels: {why}.", markup=False)
+            return
         self.sentence = max(0, self.sentence + delta)
         self.render_turn()
 

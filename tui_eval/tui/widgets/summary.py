@@ -62,6 +62,9 @@ class Summary(Static):
             return self._turn(entry)
         if not self.catalog.loaded:
             return _hint("Looking for agents, eval files and configs…")
+        if self.catalog.filter.active and self.catalog.files:
+            # The folder has eval files: the filter hides them all, which is not "no eval files".
+            return _hint(f"No case matches ({self.catalog.filter.describe()}). esc clears the filter.")
         return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
 
     # ---- an eval file ----------------------------------------------------------------------
