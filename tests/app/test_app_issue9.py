@@ -155,3 +155,33 @@ async def test_s_without_sentence_labels_says_why(workspace: Path, make_app) -> 
         await pilot.pause()
         messages = [str(n.message) for n in app._notifications]
         assert any(m.startswith("No sentence labels: ") for m in messages), messages
+
+
+async def test_run_end_shrinks_the_panel_and_names_metrics_not_evaluated(workspace: Path, make_app) -> None:
+    from tui_eval.tui.widgets.run_panel import MetricBar
+
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.run_state.phase == "finished"
+        # No judge credentials in tests: the judge bars filled up without one verdict.
+        bars = {bar.metric: bar for bar in app.main.query(MetricBar)}
+        assert bars["hallucinations_v1"].has_class("-not-evaluated")
+        assert not bars["tool_trajectory_avg_score"].has_class("-not-evaluated")
+        status = str(app.main.query_one("#run-status").render())
+        assert "not evaluated: " in status and "hallucinations_v1" in status
+        assert "tool_trajectory_avg_score" not in status
+        # One line: the bars are hidden once the run is over.
+        assert not app.main.query_one("#metric-bars").display or \
+            app.main.query_one("#metric-bars").region.height == 0
+
+
+def test_the_status_line_never_reads_0_of_0() -> None:
+    from tui_eval.tui.state import RunState
+    from tui_eval.tui.widgets.run_panel import RunPanel
+
+    snap = RunState("run all").drain()
+    line = str(RunPanel._status_line(snap))
+    assert "0/0" not in line and "starting" in line

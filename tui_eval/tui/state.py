@@ -117,6 +117,9 @@ def age_text(seconds: float) -> str:
     return "just now"  # pragma: no cover - the loop always returns
 
 
+_NOT_EVALUATED = 3  # EvalStatus.NOT_EVALUATED (the schema stays off this module's import path)
+
+
 @dataclass(slots=True)
 class RunSnapshot:
     """What the UI needs to redraw the run panel, copied out under the lock."""
@@ -129,6 +132,8 @@ class RunSnapshot:
     counts: dict[int, int]
     metric_done: dict[str, int]
     metric_total: dict[str, int]
+    #: Per metric, the finished cases it gave a verdict on (not NOT_EVALUATED): 0 means it evaluated nothing.
+    metric_evaluated: dict[str, int]
     running: set[Any]
     finished: list[tuple[Any, Any]]
     errors: list[str]
@@ -152,6 +157,7 @@ class RunState:
         # every MetricProgress event is one invocation scored by one metric.
         self._metric_done: dict[str, int] = defaultdict(int)
         self._metric_total: dict[str, int] = defaultdict(int)
+        self._metric_evaluated: dict[str, int] = defaultdict(int)
         self.running: set[Any] = set()
         self._finished: list[tuple[Any, Any]] = []
         self.errors: list[str] = []
@@ -178,6 +184,9 @@ class RunState:
                 self.cases_done += 1
                 self.counts[int(event.result.status)] += 1
                 self._finished.append((event.key, event.result))
+                for m in event.result.metrics:
+                    # A judge with no credentials fills its bar all the same: count what it decided.
+                    self._metric_evaluated[m.metric_name] += int(m.status) != _NOT_EVALUATED
             elif isinstance(event, ev.RunStarted):
                 if self.phase == "starting":
                     self.phase = "running"
@@ -240,6 +249,7 @@ class RunState:
                 counts=dict(self.counts),
                 metric_done=dict(self._metric_done),
                 metric_total=dict(self._metric_total),
+                metric_evaluated=dict(self._metric_evaluated),
                 running=set(self.running),
                 finished=finished,
                 errors=list(self.errors),
