@@ -185,3 +185,30 @@ def test_the_status_line_never_reads_0_of_0() -> None:
     snap = RunState("run all").drain()
     line = str(RunPanel._status_line(snap))
     assert "0/0" not in line and "starting" in line
+
+
+async def test_deleting_a_turn_redraws_the_turn_view_at_once(workspace: Path, make_app) -> None:
+    from tui_eval.tui.screens.turn import TurnScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        path = workspace / "travel" / "travel.evalset.json"
+        key = app.catalog.key(path.resolve(), "book_flight")
+        app.open_turn(key, 0)
+        await pilot.pause()
+        assert isinstance(app.screen, TurnScreen)
+        await pilot.press("d", "y")
+        await settle(pilot)
+        # The file has one turn left, the old result (scored on two) is gone, and the view shows that turn.
+        assert len(app.catalog.case(key).conversation) == 1
+        assert app.catalog.result(key) is None
+        screen = app.screen
+        assert isinstance(screen, TurnScreen)
+        expected, actual, n = screen._turns()
+        assert n == 1 and actual is None
+        assert expected is not None and expected.user_content.text == "Book the cheapest one."
+        assert "turn 1/1" in str(screen.query_one("#turn-title").render())
+        # The tree's line for the case redraws too: no stale status beside it.
+        line = app.main.browser._case_label(key).plain
+        assert line.startswith("· book_flight"), line

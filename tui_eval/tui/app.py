@@ -119,6 +119,8 @@ class EvalApp(App[int]):
         # Finished cases and loaded results not folded yet (see FOLD_PER_TICK).
         self._finished_backlog: deque[tuple[CaseKey, Any]] = deque()
         self._loaded_backlog: deque[tuple[CaseKey, Any, str, float | None]] = deque()
+        # Edits in flight: the case to redraw once written, and whether its result went stale.
+        self._after_edit: dict[Worker[Any], tuple[CaseKey, bool]] = {}
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
@@ -418,10 +420,14 @@ class EvalApp(App[int]):
                 self._sync_status()
                 self.main.refresh_topbar()
             elif worker.group == "edit":
+                after = self._after_edit.pop(worker, None)
+                if after is not None:
+                    self._edited(*after)
                 self.notify(worker.name, markup=False)
             if worker.group == "run":
                 self._sync_status()
         elif event.state == WorkerState.ERROR:
+            self._after_edit.pop(worker, None)
             titles = {"run": "Run failed", "edit": "Edit not saved", "load": "Could not load the folder"}
             if worker.error is not None:
                 self.report_error(titles.get(worker.group, "Error"), worker.error)
@@ -520,15 +526,32 @@ class EvalApp(App[int]):
 
         self.push_screen(ConfirmScreen(title, body), answered)
 
-    def _edit(self, done: str, path: Path, change: Callable[[], None]) -> None:
-        """Write an edit in a thread worker; the watcher reloads the file (or we do, when not watching)."""
+    def _edit(self, done: str, path: Path, change: Callable[[], None], *,
+              key: CaseKey | None = None, stale: bool = False) -> None:
+        """Write an edit in a thread worker; the watcher reloads the file (or we do, when not watching).
+
+        Once written, the edited case redraws everywhere at once (tree, summary, turn view); with `stale`
+        its result is dropped first, since it was scored against turns the file no longer has (a deleted
+        turn stayed on screen, paired with the wrong actual)."""
 
         def work() -> None:
             change()
             if not self.bridge.watching:
                 self.bridge.reload(path)
 
-        self.run_worker(work, thread=True, group="edit", name=done, exit_on_error=False)
+        worker = self.run_worker(work, thread=True, group="edit", name=done, exit_on_error=False)
+        if key is not None:
+            self._after_edit[worker] = (key, stale)
+
+    def _edited(self, key: CaseKey, stale: bool) -> None:
+        """UI thread, after an edit was written: fold the reload and redraw the case on every screen."""
+        if stale:
+            self.catalog.set_result(key, None)
+        self.pull()
+        for screen in self.screen_stack:
+            refresh = getattr(screen, "refresh_keys", None)
+            if refresh is not None:
+                refresh({key})
 
     def _turn_texts(self, key: CaseKey, index: int) -> tuple[str | None, str]:
         case = self.catalog.case(key)
@@ -560,7 +583,7 @@ class EvalApp(App[int]):
         path = Path(key.eval_file)
         self._confirm("Accept turn", body, lambda: self._edit(
             f"Accepted turn {index + 1} of {key.eval_id}", path,
-            partial(accept_turn, path, key.eval_id, index, actual, user)))
+            partial(accept_turn, path, key.eval_id, index, actual, user), key=key))
 
     def accept_case(self, key: CaseKey) -> None:
         from ..schema.edits import accept_case
@@ -580,7 +603,8 @@ class EvalApp(App[int]):
         ])
         path = Path(key.eval_file)
         self._confirm("Accept case", body, lambda: self._edit(
-            f"Accepted case {key.eval_id}", path, partial(accept_case, path, key.eval_id, list(result.actual), expected_turns)))
+            f"Accepted case {key.eval_id}", path, partial(accept_case, path, key.eval_id, list(result.actual), expected_turns),
+            key=key))
 
     def delete_turn(self, key: CaseKey, index: int) -> None:
         from ..schema.edits import delete_turn
@@ -595,7 +619,8 @@ class EvalApp(App[int]):
         ])
         path = Path(key.eval_file)
         self._confirm("Delete turn", body, lambda: self._edit(
-            f"Deleted turn {index + 1} of {key.eval_id}", path, partial(delete_turn, path, key.eval_id, index, user)))
+            f"Deleted turn {index + 1} of {key.eval_id}", path, partial(delete_turn, path, key.eval_id, index, user),
+            key=key, stale=True))
 
     def delete_case(self, key: CaseKey) -> None:
         from ..schema.edits import delete_case

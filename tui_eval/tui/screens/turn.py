@@ -111,6 +111,9 @@ class TurnScreen(Screen[None]):
 
     def refresh_keys(self, keys: set[CaseKey]) -> None:
         if self.key in keys:
+            # A deleted turn may have been the last one: stay on a turn that exists.
+            _e, _a, n = self._turns()
+            self.index = max(0, min(self.index, n - 1))
             self.render_turn()
 
     # ---- rendering ---------------------------------------------------------------------------
