@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.app.conftest import settle
+from tests.app.conftest import settle, wait_until
 from tests.app.test_app_browse import labels, summary_text
 
 HISTORY = Path("travel") / ".adk" / "eval_history"
@@ -16,6 +16,8 @@ def add_partial_run(workspace: Path, keep: list[str], stamp: float, *, cancelled
     src = workspace / HISTORY / "travel_travel_1767229200.tui-eval.json"
     data = json.loads(src.read_text())
     data["cases"] = [c for c in data["cases"] if c["eval_id"] in keep]
+    names = {1: "PASSED", 2: "FAILED", 3: "NOT_EVALUATED"}
+    data["counts"] = {name: sum(1 for c in data["cases"] if c["status"] == n) for n, name in names.items()}
     data["name"] = f"travel_travel_{int(stamp)}"
     data["run_id"] = "partial"
     data["creation_timestamp"] = stamp
@@ -87,7 +89,7 @@ async def test_finished_cases_fold_in_constant_time(tmp_path: Path, make_app) ->
 
 
 async def test_q_during_a_run_asks_first(tmp_path: Path, make_app) -> None:
-    from tests.app.conftest import slow_agent_folder, wait_until
+    from tests.app.conftest import slow_agent_folder
     from tui_eval.tui.screens.confirm import ConfirmScreen
 
     root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.5)
@@ -212,3 +214,30 @@ async def test_deleting_a_turn_redraws_the_turn_view_at_once(workspace: Path, ma
         # The tree's line for the case redraws too: no stale status beside it.
         line = app.main.browser._case_label(key).plain
         assert line.startswith("· book_flight"), line
+
+
+async def test_history_marks_partial_runs_and_compare_says_not_run(workspace: Path, make_app) -> None:
+    from textual.widgets import DataTable
+
+    from tests.app.test_app_history import open_history, rows
+    from tui_eval.tui.screens.history import CompareScreen
+
+    add_partial_run(workspace, ["book_flight"], 1767229200.0 + 7200)
+    add_partial_run(workspace, [], 1767229200.0 + 3600, cancelled=True)
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await open_history(app, pilot)
+        table = app.screen.query_one(DataTable)
+        listed = rows(table)
+        assert listed[0][1] == "2026-01-01 03:00:00" and listed[0][6].endswith("selection 1/6")
+        assert listed[1][1] == "2026-01-01 02:00:00" and listed[1][6].endswith("cancelled 0/6")
+        full = [r for r in listed if r[2] == "travel" and r[1].endswith("01:00:00")]
+        assert full and full[0][6] == "20260101-010000-latest"  # a full run is not marked
+        # Compare the partial run with the cancelled one before it: the cases it did not run are "not run".
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
+        kinds = [r[0] for r in rows(app.screen.query_one(DataTable))]
+        assert "regression" not in kinds and "removed" not in kinds
+        assert kinds == ["not run"]
