@@ -241,3 +241,19 @@ async def test_history_marks_partial_runs_and_compare_says_not_run(workspace: Pa
         kinds = [r[0] for r in rows(app.screen.query_one(DataTable))]
         assert "regression" not in kinds and "removed" not in kinds
         assert kinds == ["not run"]
+
+
+async def test_80_columns_keep_help_quit_and_the_metric_filter(workspace: Path, make_app) -> None:
+    from textual.widgets import Footer
+
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        # The footer's first keys are help and quit, so they survive the cut at 80 columns.
+        keys = [k.key for k in app.main.query_one(Footer).query("FooterKey")]
+        assert keys[:2] == ["question_mark", "q"], keys
+        await pilot.press("m")
+        await pilot.pause()
+        bar = str(app.main.query_one("#topbar").render())
+        wanted = "filter: metric tool_trajectory_avg_score"
+        assert wanted in bar and bar.index(wanted) + len(wanted) <= 80, bar

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import Catalog
 
 
+_FOOTER_FIRST = ("app.help", "app.quit")
+
+
 class MainScreen(Screen[None]):
     """Browse eval files > cases > turns, start and watch runs, filter and search."""
 
@@ -54,6 +57,14 @@ class MainScreen(Screen[None]):
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
     ]
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The footer's keys with the app's help and quit first: it lists the screen's keys before the
+        app's, and at 80 columns the app's fell off its end."""
+        bindings = super().active_bindings
+        first = {k: v for k, v in bindings.items() if v.binding.id in _FOOTER_FIRST}
+        return {**first, **{k: v for k, v in bindings.items() if k not in first}}
 
     def __init__(self, catalog: Catalog) -> None:
         super().__init__(id="main")
@@ -101,6 +112,10 @@ class MainScreen(Screen[None]):
         app = self.app
         cat = self.catalog
         parts: list[Content | tuple[str, str] | str] = [("tui-eval ", "bold $text-accent"), plain(cat.relpath(cat.root) if cat.root.is_file() else cat.root.name or str(cat.root))]
+        if cat.filter.active:
+            # Right after the folder: at 80 columns the end of the bar is cut off, and the filter is what
+            # explains a tree with cases missing.
+            parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
         if app.inbox.loading:
             parts.append((f"  loading… {len(cat.files)} eval files", "$text-muted"))
         else:
@@ -112,8 +127,6 @@ class MainScreen(Screen[None]):
                 agents = f"{n} agent{'s' if n != 1 else ''}"
             parts.append((f"  {len(cat.files)} eval file{'' if len(cat.files) == 1 else 's'} · ", "$text-muted"))
             parts.append(plain(agents, "$text-muted"))
-        if cat.filter.active:
-            parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
         parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))
         if app.live and not app.agent_reruns:
             parts.append((" (no agent re-runs)", "$text-muted"))
