@@ -40,7 +40,7 @@ def make_folder(cases: int) -> Path:
     return root
 
 
-def cases_done(out: bytes) -> int:
+def cases_done(out: bytes | bytearray) -> int:
     found = re.findall(rb"(\d+)/(\d+) cases", out)
     return int(found[-1][0]) if found else 0
 
