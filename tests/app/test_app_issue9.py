@@ -257,3 +257,26 @@ async def test_80_columns_keep_help_quit_and_the_metric_filter(workspace: Path, 
         bar = str(app.main.query_one("#topbar").render())
         wanted = "filter: metric tool_trajectory_avg_score"
         assert wanted in bar and bar.index(wanted) + len(wanted) <= 80, bar
+
+
+async def test_capital_a_and_d_in_the_browser_work_or_say_where(workspace: Path, make_app) -> None:
+    from tui_eval.tui.screens.confirm import ConfirmScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        # On an eval file: nothing to accept, and the app says where A works.
+        await pilot.press("down", "down", "A")
+        await pilot.pause()
+        messages = [str(n.message) for n in app._notifications]
+        assert any("A accepts a whole case: highlight a case" in m for m in messages), messages
+        # On a turn of book_flight: D asks to delete the whole case.
+        await pilot.press("enter", "down", "enter", "down", "D")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "Delete case book_flight" in str(app.screen.query_one("#confirm-body").render())
+        await pilot.press("n")
+        await pilot.pause()
+        # On the case itself: A asks to accept all its actual turns.
+        await pilot.press("up", "A")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "actual turns of case book_flight" in str(app.screen.query_one("#confirm-body").render())

@@ -53,6 +53,9 @@ class MainScreen(Screen[None]):
         Binding("o", "open_turn", "Open turn", show=False, id="turn.open"),
         Binding("a", "accept", "Accept as expected", show=False, id="edit.accept"),
         Binding("d", "delete", "Delete", show=False, id="edit.delete"),
+        # The turn view's whole-case keys work here too, on the highlighted case or the case of a turn.
+        Binding("A", "accept_whole_case", "Accept whole case", show=False, id="browser.accept_case"),
+        Binding("D", "delete_whole_case", "Delete whole case", show=False, id="browser.delete_case"),
         Binding("h", "history", "History", id="history.open"),
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
@@ -293,6 +296,19 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(EditKind.DELETE_TURN, entry.key, entry.index))
         elif isinstance(entry, CaseEntry):
             self.post_message(EditRequested(EditKind.DELETE_CASE, entry.key))
+
+    def action_accept_whole_case(self) -> None:
+        self._whole_case(EditKind.ACCEPT_CASE, "A accepts a whole case")
+
+    def action_delete_whole_case(self) -> None:
+        self._whole_case(EditKind.DELETE_CASE, "D deletes a whole case")
+
+    def _whole_case(self, kind: EditKind, what: str) -> None:
+        entry = self.selected
+        if isinstance(entry, (CaseEntry, TurnEntry)):
+            self.post_message(EditRequested(kind, entry.key))
+        else:
+            self.notify(f"{what}: highlight a case or one of its turns (here or in the turn view).", markup=False)
 
     def action_history(self) -> None:
         self.post_message(OpenHistory())
