@@ -280,3 +280,26 @@ async def test_capital_a_and_d_in_the_browser_work_or_say_where(workspace: Path,
         await pilot.press("up", "A")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert "actual turns of case book_flight" in str(app.screen.query_one("#confirm-body").render())
+
+
+async def test_a_huge_file_shows_its_cases_a_page_at_a_time(tmp_path: Path, make_app) -> None:
+    from tui_eval.tui.widgets.browser import PAGE, CaseEntry, MoreEntry
+
+    folder = big_folder(tmp_path / "big", PAGE + 10)
+    app = make_app(folder, recording=None, agent=f"replay:{folder / 'big.evalset.json'}")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        browser = app.main.browser
+        await pilot.press("enter")
+        await pilot.pause()
+        file_node = browser.root.children[0]
+        # One page of case nodes, then a leaf that stands for the rest.
+        assert len(file_node.children) == PAGE + 1
+        more = file_node.children[-1]
+        assert isinstance(more.data, MoreEntry)
+        assert "10 more cases" in browser.render_label(more, browser.rich_style, browser.rich_style).plain
+        # Selecting a case beyond the page shows the next page; enter on the leaf would do the same.
+        last = app.catalog.key(app.catalog.files[0], f"c{PAGE + 9:06d}")
+        assert browser.select_key(last)
+        assert len(file_node.children) == PAGE + 10
+        assert isinstance(browser.cursor_node.data, CaseEntry) and browser.cursor_node.data.key == last

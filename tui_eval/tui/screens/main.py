@@ -24,7 +24,7 @@ from ..messages import (
     RunRequested,
 )
 from ..text import plain
-from ..widgets.browser import CaseEntry, Entry, EvalBrowser, SetEntry, TurnEntry
+from ..widgets.browser import CaseEntry, Entry, EvalBrowser, MoreEntry, SetEntry, TurnEntry
 from ..widgets.run_panel import RunPanel
 from ..widgets.summary import Summary
 
@@ -148,6 +148,8 @@ class MainScreen(Screen[None]):
     def _selected(self, event: Tree.NodeSelected[Entry]) -> None:
         if isinstance(event.node.data, TurnEntry):
             self.post_message(OpenTurn(event.node.data.key, event.node.data.index))
+        elif isinstance(event.node.data, MoreEntry):
+            self.browser.show_more(event.node)
 
     def refresh_keys(self, keys: set[CaseKey]) -> None:
         """New results or running state for these cases: repaint their lines and the summary."""

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
-from .browser import CaseEntry, Entry, SetEntry, TurnEntry
+from .browser import CaseEntry, Entry, MoreEntry, SetEntry, TurnEntry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import Catalog
@@ -60,6 +60,9 @@ class Summary(Static):
             return self._case(entry)
         if isinstance(entry, TurnEntry):
             return self._turn(entry)
+        if isinstance(entry, MoreEntry):
+            return _hint(f"{entry.total - entry.start:,} more cases of {self.catalog.relpath(entry.path)}: enter shows "
+                         "the next page; / searches and f shows failures only.")
         if not self.catalog.loaded:
             return _hint("Looking for agents, eval files and configs…")
         if self.catalog.filter.active and self.catalog.files:
