@@ -303,3 +303,13 @@ async def test_a_huge_file_shows_its_cases_a_page_at_a_time(tmp_path: Path, make
         assert browser.select_key(last)
         assert len(file_node.children) == PAGE + 10
         assert isinstance(browser.cursor_node.data, CaseEntry) and browser.cursor_node.data.key == last
+
+
+def test_tool_calls_wrap_between_arguments() -> None:
+    from textual.content import Content
+
+    from tui_eval.tui.text import call_signature
+
+    sig = call_signature("book_flight", {"origin": "Paris", "date": "5 May 2026", "note": "window seat please"})
+    lines = [line.plain.strip() for line in Content(sig).wrap(30)]
+    assert lines == ['book_flight(origin="Paris",', 'date="5\xa0May\xa02026",', 'note="window\xa0seat\xa0please")']
