@@ -46,9 +46,9 @@ log = logging.getLogger(__name__)
 
 SESSION = "this session"
 TICK_HZ = 8
-#: Results folded onto the screen per tick at most (12,000 a second): a replay run finishes thousands between two
+#: Results folded onto the screen per tick at most: a replay run finishes thousands of cases between two
 #: ticks, and folding them all at once kept keys waiting; the rest wait for the next tick (in order).
-FOLD_PER_TICK = 1500
+FOLD_PER_TICK = 4000
 
 _M = TypeVar("_M", bound=Message)
 HeapPhase = Literal["run", "settled"]
