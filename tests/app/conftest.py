@@ -17,6 +17,8 @@ import pytest
 from tests.support.paced_agent import paced_agent_source
 
 FIXTURES = Path(__file__).parent / "fixtures"
+#: 2026-01-02 00:00 UTC: a day after the fixture runs were saved.
+FIXED_NOW = 1767312000.0
 
 
 def install_fixture(name: str, dest: Path) -> Path:
@@ -66,6 +68,8 @@ def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
         kwargs.setdefault("watch", False)
         kwargs.setdefault("theme", "tui-eval")
         kwargs.setdefault("run_options", RunOptions(judge_cache=False))
+        # Saved results' ages ("23 h ago") are measured against a fixed day, so snapshots never age.
+        kwargs.setdefault("clock", lambda: FIXED_NOW)
         agent = kwargs.pop("agent", None) or (f"replay:{recording}" if recording else None)
         return EvalApp(folder, agent=agent, **kwargs)
 

@@ -210,14 +210,15 @@ class HistoryEntry:
     creation_timestamp: float
     counts: dict[str, int]
     cancelled: bool
-    # all | failures | selection | cancelled (records older than this field say "all").
-    coverage: str = "all"
+    # all | failures | selection | cancelled; None for records older than this field (not cancelled),
+    # whose coverage a reader can only infer from their case count.
+    coverage: str | None = None
     duration: float = 0.0
 
     @property
     def partial(self) -> bool:
-        """A run that did not cover every case: its counts are not the eval set's state."""
-        return self.coverage != "all"
+        """A run known not to have covered every case: its counts are not the eval set's state."""
+        return self.coverage not in (None, "all")
 
 
 def list_history(directory: Path) -> list[HistoryEntry]:
@@ -239,7 +240,8 @@ def list_history(directory: Path) -> list[HistoryEntry]:
                     creation_timestamp=float(data.get("creation_timestamp", 0.0)),
                     counts=dict(data.get("counts", {})),
                     cancelled=bool(data.get("cancelled", False)),
-                    coverage=str(data.get("coverage") or ("cancelled" if data.get("cancelled") else "all")),
+                    coverage=(str(data["coverage"]) if data.get("coverage")
+                              else "cancelled" if data.get("cancelled") else None),
                     duration=float(data.get("duration") or 0.0),
                 )
             )

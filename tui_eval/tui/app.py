@@ -14,6 +14,7 @@ import functools
 import gc
 import logging
 import os
+from collections import deque
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, TypeVar
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 
 SESSION = "this session"
 TICK_HZ = 8
+#: Results folded onto the screen per tick at most: a replay run finishes thousands of cases between two
+#: ticks, and folding them all at once kept keys waiting; the rest wait for the next tick (in order).
+FOLD_PER_TICK = 4000
 
 _M = TypeVar("_M", bound=Message)
 HeapPhase = Literal["run", "settled"]
@@ -91,9 +95,12 @@ class EvalApp(App[int]):
         store: Any = None,
         keymap: UserKeymap | None = None,
         on_heap_phase: Callable[[HeapPhase], None] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
+        if clock is not None:
+            self.catalog.clock = clock
         self.agent_ref = agent
         self.watch_files = watch
         self.inbox = Inbox()
@@ -109,6 +116,11 @@ class EvalApp(App[int]):
         self._shown_run: RunState | None = None
         self._shown_phase: str | None = None
         self._shown_loading: bool | None = None
+        # Finished cases and loaded results not folded yet (see FOLD_PER_TICK).
+        self._finished_backlog: deque[tuple[CaseKey, Any]] = deque()
+        self._loaded_backlog: deque[tuple[CaseKey, Any, str, float | None]] = deque()
+        # Edits in flight: the case to redraw once written, and whether its result went stale.
+        self._after_edit: dict[Worker[Any], tuple[CaseKey, bool]] = {}
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
@@ -146,6 +158,17 @@ class EvalApp(App[int]):
         self.bridge.close()
 
     async def action_quit(self) -> None:
+        """Quit; during a run, ask first (finished cases are saved either way)."""
+        if self.bridge.busy and not isinstance(self.screen, _confirm_screen()):
+            body = Content.assemble(
+                "A run is in progress. Quitting cancels it; ",
+                ("finished cases are kept", "bold"), " in the history either way.",
+            )
+            self._confirm("Quit during a run?", body, self._quit_now)
+            return
+        self._quit_now()
+
+    def _quit_now(self) -> None:
         self.bridge.cancel()
         self.exit(0)
 
@@ -235,8 +258,13 @@ class EvalApp(App[int]):
     # ---- the pull loop -----------------------------------------------------------------------
 
     def pull(self) -> None:
-        """Pull producer state onto the screen now (the timer does this 8 times a second)."""
+        """Pull all producer state onto the screen now (the timer does this 8 times a second, in slices)."""
         self._tick()
+        while self._finished_backlog or self._loaded_backlog:
+            before = len(self._finished_backlog) + len(self._loaded_backlog)
+            self._tick()
+            if len(self._finished_backlog) + len(self._loaded_backlog) >= before:
+                break  # the tick could not fold (the app is shutting down)
 
     def _tick(self) -> None:
         """The pull timer: an error while folding engine state is logged and shown (once), never swallowed."""
@@ -273,9 +301,11 @@ class EvalApp(App[int]):
         for path, error in delta.broke:
             self.notify(cat.error_text(error), title="File not loaded", severity="warning", markup=False, timeout=8)
         results, removed, messages = self.inbox.drain()
-        for key, result, origin in results:
+        self._loaded_backlog.extend(results)
+        for _ in range(min(FOLD_PER_TICK, len(self._loaded_backlog))):
+            key, result, origin, saved_at = self._loaded_backlog.popleft()
             if cat.results.origin(key) != SESSION:
-                cat.set_result(key, result, origin)
+                cat.set_result(key, result, origin, saved_at)
                 dirty.add(key)
         for key in removed:
             cat.set_result(key, None)
@@ -289,7 +319,9 @@ class EvalApp(App[int]):
                 main.run_panel.reset()
             snap = state.drain()
             main.run_panel.show(snap)
-            for key, result in snap.finished:
+            self._finished_backlog.extend(snap.finished)
+            for _ in range(min(FOLD_PER_TICK, len(self._finished_backlog))):
+                key, result = self._finished_backlog.popleft()
                 cat.set_result(key, result, SESSION)
                 dirty.add(key)
             if snap.running != cat.running:
@@ -388,10 +420,14 @@ class EvalApp(App[int]):
                 self._sync_status()
                 self.main.refresh_topbar()
             elif worker.group == "edit":
+                after = self._after_edit.pop(worker, None)
+                if after is not None:
+                    self._edited(*after)
                 self.notify(worker.name, markup=False)
             if worker.group == "run":
                 self._sync_status()
         elif event.state == WorkerState.ERROR:
+            self._after_edit.pop(worker, None)
             titles = {"run": "Run failed", "edit": "Edit not saved", "load": "Could not load the folder"}
             if worker.error is not None:
                 self.report_error(titles.get(worker.group, "Error"), worker.error)
@@ -490,15 +526,32 @@ class EvalApp(App[int]):
 
         self.push_screen(ConfirmScreen(title, body), answered)
 
-    def _edit(self, done: str, path: Path, change: Callable[[], None]) -> None:
-        """Write an edit in a thread worker; the watcher reloads the file (or we do, when not watching)."""
+    def _edit(self, done: str, path: Path, change: Callable[[], None], *,
+              key: CaseKey | None = None, stale: bool = False) -> None:
+        """Write an edit in a thread worker; the watcher reloads the file (or we do, when not watching).
+
+        Once written, the edited case redraws everywhere at once (tree, summary, turn view); with `stale`
+        its result is dropped first, since it was scored against turns the file no longer has (a deleted
+        turn stayed on screen, paired with the wrong actual)."""
 
         def work() -> None:
             change()
             if not self.bridge.watching:
                 self.bridge.reload(path)
 
-        self.run_worker(work, thread=True, group="edit", name=done, exit_on_error=False)
+        worker = self.run_worker(work, thread=True, group="edit", name=done, exit_on_error=False)
+        if key is not None:
+            self._after_edit[worker] = (key, stale)
+
+    def _edited(self, key: CaseKey, stale: bool) -> None:
+        """UI thread, after an edit was written: fold the reload and redraw the case on every screen."""
+        if stale:
+            self.catalog.set_result(key, None)
+        self.pull()
+        for screen in self.screen_stack:
+            refresh = getattr(screen, "refresh_keys", None)
+            if refresh is not None:
+                refresh({key})
 
     def _turn_texts(self, key: CaseKey, index: int) -> tuple[str | None, str]:
         case = self.catalog.case(key)
@@ -530,7 +583,7 @@ class EvalApp(App[int]):
         path = Path(key.eval_file)
         self._confirm("Accept turn", body, lambda: self._edit(
             f"Accepted turn {index + 1} of {key.eval_id}", path,
-            partial(accept_turn, path, key.eval_id, index, actual, user)))
+            partial(accept_turn, path, key.eval_id, index, actual, user), key=key))
 
     def accept_case(self, key: CaseKey) -> None:
         from ..schema.edits import accept_case
@@ -550,7 +603,8 @@ class EvalApp(App[int]):
         ])
         path = Path(key.eval_file)
         self._confirm("Accept case", body, lambda: self._edit(
-            f"Accepted case {key.eval_id}", path, partial(accept_case, path, key.eval_id, list(result.actual), expected_turns)))
+            f"Accepted case {key.eval_id}", path, partial(accept_case, path, key.eval_id, list(result.actual), expected_turns),
+            key=key))
 
     def delete_turn(self, key: CaseKey, index: int) -> None:
         from ..schema.edits import delete_turn
@@ -565,7 +619,8 @@ class EvalApp(App[int]):
         ])
         path = Path(key.eval_file)
         self._confirm("Delete turn", body, lambda: self._edit(
-            f"Deleted turn {index + 1} of {key.eval_id}", path, partial(delete_turn, path, key.eval_id, index, user)))
+            f"Deleted turn {index + 1} of {key.eval_id}", path, partial(delete_turn, path, key.eval_id, index, user),
+            key=key, stale=True))
 
     def delete_case(self, key: CaseKey) -> None:
         from ..schema.edits import delete_case
@@ -580,6 +635,12 @@ class EvalApp(App[int]):
             self._edit(f"Deleted case {key.eval_id}", path, partial(delete_case, path, key.eval_id))
 
         self._confirm("Delete case", body, then)
+
+
+def _confirm_screen() -> type[Screen[Any]]:
+    from .screens.confirm import ConfirmScreen
+
+    return ConfirmScreen
 
 
 def _gc_policy(phase: HeapPhase) -> None:

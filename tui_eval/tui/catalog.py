@@ -5,9 +5,10 @@ Widgets read it (data flows down); only the app's UI thread changes it. It never
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .state import Results
 
@@ -81,9 +82,16 @@ class Catalog:
     filter: Filter = field(default_factory=Filter)
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
+    #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
+    clock: Callable[[], float] = time.time
     _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
+    # eval_id -> case per file, so a finished case is found in O(1) (EvalSet.case scans the list: with
+    # 100,000 cases streaming in, that scan per result froze the dashboard for minutes).
+    _case_index: dict[Path, tuple[tuple[int, int], dict[str, EvalCase]]] = field(default_factory=dict)
+    # CaseKey.eval_file -> Path: building a Path costs microseconds, paid per finished case otherwise.
+    _paths: dict[str, Path] = field(default_factory=dict)
 
     def poll(self) -> WorkspaceDelta:
         """Compare the workspace with what was seen last time (cheap identity checks: a reload makes new
@@ -185,11 +193,26 @@ class Catalog:
             return []
         return state.eval_set.eval_cases
 
+    def path_of(self, key: CaseKey) -> Path:
+        """The eval file a case key names (interned: one Path per file)."""
+        path = self._paths.get(key.eval_file)
+        if path is None:
+            path = self._paths[key.eval_file] = Path(key.eval_file)
+        return path
+
     def case(self, key: CaseKey) -> EvalCase | None:
-        state = self.file_state(Path(key.eval_file))
+        path = self.path_of(key)
+        state = self.file_state(path)
         if state is None or state.eval_set is None:
             return None
-        return state.eval_set.case(key.eval_id)
+        cases = state.eval_set.eval_cases
+        # A reload makes a new list; an edit in place changes its length.
+        stamp = (id(cases), len(cases))
+        cached = self._case_index.get(path)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, {c.eval_id: c for c in cases})
+            self._case_index[path] = cached
+        return cached[1].get(key.eval_id)
 
     def key(self, path: Path, eval_id: str) -> CaseKey:
         return _case_key()(str(path), eval_id)
@@ -201,6 +224,10 @@ class Catalog:
 
     def result(self, key: CaseKey) -> CaseResult | None:
         return self.results.get(key)
+
+    def origin_text(self, key: CaseKey, *, short: bool = False) -> str:
+        """Where a case's result came from, with its age if it was saved (`saved … · 2h ago`)."""
+        return self.results.origin_text(key, self.clock(), short=short)
 
     def case_status(self, key: CaseKey) -> int | None:
         result = self.results.get(key)
@@ -251,9 +278,10 @@ class Catalog:
         self._counts[path] = (stamp, out)
         return out
 
-    def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "") -> None:
-        """Store (or, with None, forget) a case's latest result, keeping the file's counts current."""
-        path = Path(key.eval_file)
+    def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "",
+                   saved_at: float | None = None) -> None:
+        """Store (or, with None, forget) a case's latest result, keeping the file's counts current. O(1)."""
+        path = self.path_of(key)
         cached = self._counts.get(path)
         counts = cached[1] if cached is not None and self.case(key) is not None else None
         if counts is not None:
@@ -261,7 +289,7 @@ class Catalog:
         if result is None:
             self.results.forget(key)
         else:
-            self.results.put(key, result, origin)
+            self.results.put(key, result, origin, saved_at)
         if counts is not None:
             counts[self.case_status(key)] += 1
 

@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from ..engine.workspace import Workspace
-    from ..schema.results import CaseResult
+    from ..schema.results import CaseResult, EvalSetResult
 
 
 def history_dir_for(workspace: Workspace, eval_file: Path) -> Path:
@@ -43,15 +43,20 @@ def load_workspace(workspace: Workspace, cancelled: Callable[[], bool] = lambda:
 def load_latest_results(
     workspace: Workspace, inbox: Inbox, cancelled: Callable[[], bool] = lambda: False
 ) -> dict[CaseKey, CaseResult]:
-    """For each eval file, the newest saved run record of its eval set, as its cases' last results."""
+    """Each case's latest saved result across its eval set's whole history, not just the newest record:
+    a failures-only, selected or cancelled run covers some cases, and older runs still speak for the rest.
+
+    Records are read newest first and reading stops once every case of the file has a result, so a
+    folder whose newest run was a full one costs one record per eval file, as before."""
     from ..engine.events import CaseKey
-    from ..engine.store import list_history, load_record
+    from ..engine.store import list_history
 
     by_dir: dict[Path, list[Path]] = {}
     for path, state in list(workspace.eval_files.items()):
         if state.eval_set is not None:
             by_dir.setdefault(history_dir_for(workspace, path), []).append(path)
     loaded: dict[CaseKey, CaseResult] = {}
+    records: dict[Path, EvalSetResult | None] = {}
     for directory, files in by_dir.items():
         if cancelled():
             break
@@ -64,22 +69,39 @@ def load_latest_results(
             same_file = [e for e in entries if e.eval_file and _same_path(e.eval_file, path)]
             same_set = [e for e in entries
                         if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]
-            candidates = same_file or same_set
-            if not candidates:
-                continue
-            chosen = candidates[0]
-            try:
-                _meta, result = load_record(chosen.path)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning("could not read saved results %s", chosen.path, exc_info=exc)
-                inbox.push_message(f"could not read saved results {chosen.path.name}: {exc}", "warning")
-                continue
-            origin = "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(chosen.creation_timestamp))
-            for case in result.case_results:
-                key = CaseKey(str(path), case.eval_id)
-                loaded[key] = case
-                inbox.push_result(key, case, origin)
+            missing = {c.eval_id for c in file_state.eval_set.eval_cases}
+            for entry in same_file or same_set:  # newest first
+                if cancelled() or not missing:
+                    break
+                if entry.path not in records:
+                    records[entry.path] = _read(entry.path, inbox)
+                result = records[entry.path]
+                if result is None:
+                    continue
+                for case in result.case_results:
+                    key = CaseKey(str(path), case.eval_id)
+                    if key in loaded:
+                        continue
+                    missing.discard(case.eval_id)
+                    loaded[key] = case
+                    inbox.push_result(key, case, saved_origin(entry.creation_timestamp), entry.creation_timestamp)
     return loaded
+
+
+def saved_origin(timestamp: float) -> str:
+    """Where a saved result came from, as the summary shows it beside its age."""
+    return "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _read(path: Path, inbox: Inbox) -> EvalSetResult | None:
+    from ..engine.store import load_record
+
+    try:
+        return load_record(path)[1]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("could not read saved results %s", path, exc_info=exc)
+        inbox.push_message(f"could not read saved results {path.name}: {exc}", "warning")
+        return None
 
 
 def _same_path(recorded: str, path: Path) -> bool:

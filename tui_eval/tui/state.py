@@ -21,15 +21,15 @@ class Inbox:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._results: list[tuple[CaseKey, CaseResult, str]] = []
+        self._results: list[tuple[CaseKey, CaseResult, str, float | None]] = []
         self._removed: list[CaseKey] = []
         self._messages: list[tuple[str, str]] = []
         #: True until the start-up scan (files and saved results) is done.
         self.loading = True
 
-    def push_result(self, key: CaseKey, result: CaseResult, origin: str) -> None:
+    def push_result(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
         with self._lock:
-            self._results.append((key, result, origin))
+            self._results.append((key, result, origin, saved_at))
 
     def push_removed(self, keys: list[CaseKey]) -> None:
         with self._lock:
@@ -39,7 +39,9 @@ class Inbox:
         with self._lock:
             self._messages.append((text, severity))
 
-    def drain(self) -> tuple[list[tuple[CaseKey, CaseResult, str]], list[CaseKey], list[tuple[str, str]]]:
+    def drain(
+        self,
+    ) -> tuple[list[tuple[CaseKey, CaseResult, str, float | None]], list[CaseKey], list[tuple[str, str]]]:
         with self._lock:
             results, self._results = self._results, []
             removed, self._removed = self._removed, []
@@ -53,6 +55,8 @@ class Results:
     def __init__(self) -> None:
         self._by_key: dict[CaseKey, CaseResult] = {}
         self._origin: dict[CaseKey, str] = {}
+        #: When a saved result was saved (its age is shown beside it); absent for this session's results.
+        self._saved_at: dict[CaseKey, float] = {}
         #: Bumped on every change, so views can cache what they derive from results.
         self.version = 0
 
@@ -65,14 +69,29 @@ class Results:
     def origin(self, key: CaseKey) -> str:
         return self._origin.get(key, "")
 
-    def put(self, key: CaseKey, result: CaseResult, origin: str) -> None:
+    def origin_text(self, key: CaseKey, now: float, *, short: bool = False) -> str:
+        """The origin with the result's age, e.g. `saved 2026-01-01 01:00 · 2h ago` (`saved 2h ago` short)."""
+        origin = self._origin.get(key, "")
+        saved_at = self._saved_at.get(key)
+        if saved_at is None:
+            return origin
+        if short:
+            return f"saved {age_text(now - saved_at)}"
+        return f"{origin} · {age_text(now - saved_at)}"
+
+    def put(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
         self._by_key[key] = result
         self._origin[key] = origin
+        if saved_at is None:
+            self._saved_at.pop(key, None)
+        else:
+            self._saved_at[key] = saved_at
         self.version += 1
 
     def forget(self, key: CaseKey) -> None:
         self._by_key.pop(key, None)
         self._origin.pop(key, None)
+        self._saved_at.pop(key, None)
         self.version += 1
 
     def keys(self) -> list[CaseKey]:
@@ -87,6 +106,20 @@ class Results:
         return list(names)
 
 
+def age_text(seconds: float) -> str:
+    """How long ago, in the coarsest unit that is at least one: `just now`, `5min ago`, `2h ago`, `3d ago`."""
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            # No space before the unit: the summary's status line must fit 40 columns at 80x24.
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"  # pragma: no cover - the loop always returns
+
+
+_NOT_EVALUATED = 3  # EvalStatus.NOT_EVALUATED (the schema stays off this module's import path)
+
+
 @dataclass(slots=True)
 class RunSnapshot:
     """What the UI needs to redraw the run panel, copied out under the lock."""
@@ -99,6 +132,8 @@ class RunSnapshot:
     counts: dict[int, int]
     metric_done: dict[str, int]
     metric_total: dict[str, int]
+    #: Per metric, the finished cases it gave a verdict on (not NOT_EVALUATED): 0 means it evaluated nothing.
+    metric_evaluated: dict[str, int]
     running: set[Any]
     finished: list[tuple[Any, Any]]
     errors: list[str]
@@ -122,6 +157,7 @@ class RunState:
         # every MetricProgress event is one invocation scored by one metric.
         self._metric_done: dict[str, int] = defaultdict(int)
         self._metric_total: dict[str, int] = defaultdict(int)
+        self._metric_evaluated: dict[str, int] = defaultdict(int)
         self.running: set[Any] = set()
         self._finished: list[tuple[Any, Any]] = []
         self.errors: list[str] = []
@@ -148,6 +184,9 @@ class RunState:
                 self.cases_done += 1
                 self.counts[int(event.result.status)] += 1
                 self._finished.append((event.key, event.result))
+                for m in event.result.metrics:
+                    # A judge with no credentials fills its bar all the same: count what it decided.
+                    self._metric_evaluated[m.metric_name] += int(m.status) != _NOT_EVALUATED
             elif isinstance(event, ev.RunStarted):
                 if self.phase == "starting":
                     self.phase = "running"
@@ -210,6 +249,7 @@ class RunState:
                 counts=dict(self.counts),
                 metric_done=dict(self._metric_done),
                 metric_total=dict(self._metric_total),
+                metric_evaluated=dict(self._metric_evaluated),
                 running=set(self.running),
                 finished=finished,
                 errors=list(self.errors),

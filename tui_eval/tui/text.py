@@ -70,14 +70,25 @@ def fmt_value(value: Any, width: int = 200) -> str:
 
 
 def call_signature(name: str, args: Any, width: int = 200) -> str:
-    """`name(key=value, ...)` of a tool call, literal and cut to width."""
+    """`name(key=value, ...)` of a tool call, literal and cut to width.
+
+    Spaces inside an argument are no-break spaces, so a narrow pane wraps the call between arguments
+    (after `, `), never inside one (`date='5` / `May'`)."""
     if isinstance(args, dict):
-        inner = ", ".join(f"{k}={fmt_value(v, width)}" for k, v in args.items())
+        inner = ", ".join(_unbroken(f"{k}={fmt_value(v, width)}") for k, v in args.items())
     elif args is None:
         inner = ""
     else:
-        inner = fmt_value(args, width)
-    return one_line(f"{name}({inner})", width)
+        inner = _unbroken(fmt_value(args, width))
+    # one_line folds every kind of whitespace (no-break spaces too): mark them until it is done.
+    return one_line(f"{name}({inner})", width).replace(_KEEP, "\u00a0")
+
+
+_KEEP = "\ue000"  # a private-use character: never in a tool call's own text that we show
+
+
+def _unbroken(text: str) -> str:
+    return " ".join(text.split()).replace(" ", _KEEP)
 
 
 _WORD = re.compile(r"\S+")

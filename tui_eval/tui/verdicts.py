@@ -92,6 +92,16 @@ def metric_line(m: MetricResult) -> Content:
     )
 
 
+def evaluated_note(result: CaseResult) -> str | None:
+    """`1 of 4 metrics evaluated` for a case that passed with metrics not evaluated, else None.
+
+    ADK's status rule passes a case when nothing failed, so a pass can rest on one metric of four; the
+    badge says so, in the same words as the CLI, JUnit and history (`CaseResult.coverage_text`)."""
+    if result.status != EvalStatus.PASSED:
+        return None
+    return result.coverage_text()
+
+
 def case_metric_lines(result: CaseResult) -> list[Content]:
     lines: list[Content] = []
     for m in result.metrics:

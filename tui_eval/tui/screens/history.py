@@ -30,6 +30,30 @@ log = logging.getLogger(__name__)
 # change kind -> theme variable of its colour (Rich Text cells cannot use CSS variables directly)
 _KIND_VAR = {"regression": "error", "fixed": "success", "changed": "warning", "not run": "secondary",
              "unchanged": ""}
+
+
+def change_kind(change: CaseChange) -> str:
+    """How a case moved, as the compare view shows it: a case in only one of the two runs was not run in
+    the other (a failures-only or cancelled run), never a regression or a fix."""
+    if (change.before is None) != (change.after is None):
+        return "not run"
+    return change.kind
+
+
+def coverage_of(entry: HistoryEntry, cases_in_set: int | None) -> str:
+    """`all`, `failures`, `selection` or `cancelled`: the record's own word when it has one, else inferred
+    from the number of cases it holds against the eval set's (records from before coverage was saved)."""
+    recorded = getattr(entry, "coverage", None)
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    if entry.cancelled:
+        return "cancelled"
+    held = sum(entry.counts.values())
+    if cases_in_set is not None and held < cases_in_set:
+        return "selection"
+    return "all"
+
+
 _STATUS_VAR = {1: "text-success", 2: "text-error", 3: "text-warning"}
 
 
@@ -111,12 +135,21 @@ class HistoryScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.clear()
         self.entries = {}
+        sizes: dict[str, int] = {}
+        for path in self.catalog.files:
+            state = self.catalog.file_state(path)
+            if state is not None and state.eval_set is not None:
+                sizes[state.eval_set.eval_set_id] = len(state.eval_set.eval_cases)
         for e in entries:
             key = str(e.path)
             self.entries[key] = e
             run = Text(literal(e.run_id), style="dim")
-            if e.cancelled:
-                run.append(" cancelled", style=rich_style(self.app, "text-warning"))
+            coverage = coverage_of(e, sizes.get(e.eval_set_id))
+            if coverage != "all":
+                # A partial run: its missing cases kept their older results, so say it covers only some.
+                held = sum(e.counts.values())
+                of = f" {held}/{sizes[e.eval_set_id]}" if sizes.get(e.eval_set_id) else ""
+                run.append(f" {coverage}{of}", style=rich_style(self.app, "text-warning"))
             table.add_row(
                 Text(""), Text(fmt_time(e.creation_timestamp)), Text(literal(e.eval_set_id)),
                 Text(str(e.counts.get("PASSED", 0)), style=rich_style(self.app, "text-success")),
@@ -228,13 +261,15 @@ class CompareScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.clear()
         kinds: dict[str, int] = {}
-        for c in self.changes:
-            kinds[c.kind] = kinds.get(c.kind, 0) + 1
-            if self.hide_unchanged and c.kind == "unchanged":
+        order = list(_KIND_VAR)
+        for c in sorted(self.changes, key=lambda c: (order.index(change_kind(c)), c.eval_id)):
+            kind = change_kind(c)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            if self.hide_unchanged and kind == "unchanged":
                 continue
             deltas = "; ".join(f"{name} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in c.score_deltas.items())
             table.add_row(
-                Text(c.kind, style=rich_style(self.app, _KIND_VAR.get(c.kind, ""), bold=c.kind == "regression")),
+                Text(kind, style=rich_style(self.app, _KIND_VAR.get(kind, ""), bold=kind == "regression")),
                 Text(literal(c.eval_id)), _status_text(self.app, c.before), _status_text(self.app, c.after),
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )

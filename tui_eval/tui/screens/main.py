@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
@@ -24,7 +24,7 @@ from ..messages import (
     RunRequested,
 )
 from ..text import plain
-from ..widgets.browser import CaseEntry, Entry, EvalBrowser, SetEntry, TurnEntry
+from ..widgets.browser import CaseEntry, Entry, EvalBrowser, MoreEntry, SetEntry, TurnEntry
 from ..widgets.run_panel import RunPanel
 from ..widgets.summary import Summary
 
@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
     from ..app import EvalApp
     from ..catalog import Catalog
+
+
+_FOOTER_FIRST = ("app.help", "app.quit")
 
 
 class MainScreen(Screen[None]):
@@ -50,10 +53,21 @@ class MainScreen(Screen[None]):
         Binding("o", "open_turn", "Open turn", show=False, id="turn.open"),
         Binding("a", "accept", "Accept as expected", show=False, id="edit.accept"),
         Binding("d", "delete", "Delete", show=False, id="edit.delete"),
+        # The turn view's whole-case keys work here too, on the highlighted case or the case of a turn.
+        Binding("A", "accept_whole_case", "Accept whole case", show=False, id="browser.accept_case"),
+        Binding("D", "delete_whole_case", "Delete whole case", show=False, id="browser.delete_case"),
         Binding("h", "history", "History", id="history.open"),
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
     ]
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The footer's keys with the app's help and quit first: it lists the screen's keys before the
+        app's, and at 80 columns the app's fell off its end."""
+        bindings = super().active_bindings
+        first = {k: v for k, v in bindings.items() if v.binding.id in _FOOTER_FIRST}
+        return {**first, **{k: v for k, v in bindings.items() if k not in first}}
 
     def __init__(self, catalog: Catalog) -> None:
         super().__init__(id="main")
@@ -101,6 +115,10 @@ class MainScreen(Screen[None]):
         app = self.app
         cat = self.catalog
         parts: list[Content | tuple[str, str] | str] = [("tui-eval ", "bold $text-accent"), plain(cat.relpath(cat.root) if cat.root.is_file() else cat.root.name or str(cat.root))]
+        if cat.filter.active:
+            # Right after the folder: at 80 columns the end of the bar is cut off, and the filter is what
+            # explains a tree with cases missing.
+            parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
         if app.inbox.loading:
             parts.append((f"  loading… {len(cat.files)} eval files", "$text-muted"))
         else:
@@ -112,8 +130,6 @@ class MainScreen(Screen[None]):
                 agents = f"{n} agent{'s' if n != 1 else ''}"
             parts.append((f"  {len(cat.files)} eval file{'' if len(cat.files) == 1 else 's'} · ", "$text-muted"))
             parts.append(plain(agents, "$text-muted"))
-        if cat.filter.active:
-            parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
         parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))
         if app.live and not app.agent_reruns:
             parts.append((" (no agent re-runs)", "$text-muted"))
@@ -132,6 +148,8 @@ class MainScreen(Screen[None]):
     def _selected(self, event: Tree.NodeSelected[Entry]) -> None:
         if isinstance(event.node.data, TurnEntry):
             self.post_message(OpenTurn(event.node.data.key, event.node.data.index))
+        elif isinstance(event.node.data, MoreEntry):
+            self.browser.show_more(event.node)
 
     def refresh_keys(self, keys: set[CaseKey]) -> None:
         """New results or running state for these cases: repaint their lines and the summary."""
@@ -280,6 +298,19 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(EditKind.DELETE_TURN, entry.key, entry.index))
         elif isinstance(entry, CaseEntry):
             self.post_message(EditRequested(EditKind.DELETE_CASE, entry.key))
+
+    def action_accept_whole_case(self) -> None:
+        self._whole_case(EditKind.ACCEPT_CASE, "A accepts a whole case")
+
+    def action_delete_whole_case(self) -> None:
+        self._whole_case(EditKind.DELETE_CASE, "D deletes a whole case")
+
+    def _whole_case(self, kind: EditKind, what: str) -> None:
+        entry = self.selected
+        if isinstance(entry, (CaseEntry, TurnEntry)):
+            self.post_message(EditRequested(kind, entry.key))
+        else:
+            self.notify(f"{what}: highlight a case or one of its turns (here or in the turn view).", markup=False)
 
     def action_history(self) -> None:
         self.post_message(OpenHistory())

@@ -111,6 +111,9 @@ class TurnScreen(Screen[None]):
 
     def refresh_keys(self, keys: set[CaseKey]) -> None:
         if self.key in keys:
+            # A deleted turn may have been the last one: stay on a turn that exists.
+            _e, _a, n = self._turns()
+            self.index = max(0, min(self.index, n - 1))
             self.render_turn()
 
     # ---- rendering ---------------------------------------------------------------------------
@@ -125,7 +128,7 @@ class TurnScreen(Screen[None]):
             plain(cat.set_label(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
-            (f"   {cat.results.origin(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
+            (f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
         )
         self.query_one("#turn-title", Static).update(title)
 
@@ -254,6 +257,16 @@ class TurnScreen(Screen[None]):
         self.render_turn()
 
     def action_sentence(self, delta: int) -> None:
+        result = self.catalog.result(self.key)
+        found = details_of(result, self.index, HallucinationDetails) if result is not None else []
+        details = found[0][1].details if found else None
+        if not isinstance(details, HallucinationDetails) or not details.sentences:
+            # s / S step through hallucinations_v1's sentence labels: say why there is nothing to step.
+            why = ("this turn has no result yet" if result is None
+                   else "hallucinations_v1 did not score this turn" if not found
+                   else found[0][1].reason or "hallucinations_v1 found no sentences in this answer")
+            self.notify(f"No sentence labels: {why}.", markup=False)
+            return
         self.sentence = max(0, self.sentence + delta)
         self.render_turn()
 

@@ -42,7 +42,19 @@ class TurnEntry:
     index: int
 
 
-Entry = Union[SetEntry, CaseEntry, TurnEntry, None]
+@dataclass(frozen=True, slots=True)
+class MoreEntry:
+    """A tree leaf standing for the cases of a file past the pages shown so far (enter shows the next)."""
+
+    path: Path
+    start: int
+    total: int
+
+
+Entry = Union[SetEntry, CaseEntry, TurnEntry, MoreEntry, None]
+#: Cases a file shows per page: 100,000 tree nodes built at once froze the dashboard for seconds, so a
+#: huge file shows its cases a page at a time (search and the failed-only filter narrow it first).
+PAGE = 5000
 _STATUS_CLASS = {1: "browser--passed", 2: "browser--failed", 3: "browser--not-evaluated", None: "browser--none"}
 
 
@@ -141,16 +153,33 @@ class EvalBrowser(Tree[Entry]):
             self._case_nodes.pop(key, None)
         node.remove_children()
         self._populated.add(id(node))
-        items = []
-        for case in self.catalog.visible_cases(entry.path):
-            key = self.catalog.key(entry.path, case.eval_id)
+        self._add_page(node, entry.path, 0)
+
+    def _add_page(self, node: TreeNode[Entry], path: Path, start: int) -> None:
+        """Add one page of a file's cases from `start`, then a MoreEntry leaf if any are left."""
+        cases = self.catalog.visible_cases(path)
+        items: list[tuple[Text, Entry, bool]] = []
+        for case in cases[start:start + PAGE]:
+            key = self.catalog.key(path, case.eval_id)
             turns = len(case.conversation or [])
             result = self.catalog.result(key)
             if result is not None:
                 turns = max(turns, len(result.actual))
             items.append((Text(literal(case.eval_id)), CaseEntry(key), turns > 0))
-        for key, child in zip((data.key for _l, data, _e in items), self._add_nodes(node, items)):
-            self._case_nodes[key] = child
+        for data, child in zip((data for _l, data, _e in items), self._add_nodes(node, items)):
+            if isinstance(data, CaseEntry):
+                self._case_nodes[data.key] = child
+        if start + PAGE < len(cases):
+            node.add_leaf(Text("…"), MoreEntry(path, start + PAGE, len(cases)))
+
+    def show_more(self, more: TreeNode[Entry]) -> None:
+        """Replace a MoreEntry leaf with the next page of its file's cases."""
+        entry = more.data
+        parent = more.parent
+        if not isinstance(entry, MoreEntry) or parent is None:
+            return
+        more.remove()
+        self._add_page(parent, entry.path, entry.start)
 
     def _add_nodes(self, parent: TreeNode[Entry], items: Sequence[tuple[Text, Entry, bool]]) -> list[TreeNode[Entry]]:
         """Add many children at once. Tree.add invalidates the whole tree per node (5,000 cases took
@@ -231,8 +260,13 @@ class EvalBrowser(Tree[Entry]):
         self._populate_set(set_node)
         set_node.expand()
         node = self._case_nodes.get(key)
-        if node is None:
-            return False
+        while node is None:
+            # The case may sit on a page not shown yet: show pages until it is (or there are none left).
+            last = set_node.children[-1] if set_node.children else None
+            if last is None or not isinstance(last.data, MoreEntry):
+                return False
+            self.show_more(last)
+            node = self._case_nodes.get(key)
         if turn is not None:
             self._populate_case(node)
             node.expand()
@@ -268,7 +302,7 @@ class EvalBrowser(Tree[Entry]):
         entry = node.data
         if isinstance(entry, CaseEntry):
             return cell_len(literal(entry.key.eval_id)) + 16
-        if isinstance(entry, TurnEntry):
+        if isinstance(entry, (TurnEntry, MoreEntry)):
             return 56
         return super().get_label_width(node)
 
@@ -283,6 +317,10 @@ class EvalBrowser(Tree[Entry]):
             label = self._case_label(entry.key)
         elif isinstance(entry, TurnEntry):
             label = self._turn_label(entry)
+        elif isinstance(entry, MoreEntry):
+            shown = min(PAGE, entry.total - entry.start)
+            label = Text(f"… {entry.total - entry.start:,} more cases: enter shows {shown:,}",
+                         self._style("browser--muted"))
         else:
             label = node._label.copy()
         label.stylize(style)
@@ -322,6 +360,14 @@ class EvalBrowser(Tree[Entry]):
         result = catalog.result(key)
         if result is not None and result.error:
             text.append("  agent error", self._style("browser--error"))
+        elif result is not None and not catalog.filter.metric:
+            from ..verdicts import evaluated_note
+
+            note = evaluated_note(result)
+            if note is not None:
+                # `2/4 evaluated`: the tree is narrow at 80 columns (the summary spells it out).
+                done, _of, total = note.split(" ")[:3]
+                text.append(f"  {done}/{total} evaluated", self._style("browser--not-evaluated"))
         return text
 
     def _turn_label(self, entry: TurnEntry) -> Text:

@@ -27,24 +27,33 @@ class MetricBar(Horizontal):
         super().__init__(classes="metric-bar")
         self.metric = metric
         self._progress = (0, 1)
+        self.not_evaluated = False
 
     def compose(self) -> ComposeResult:
         yield Label(plain(self.metric), classes="metric-name")
         # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
         yield ProgressBar(total=1, show_eta=False)
+        yield Label(Content.styled("not evaluated", "$text-warning"), classes="metric-note")
 
     def on_mount(self) -> None:
         self._apply()
 
-    def set_progress(self, done: int, total: int) -> None:
+    def set_progress(self, done: int, total: int, *, evaluated: int = 1) -> None:
         total = max(total, 1)
         self._progress = (min(done, total), total)
+        #: Scored invocations but not one verdict (a judge without credentials): not `100%`.
+        self.not_evaluated = done > 0 and evaluated == 0
         if self.is_mounted and self.children:
             self._apply()
 
     def _apply(self) -> None:
         done, total = self._progress
-        self.query_one(ProgressBar).update(total=total, progress=done)
+        bar = self.query_one(ProgressBar)
+        bar.update(total=total, progress=done)
+        self.set_class(self.not_evaluated, "-not-evaluated")
+        note = self.query_one(".metric-note", Label)
+        note.display = self.not_evaluated
+        bar.display = not self.not_evaluated
 
 
 class RunPanel(Vertical):
@@ -83,7 +92,8 @@ class RunPanel(Vertical):
             if bar is None:
                 bar = self._bars[name] = MetricBar(name)
                 self.query_one("#metric-bars", Grid).mount(bar)
-            bar.set_progress(snap.metric_done.get(name, 0), snap.metric_total[name])
+            bar.set_progress(snap.metric_done.get(name, 0), snap.metric_total[name],
+                             evaluated=snap.metric_evaluated.get(name, 0))
 
     def reset(self) -> None:
         for bar in self._bars.values():
@@ -95,12 +105,21 @@ class RunPanel(Vertical):
     def _status_line(snap: RunSnapshot) -> Content:
         parts: list[tuple[str, str] | str] = [
             (f"{snap.label}: {_PHASE_WORDS.get(snap.phase, snap.phase)}", "bold"),
-            f"  {snap.cases_done}/{snap.cases_total} cases  ",
+            # Until the engine has planned the run there is no total: never show `0/0`.
+            f"  {snap.cases_done}/{snap.cases_total} cases  " if snap.cases_total else "  ",
         ]
-        for status in (1, 2, 3):
-            parts.append((f"{STATUS_GLYPH[status]} {snap.counts.get(status, 0)}  ", STATUS_STYLE[status]))
+        if snap.cases_total:
+            for status in (1, 2, 3):
+                parts.append((f"{STATUS_GLYPH[status]} {snap.counts.get(status, 0)}  ", STATUS_STYLE[status]))
         if snap.phase in ("starting", "running"):
             parts.append(("x cancels", "$text-muted"))
+        elif snap.phase in ("finished", "cancelled", "failed"):
+            # The bars are hidden once the run is over (the panel shrinks to this line): name the metrics
+            # that decided nothing, so a full bar never passes for a verdict.
+            idle = [name for name in snap.metric_total
+                    if snap.metric_done.get(name, 0) and not snap.metric_evaluated.get(name, 0)]
+            if idle:
+                parts.append((f"not evaluated: {', '.join(idle)}", "$text-warning"))
         line = Content.assemble(*parts)
         # Errors come from the engine and agents: literal text, never markup.
         errors = [plain(f"⚠ {e}", "$text-error") for e in snap.errors[-3:]]

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
-from .browser import CaseEntry, Entry, SetEntry, TurnEntry
+from .browser import CaseEntry, Entry, MoreEntry, SetEntry, TurnEntry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import Catalog
@@ -60,8 +60,14 @@ class Summary(Static):
             return self._case(entry)
         if isinstance(entry, TurnEntry):
             return self._turn(entry)
+        if isinstance(entry, MoreEntry):
+            return _hint(f"{entry.total - entry.start:,} more cases of {self.catalog.relpath(entry.path)}: enter shows "
+                         "the next page; / searches and f shows failures only.")
         if not self.catalog.loaded:
             return _hint("Looking for agents, eval files and configs…")
+        if self.catalog.filter.active and self.catalog.files:
+            # The folder has eval files: the filter hides them all, which is not "no eval files".
+            return _hint(f"No case matches ({self.catalog.filter.describe()}). esc clears the filter.")
         return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
 
     # ---- an eval file ----------------------------------------------------------------------
@@ -139,9 +145,16 @@ class Summary(Static):
         if result is None:
             lines.append(_hint("No result yet: r runs this case."))
         else:
-            lines.append(Content.assemble(status_content(int(result.status), word=True),
-                                          (f"   {cat.results.origin(key)}", "$text-muted")))
-            from ..verdicts import case_metric_lines
+            from ..verdicts import case_metric_lines, evaluated_note
+
+            note = evaluated_note(result)
+            status = Content.assemble(status_content(int(result.status), word=True),
+                                      (f" · {note}", "$text-warning") if note else "")
+            origin = f"   {cat.origin_text(key)}"
+            if status.cell_length + len(origin) > self.content_region.width > 0:
+                # At 80x24 the date and age would wrap and push a metric line off the pane.
+                origin = f"   {cat.origin_text(key, short=True)}"
+            lines.append(Content.assemble(status, (origin, "$text-muted")))
 
             lines.extend(case_metric_lines(result))
             lines.append(Content(""))
