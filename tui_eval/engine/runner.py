@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
 from ..agents.isolation import isolated
 from ..metrics.base import MetricInput, get_metric
+from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import (
@@ -159,8 +160,11 @@ async def score_case(
     specs = [get_metric(n) for n in names]
     if sum(1 for s in specs if s is not None and s.needs_judge) < 2:
         # Deterministic metrics never suspend: awaiting them in turn skips a Task per metric per case.
-        return [await one(n) for n in names]
-    return list(await asyncio.gather(*(one(n) for n in names)))
+        results = [await one(n) for n in names]
+    else:
+        results = list(await asyncio.gather(*(one(n) for n in names)))
+    # As ADK: the informational efficiency metrics are reported for every eval (never pass or fail).
+    return results + efficiency_results(actual, skip=set(names))
 
 
 async def _score_metric(

@@ -69,6 +69,10 @@ _MODULES: dict[str, str] = {
     "hallucinations_v1": "tui_eval.metrics.llm",
     "safety_v1": "tui_eval.metrics.llm",
     "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
+    "tool_call_count_v1": "tui_eval.metrics.efficiency",
+    "inference_call_count_v1": "tui_eval.metrics.efficiency",
+    "token_usage_v1": "tui_eval.metrics.efficiency",
+    "invocation_duration_v1": "tui_eval.metrics.efficiency",
 }
 
 
