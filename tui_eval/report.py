@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .engine.store import dump_json
+from .metrics.efficiency import run_efficiency
 from .schema.fileio import atomic_write
 from .schema.model import FunctionCall, content_text
 from .schema.details import (
@@ -44,12 +45,18 @@ def metric_line(m: MetricResult) -> str:
     """`tool_trajectory_avg_score 0.500 < 1.000 FAILED`, or the reason it was not evaluated."""
     if m.status == EvalStatus.NOT_EVALUATED:
         return f"{m.metric_name}: {m.status.label} ({_safe(m.reason or 'no reason given')})"
+    if m.status == EvalStatus.INFORMATIONAL:
+        return f"{m.metric_name}: {'n/a' if m.score is None else format(m.score, 'g')} ({m.status.label})"
     op = ">=" if m.status == EvalStatus.PASSED else "<"
     return f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
 
 
 def _counts_text(counts: dict[EvalStatus, int]) -> str:
     return counts_text(counts)
+
+
+# Statuses a list of what went wrong leaves out: informational metrics never pass or fail.
+_QUIET = (EvalStatus.PASSED, EvalStatus.INFORMATIONAL)
 
 
 def _first_line(text: str) -> str:
@@ -72,11 +79,14 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             if case.error:
                 print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
             for m in case.metrics:
-                if m.status != EvalStatus.PASSED and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
+                if m.status not in _QUIET and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
                     print(f"       {safe_line(metric_line(m))}", file=out)
     total = record.counts()
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
     print(f"Total: {_counts_text(total)}{tail}", file=out)
+    efficiency = run_efficiency([c for r in record.results for c in r.case_results])
+    if efficiency is not None:
+        print(f"efficiency: {efficiency}", file=out)
     judge = record.judge_stats
     if judge.get("requests"):
         print(
@@ -183,7 +193,7 @@ def _failure_text(case: CaseResult) -> str:
     lines = []
     if case.error:
         lines.append(f"agent error: {case.error}")
-    lines.extend(metric_line(m) for m in case.metrics if m.status != EvalStatus.PASSED)
+    lines.extend(metric_line(m) for m in case.metrics if m.status not in _QUIET)
     return "\n".join(lines)
 
 

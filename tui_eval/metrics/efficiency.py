@@ -8,11 +8,11 @@ engine appends them to every eval, as ADK does (`efficiency_results`).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetails, TokenUsageDetails, trusted
 from ..schema.model import Invocation, InvocationEvent, InvocationEvents
-from ..schema.results import InvocationMetricResult, MetricResult
+from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
 from ..schema.status import EvalStatus
 from .base import MetricInput, MetricSpec, register
 
@@ -211,3 +211,22 @@ SPECS = (
     _spec(TOKEN_USAGE, "tokens per turn, with every token type (informational)"),
     _spec(INVOCATION_DURATION, "seconds per turn: model, tool and framework (informational)"),
 )
+
+
+def run_efficiency(cases: Iterable[CaseResult]) -> str | None:
+    """The summary's efficiency line for a run: each metric's mean over every turn that has a value
+    (None when no case reported efficiency, e.g. every agent failed)."""
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    seen = False
+    for case in cases:
+        for m in case.metrics:
+            if m.metric_name in _RESULTS and m.status is EvalStatus.INFORMATIONAL:
+                seen = True
+                for inv in m.per_invocation:
+                    if inv.score is not None:
+                        totals[m.metric_name] = totals.get(m.metric_name, 0.0) + inv.score
+                        counts[m.metric_name] = counts.get(m.metric_name, 0) + 1
+    if not seen:
+        return None
+    return efficiency_summary({name: totals[name] / counts[name] for name in counts})
