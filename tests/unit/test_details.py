@@ -292,4 +292,7 @@ def test_registry_says_which_metrics_need_a_judge() -> None:
     assert set(specs) == set(metric_names())
     judged = {name for name, spec in specs.items() if spec.kind == "judge"}
     assert judged == {name for name, spec in specs.items() if spec.needs_judge}
-    assert {"tool_trajectory_avg_score", "response_match_score"} == set(specs) - judged
+    informational = {name for name, spec in specs.items() if spec.kind == "informational"}
+    assert informational == {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
+                             "invocation_duration_v1"}
+    assert {"tool_trajectory_avg_score", "response_match_score"} == set(specs) - judged - informational
