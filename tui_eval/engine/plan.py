@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..schema.config import EvalConfig, config_for
-from ..schema.errors import LoadError
+from ..schema.criteria import CATALOG
+from ..schema.errors import LoadError, did_you_mean
 from ..schema.load import EVAL_FILE_SUFFIXES, load_eval_set
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
@@ -155,9 +156,11 @@ def plan_run(
             errors.append(str(exc))
             continue
         if file_config.unknown_metrics:
+            known = list(CATALOG) + list(file_config.custom_metrics)
+            named = ", ".join(f"{m}{did_you_mean(m, known)}" for m in file_config.unknown_metrics)
             errors.append(
-                f"{file_config.source}: unknown metric(s) {', '.join(file_config.unknown_metrics)}"
-                " (a misspelt criterion would never run)"
+                f"{file_config.source}: unknown metric(s) {named}"
+                " (neither built in nor in custom_metrics: a misspelt criterion would never run)"
             )
             continue
         if ids is not None:

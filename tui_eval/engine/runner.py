@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
 from ..agents.isolation import isolated
-from ..metrics.base import MetricInput, get_metric
+from ..metrics.base import MetricInput, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
 from ..schema.model import EvalCase, Invocation
@@ -157,7 +157,7 @@ async def score_case(
         return result
 
     names = list(config.criteria)
-    specs = [get_metric(n) for n in names]
+    specs = [spec_for(n, config) for n in names]
     if sum(1 for s in specs if s is not None and s.needs_judge) < 2:
         # Deterministic metrics never suspend: awaiting them in turn skips a Task per metric per case.
         results = [await one(n) for n in names]
@@ -183,7 +183,7 @@ async def _score_metric(
     def skip(reason: str) -> MetricResult:
         return MetricResult.not_evaluated(name, threshold, reason, criterion)
 
-    spec = get_metric(name)
+    spec = spec_for(name, config)
     if spec is None:
         return skip(f"metric {name!r} is not available in this build of tui-eval")
     if spec.scenario_only and not case.is_scenario:
@@ -221,7 +221,7 @@ async def _score_metric(
 def _judge_needed(plan: RunPlan) -> bool:
     for target in plan.targets:
         for name in target.config.criteria:
-            spec = get_metric(name)
+            spec = spec_for(name, target.config)
             if spec is not None and spec.needs_judge:
                 return True
         if any(c.is_scenario for c in target.cases):

@@ -82,6 +82,17 @@ def metric_names() -> list[str]:
     return list(_MODULES)
 
 
+def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
+    """The metric a config's criterion names: its `custom_metrics` declaration first (as ADK, a declared
+    function wins), else the built-in one."""
+    custom = config.custom_metrics.get(name)
+    if custom is not None:
+        from .custom import custom_spec
+
+        return custom_spec(name, custom)
+    return get_metric(name)
+
+
 def register(spec: MetricSpec) -> MetricSpec:
     _REGISTRY[spec.name] = spec
     return spec
