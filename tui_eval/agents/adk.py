@@ -18,7 +18,7 @@ import contextlib
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from ..schema.load import read_content
 from ..schema.model import (
@@ -46,12 +46,14 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the e
         raise AgentError("this agent needs google-adk, which is not installed: pip install 'tui-eval[adk]'") from exc
     raise
 
+_BusyCollector = Callable[[], ContextManager[Any]]
+busy_collector: _BusyCollector | None
 try:
     # How ADK's EvaluationGenerator splits a turn's time into model, tool and framework seconds (private
     # in google-adk 2.13): without it the turn keeps its total and the split is n/a.
-    from google.adk.telemetry._instrumentation import collect_busy_intervals
+    from google.adk.telemetry._instrumentation import collect_busy_intervals as busy_collector
 except ImportError:  # pragma: no cover - another google-adk version
-    collect_busy_intervals = None
+    busy_collector = None
 
 _USER = "user"
 
@@ -213,7 +215,7 @@ class AdkSession(AgentSession):
         events: list[Any] = []
         started: dict[str, tuple[str, float]] = {}
         timings: list[ToolTiming] = []
-        busy_block = collect_busy_intervals() if collect_busy_intervals is not None else contextlib.nullcontext()
+        busy_block: ContextManager[Any] = busy_collector() if busy_collector is not None else contextlib.nullcontext()
         # time.monotonic, as ADK: the busy intervals are read off that clock.
         t0 = time.monotonic()
         with busy_block as busy:

@@ -156,8 +156,8 @@ def plan_run(
             errors.append(str(exc))
             continue
         if file_config.unknown_metrics:
-            known = list(CATALOG) + list(file_config.custom_metrics)
-            named = ", ".join(f"{m}{did_you_mean(m, known)}" for m in file_config.unknown_metrics)
+            choices = list(CATALOG) + list(file_config.custom_metrics)
+            named = ", ".join(f"{m}{did_you_mean(m, choices)}" for m in file_config.unknown_metrics)
             errors.append(
                 f"{file_config.source}: unknown metric(s) {named}"
                 " (neither built in nor in custom_metrics: a misspelt criterion would never run)"

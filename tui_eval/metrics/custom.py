@@ -47,7 +47,7 @@ def resolve(path: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or the module itself raised while importing: shown to the user
         raise CustomMetricError(f"cannot import custom metric {path!r}: {type(exc).__name__}: {exc}") from exc
-    fn = getattr(module, attr, None)
+    fn: Callable[..., Any] | None = getattr(module, attr, None)
     if fn is None:
         raise CustomMetricError(f"cannot import custom metric {path!r}: module {module_name!r} has no {attr!r}")
     if not callable(fn):
