@@ -116,13 +116,55 @@ def _turn(score: float | None, details: TokenUsageDetails | DurationDetails | No
     return trusted(InvocationMetricResult, score=score, status=_INFO, reason=None, details=details)
 
 
+# Results are read, never changed, once built: a run shares one object per common per-turn value (a
+# replayed turn has no usage and no timing, and a handful of distinct tool counts), which keeps these
+# metrics off the cost of a run of thousands of cases.
+_NO_TOKENS = trusted(TokenUsageDetails, kind="token_usage", **dict.fromkeys(TOKEN_USAGE_FIELDS))
+_NO_DURATION = trusted(DurationDetails, kind="duration", **dict.fromkeys(DURATION_FIELDS))
+_NA_TURN = _turn(None)
+_NA_TOKENS_TURN = _turn(None, _NO_TOKENS)
+_NA_DURATION_TURN = _turn(None, _NO_DURATION)
+_COUNT_TURNS: dict[float, InvocationMetricResult] = {}
+
+
+def _count_turn(value: float | None) -> InvocationMetricResult:
+    if value is None:
+        return _NA_TURN
+    turn = _COUNT_TURNS.get(value)
+    if turn is None:
+        turn = _turn(value)
+        if len(_COUNT_TURNS) < 256:
+            _COUNT_TURNS[value] = turn
+    return turn
+
+
+_NA_CASES: dict[tuple[str, int], MetricResult] = {}
+
+
+def _na_case(name: str, turns: int, turn: InvocationMetricResult,
+             details: TokenUsageDetails | DurationDetails | None, reason: str) -> MetricResult:
+    """The n/a result of a case of `turns` turns (one shared object per metric and turn count)."""
+    key = (name, turns)
+    result = _NA_CASES.get(key)
+    if result is None:
+        result = _case(name, None, [turn] * turns, details, reason)
+        if len(_NA_CASES) < 256:
+            _NA_CASES[key] = result
+    return result
+
+
+def _has_usage(inv: Invocation) -> bool:
+    data = inv.intermediate_data
+    return isinstance(data, InvocationEvents) and any(e.usage_metadata is not None for e in data.invocation_events)
+
+
 def _counted(name: str, actual: list[Invocation], value: Callable[[Invocation], float | None],
              na_reason: str) -> MetricResult:
     per_invocation = []
     values = []
     for inv in actual:
         v = value(inv)
-        per_invocation.append(_turn(v))
+        per_invocation.append(_count_turn(v))
         if v is not None:
             values.append(v)
     if not per_invocation:
@@ -136,6 +178,9 @@ def tool_call_count_result(actual: list[Invocation]) -> MetricResult:
 
 
 def inference_call_count_result(actual: list[Invocation]) -> MetricResult:
+    if actual and not any(isinstance(inv.intermediate_data, InvocationEvents) for inv in actual):
+        return _na_case(INFERENCE_CALL_COUNT, len(actual), _NA_TURN, None,
+                        "n/a: the turns carry no model-call events")
     return _counted(INFERENCE_CALL_COUNT, actual, inference_call_count,
                     "n/a: the turns carry no model-call events")
 
@@ -143,6 +188,9 @@ def inference_call_count_result(actual: list[Invocation]) -> MetricResult:
 def token_usage_result(actual: list[Invocation]) -> MetricResult:
     if not actual:
         return _case(TOKEN_USAGE, None, [], None, "no invocations")
+    if not any(_has_usage(inv) for inv in actual):
+        return _na_case(TOKEN_USAGE, len(actual), _NA_TOKENS_TURN, _NO_TOKENS,
+                        "n/a: the model reported no usage metadata")
     all_details = [token_usage_details(inv) for inv in actual]
     per_invocation = [_turn(d.total_tokens, d) for d in all_details]
     # Each count averages over every turn (a count a call omits was not spent); one no turn reported
@@ -160,6 +208,9 @@ def token_usage_result(actual: list[Invocation]) -> MetricResult:
 def invocation_duration_result(actual: list[Invocation]) -> MetricResult:
     if not actual:
         return _case(INVOCATION_DURATION, None, [], None, "no invocations")
+    if all(inv.duration is None for inv in actual):
+        return _na_case(INVOCATION_DURATION, len(actual), _NA_DURATION_TURN, _NO_DURATION,
+                        "n/a: the turns were not timed by this run")
     all_details = [duration_details(inv) for inv in actual]
     per_invocation = [_turn(d.total_seconds, d) for d in all_details]
     # Each part averages over the turns that were timed: an untimed turn is left out, not counted as 0.
