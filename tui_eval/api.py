@@ -114,7 +114,6 @@ def prepare_run(
     Raises SetupError with every problem on its own line."""
     from .agents import AgentError, load_agent
     from .engine.plan import PlanError, plan_run
-    from .engine.store import UnsafeNameError, check_segment
     from .schema.errors import LoadError
 
     if not targets:
@@ -135,11 +134,6 @@ def prepare_run(
         plan = plan_run(list(targets), config_path=config_path, config=config, num_runs=num_runs,
                         agent_dir=agent_dir)
     except PlanError as exc:
-        raise SetupError(str(exc)) from None
-    try:
-        for t in plan.targets:
-            check_segment(t.eval_set.eval_set_id, f"{t.eval_file}: eval_set_id")
-    except UnsafeNameError as exc:
         raise SetupError(str(exc)) from None
     try:
         agent = load_agent(agent_ref)

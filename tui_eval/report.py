@@ -20,6 +20,7 @@ from .schema.details import (
     RubricDetails,
     SafetyDetails,
     SimulatorTurnDetails,
+    ArgDiff,
     TrajectoryDetails,
     alignment_counts,
 )
@@ -46,13 +47,83 @@ def metric_line(m: MetricResult) -> str:
     if m.status == EvalStatus.NOT_EVALUATED:
         return f"{m.metric_name}: {m.status.label} ({_safe(m.reason or 'no reason given')})"
     if m.status == EvalStatus.INFORMATIONAL:
-        return f"{m.metric_name}: {'n/a' if m.score is None else format(m.score, 'g')} ({m.status.label})"
+        return f"{m.metric_name}: {_score(m.score)} ({m.status.label})"
     op = ">=" if m.status == EvalStatus.PASSED else "<"
-    return f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
+    line = f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
+    # A metric may fail on a rule beyond its score (CES's extra tool calls): its reason says which.
+    return f"{line} ({_safe(m.reason)})" if m.status == EvalStatus.FAILED and m.reason else line
 
 
-def _counts_text(counts: dict[EvalStatus, int]) -> str:
-    return counts_text(counts)
+def _counts_text(counts: dict[EvalStatus, int], gaps: int = 0) -> str:
+    """Counts; `gaps` passed cases had metrics not evaluated, and the passed count says so."""
+    text = counts_text(counts)
+    if gaps:
+        passed = f"{counts.get(EvalStatus.PASSED, 0)} {EvalStatus.PASSED.label}"
+        text = text.replace(passed, f"{passed} ({gaps} with metrics not evaluated)", 1)
+    return text
+
+
+def _gaps(cases: list[CaseResult]) -> int:
+    """Passed cases with a metric that never ran (ADK's rule passes them; we say so)."""
+    return sum(1 for c in cases if c.status == EvalStatus.PASSED and c.coverage_text() is not None)
+
+
+def _call(name: str | None) -> str:
+    return f"{name or '?'}(...)"
+
+
+def _value(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _arg_diffs_text(diffs: list[ArgDiff]) -> str:
+    parts = []
+    for d in diffs:
+        path = d["path"] or "args"
+        if d["kind"] == "changed":
+            parts.append(f"{path} {_value(d.get('expected'))} → {_value(d.get('actual'))}")
+        elif d["kind"] == "missing":
+            parts.append(f"{path} missing (expected {_value(d.get('expected'))})")
+        else:
+            parts.append(f"{path} extra ({_value(d.get('actual'))})")
+    return ", ".join(parts)
+
+
+def trajectory_reasons(m: MetricResult) -> list[str]:
+    """Why a tool trajectory failed, per failing turn, read from its TrajectoryDetails (never recomputed):
+    `turn 2: missing escalate_to_human(...); lookup_order(...) args: sides 12 → 6`."""
+    lines = []
+    several = len(m.per_invocation) > 1
+    for i, inv in enumerate(m.per_invocation):
+        details = inv.details
+        if not isinstance(details, TrajectoryDetails) or inv.status != EvalStatus.FAILED:
+            continue
+        alignment = details.alignment()
+        parts: list[str] = []
+        explained: set[int] = set()
+        for e in alignment["expected"]:
+            if e["status"] != "missing":
+                continue
+            diffs = e.get("arg_diffs")
+            if diffs:
+                parts.append(f"{_call(e['name'])} args: {_arg_diffs_text(diffs)}")
+                if e["actual_index"] is not None:
+                    explained.add(e["actual_index"])
+            elif e["actual_index"] is None:
+                parts.append(f"missing {_call(e['name'])}")
+            # else: answered by a call out of order, which says so below
+        for a in alignment["actual"]:
+            if a["index"] in explained:
+                continue
+            if a["status"] == "extra":
+                diffs = a.get("arg_diffs")
+                parts.append(f"{_call(a['name'])} args: {_arg_diffs_text(diffs)}" if diffs
+                             else f"extra {_call(a['name'])}")
+            elif a["status"] == "out_of_order":
+                parts.append(f"{_call(a['name'])} out of order")
+        if parts:
+            lines.append((f"turn {i + 1}: " if several else "") + "; ".join(parts))
+    return lines
 
 
 # Statuses a list of what went wrong leaves out: informational metrics never pass or fail.
@@ -69,21 +140,26 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     reasons are escaped (safe_line), so no text can move the cursor or forge a line."""
     for result in record.results:
         print(f"{safe_line(result.eval_set_id)} ({safe_line(result.eval_set_file)}): "
-              f"{_counts_text(result.counts())}", file=out)
+              f"{_counts_text(result.counts(), _gaps(result.case_results))}", file=out)
         if not verbose:
             continue
         for case in result.case_results:
-            if case.status == EvalStatus.PASSED:
+            coverage = case.coverage_text()
+            if case.status == EvalStatus.PASSED and coverage is None:
                 continue
-            print(f"  {case.status.mark} {safe_line(case.eval_id)}", file=out)
+            note = f": {coverage}" if coverage is not None and not case.error else ""
+            print(f"  {case.status.mark} {safe_line(case.eval_id)}{note}", file=out)
             if case.error:
                 print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
             for m in case.metrics:
                 if m.status not in _QUIET and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
                     print(f"       {safe_line(metric_line(m))}", file=out)
+                    for reason in trajectory_reasons(m):
+                        print(f"         {safe_line(reason)}", file=out)
     total = record.counts()
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
-    print(f"Total: {_counts_text(total)}{tail}", file=out)
+    gaps = sum(_gaps(r.case_results) for r in record.results)
+    print(f"Total: {_counts_text(total, gaps)}{tail}", file=out)
     efficiency = run_efficiency([c for r in record.results for c in r.case_results])
     if efficiency is not None:
         print(f"efficiency: {efficiency}", file=out)
@@ -144,7 +220,8 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                         for line in detail_lines(inv.details):
                             print(f"    {line}", file=out)
             for m in case.metrics:
-                print(f"  case {metric_line(m)}", file=out)
+                why = f" ({m.reason})" if m.reason and m.status != EvalStatus.NOT_EVALUATED else ""
+                print(f"  case {metric_line(m)}{why}", file=out)
 
 
 def detail_lines(details: MetricDetails | None) -> list[str]:
@@ -164,7 +241,8 @@ def detail_lines(details: MetricDetails | None) -> list[str]:
         lines = []
         for r in details.rubrics:
             votes = f"votes {r.votes.text} yes" if r.votes.total else "no votes"
-            lines.append(f"rubric {_safe(r.rubric_id)}: {r.verdict or 'no verdict'} ({votes})"
+            lines.append(f"rubric {_safe(r.rubric_id)}: {r.verdict or 'not evaluated (the judge gave no verdict)'} "
+                         f"({votes})"
                          + (f": {_safe(r.rationale)}" if r.rationale else ""))
         if details.unmatched_rubric_ids:
             lines.append(f"ids the judge made up: {_safe(', '.join(details.unmatched_rubric_ids))}")
@@ -193,7 +271,10 @@ def _failure_text(case: CaseResult) -> str:
     lines = []
     if case.error:
         lines.append(f"agent error: {case.error}")
-    lines.extend(metric_line(m) for m in case.metrics if m.status not in _QUIET)
+    for m in case.metrics:
+        if m.status not in _QUIET:
+            lines.append(metric_line(m))
+            lines.extend(f"  {reason}" for reason in trajectory_reasons(m))
     return "\n".join(lines)
 
 
@@ -220,13 +301,25 @@ def write_junit(record: RunRecord, path: Path) -> None:
                 classname=_xml_text(result.eval_set_id),
                 time=f"{case.wall_seconds:.3f}",
             )
+            coverage = case.coverage_text()
+            if coverage is not None:
+                # Passed (or not) with metrics that never ran: a property CI tools list, and the
+                # output most of them show beside the test.
+                props = ET.SubElement(tc, "properties")
+                ET.SubElement(props, "property", name="metrics_evaluated",
+                              value=f"{case.evaluated_metrics} of {case.metrics_total}")
             if case.status == EvalStatus.FAILED:
                 failing = [m.metric_name for m in case.metrics if m.status == EvalStatus.FAILED]
-                message = "agent error" if case.error else "failed: " + ", ".join(failing)
+                message = ("agent error" if case.error else "failed: " + ", ".join(failing) if failing
+                           else f"failed (--strict): {case.coverage_text() or 'metrics not evaluated'}")
                 failure = ET.SubElement(tc, "failure", message=_xml_text(message), type="EvalFailure")
                 failure.text = _xml_text(_failure_text(case))
             elif case.status == EvalStatus.NOT_EVALUATED:
                 skipped = ET.SubElement(tc, "skipped", message=EvalStatus.NOT_EVALUATED.label)
                 skipped.text = _xml_text("\n".join(metric_line(m) for m in case.metrics))
+            elif coverage is not None:
+                out = ET.SubElement(tc, "system-out")
+                out.text = _xml_text("\n".join([f"passed with {coverage}"] + [
+                    metric_line(m) for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]))
     ET.indent(suites)
     atomic_write(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from .engine.events import Event, Log, RunError
+from .engine.events import Event, Log, RunError, RunNotice
 from .engine.live import (
     AgentReloaded,
     AgentStale,
@@ -71,6 +71,7 @@ class _Printer:
         self.out = out
         self.err = err
         self.quiet_runs = True  # the initial run prints a full summary instead
+        self.notices: set[str] = set()
 
     def _line(self, text: str, stream: TextIO | None = None) -> None:
         # Every line carries file names, ids, agent errors or reasons: each is printed as one literal line.
@@ -88,6 +89,11 @@ class _Printer:
                        "re-run on agent edits is off", self.out)
         elif isinstance(event, CasesRemoved):
             self._line(f"[{stamp}] removed: {', '.join(str(k.eval_id) for k in event.keys)}")
+        elif isinstance(event, RunNotice):
+            # Said once per watch, not on every re-run: again only when it names a metric not yet named.
+            if not self.notices.issuperset(event.metrics):
+                self.notices.update(event.metrics)
+                self._line(f"[{stamp}] note: {event.message}", self.err)
         elif isinstance(event, RunError):
             self._line(f"[{stamp}] error: {event.message}", self.err)
         elif isinstance(event, WatchFailed):
@@ -104,9 +110,11 @@ class _Printer:
         self._line(f"[{stamp}] {event.reason} -> {verb} {len(results)} case(s): {_counts(results)} "
                    f"({event.wall_seconds:.2f} s)")
         for case in results:
-            if case.status == EvalStatus.PASSED:
+            coverage = case.coverage_text()
+            if case.status == EvalStatus.PASSED and coverage is None:
                 continue
-            self._line(f"  {case.status.mark} {Path(case.eval_set_file).name}:{case.eval_id}")
+            note = f": {coverage}" if coverage is not None and not case.error else ""
+            self._line(f"  {case.status.mark} {Path(case.eval_set_file).name}:{case.eval_id}{note}")
             if case.error:
                 self._line(f"       agent error: {case.error.split(chr(10), 1)[0]}")
                 continue
@@ -175,6 +183,8 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         turn_timeout=args.turn_timeout,
         judge_concurrency=args.judge_concurrency,
         judge_cache=not args.no_judge_cache,
+        judge_timeout=args.judge_timeout,
+        strict=args.strict,
     )
     session = LiveSession(
         root,

@@ -42,7 +42,9 @@ def _run(agent: str, eval_files: list[Path], tmp_path: Path, name: str) -> tuple
     out, err = io.StringIO(), io.StringIO()
     json_out = tmp_path / f"{name}.json"
     code = main(["run", str(DEMO / agent), *map(str, eval_files), "--json", str(json_out), "--no-save"], out, err)
-    assert err.getvalue() == ""
+    # Nothing on stderr but the one notice of judge metrics that cannot run offline.
+    assert [line for line in err.getvalue().splitlines() if not line.startswith("note: ")] == []
+    assert len(err.getvalue().splitlines()) <= 1
     return code, out.getvalue(), json.loads(json_out.read_text())
 
 
@@ -110,9 +112,10 @@ def test_scenario_cases_offline_run_the_starting_prompt_only(tmp_path: Path) -> 
 def test_demo_covers_every_metric_match_type_and_a_scenario() -> None:
     configs = [load_eval_config(p) for p in DEMO.rglob("test_config.json")]
     metrics = {name for c in configs for name in c.criteria}
+    # CES's metrics are added to eval sets imported from CES (tests/unit/test_ces_metrics.py), not named here;
     # informational metrics take no criterion: every eval reports them
     informational = {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"}
-    assert metrics == set(registered_metrics()) - informational
+    assert metrics == {name for name in registered_metrics() if not name.startswith("ces_")} - informational
     match_types = {c.criteria["tool_trajectory_avg_score"].match_type.name
                    for c in configs if "tool_trajectory_avg_score" in c.criteria}
     assert match_types == {"EXACT", "IN_ORDER", "ANY_ORDER"}

@@ -134,13 +134,27 @@ async def test_custom_instructions_and_persona_reach_the_simulator(judge_env: Fa
     assert "A terse shopper." in prompts[0] and "Use five words at most." in prompts[0]
 
 
-async def test_simulator_failure_fails_the_case_with_the_reason(judge_env: FakeGemini) -> None:
+async def test_simulator_failure_leaves_the_case_not_evaluated_with_the_reason(judge_env: FakeGemini) -> None:
+    # A user-simulator outage says nothing about the agent (issue 9, item 16): NOT_EVALUATED, not FAILED.
     judge_env.responder = lambda r: error_reply(400, "bad request") if SIM_MARK in r.prompt_text else None
     record = await _run({"criteria": {"tool_trajectory_avg_score": 1.0}}).execute()
     [case] = record.results[0].case_results
-    assert case.status == EvalStatus.FAILED
-    assert "user simulator failed at turn 2" in (case.error or "") and "400" in (case.error or "")
+    assert case.status == EvalStatus.NOT_EVALUATED
+    assert case.error is None  # not an agent error
+    [metric] = case.metrics
+    assert metric.status == EvalStatus.NOT_EVALUATED
+    assert "user simulator failed at turn 2" in (metric.reason or "") and "400" in (metric.reason or "")
     assert _user_texts(case) == [START]
+
+
+async def test_simulator_failure_fails_the_case_under_strict(judge_env: FakeGemini) -> None:
+    judge_env.responder = lambda r: error_reply(400, "bad request") if SIM_MARK in r.prompt_text else None
+    run = _run({"criteria": {"tool_trajectory_avg_score": 1.0}})
+    run.options.strict = True
+    record = await run.execute()
+    [case] = record.results[0].case_results
+    assert case.status == EvalStatus.FAILED
+    assert "user simulator failed at turn 2" in (case.metrics[0].reason or "")
 
 
 async def test_offline_sends_only_the_starting_prompt_and_is_not_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:

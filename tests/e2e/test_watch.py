@@ -75,3 +75,49 @@ def test_watch_reruns_an_edited_case_and_stops_on_ctrl_c(tmp_path: Path) -> None
             proc.kill()
             proc.wait()
     assert (folder / ".adk" / "eval_history").is_dir()  # each run is saved as eval history
+
+
+def test_watch_keeps_watching_a_folder_deleted_and_recreated(tmp_path: Path) -> None:
+    folder = tmp_path / "hello_world"
+    shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    backup = tmp_path / "backup"
+    shutil.copytree(folder, backup)
+    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
+    )
+    lines = Lines(proc)
+    try:
+        lines.wait_for("watching")
+        shutil.rmtree(folder)
+        lines.wait_for("is gone; waiting for it to come back", timeout=10)
+        assert proc.poll() is None  # still running
+        # made again as an editor or a checkout would: the folder first, then its files
+        folder.mkdir()
+        for path in sorted(backup.rglob("*")):
+            target = folder / path.relative_to(backup)
+            if path.is_dir():
+                target.mkdir(exist_ok=True)
+            else:
+                shutil.copyfile(path, target)
+        eval_file = folder / "hello_world.evalset.json"
+        data = json.loads(eval_file.read_text())
+        case = next(c for c in data["eval_cases"] if c["eval_id"] == "ten_sided_wording")
+        n = case["conversation"][0]["intermediate_data"]["tool_responses"][0]["response"]["result"]
+        case["conversation"][0]["final_response"]["parts"][0]["text"] = f"I rolled a 10-sided die and got {n}."
+        eval_file.write_text(json.dumps(data, indent=2))
+        # a save in the new folder is seen: the edited case re-runs and now passes
+        deadline = time.monotonic() + 15
+        while True:
+            line = lines.wait_for("re-ran", timeout=max(0.1, deadline - time.monotonic()))
+            if "ten_sided_wording" in line and "1 case(s): 1 passed, 0 failed" in line:
+                break
+            if "9 case(s)" in line and "5 passed, 4 failed" in line:  # the save was read by the re-scan
+                break
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

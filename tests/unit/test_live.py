@@ -355,8 +355,10 @@ async def test_a_failing_event_consumer_is_logged_and_reported_and_the_loop_goes
     assert record.exc_info is not None and "consumer bug" in str(record.exc_info[1])
 
 
-async def test_a_failed_watcher_is_reported_and_restarted(env: Env, tmp_path: Path) -> None:
-    from tui_eval.engine.live import WatchFailed
+async def test_a_vanished_watched_folder_is_reported_and_watched_again(env: Env, tmp_path: Path) -> None:
+    # A folder that vanishes is no longer a watcher failure to retry (retry_after) or raise: the loop
+    # reports it (WatchFailed, saying how often it looks) and waits for it, with or without retry_after.
+    from tui_eval.engine.live import FOLDER_POLL_SECONDS, WatchFailed
 
     gone = tmp_path / "gone"
     root = gone / "ws"
@@ -372,7 +374,8 @@ async def test_a_failed_watcher_is_reported_and_restarted(env: Env, tmp_path: Pa
             if env.of(WatchFailed):
                 break
             await asyncio.sleep(0.02)
-        assert env.of(WatchFailed) and env.of(WatchFailed)[0].retry_after == 0.05
+        [failed] = env.of(WatchFailed)
+        assert failed.retry_after == FOLDER_POLL_SECONDS and str(root) in failed.message
         assert not watcher.done()  # still trying
         root.mkdir(parents=True)
         await asyncio.wait_for(ready.wait(), 5)  # back up once the folder is there again
@@ -381,12 +384,74 @@ async def test_a_failed_watcher_is_reported_and_restarted(env: Env, tmp_path: Pa
         await asyncio.wait_for(watcher, 5)
 
 
-async def test_without_retry_a_failed_watcher_raises(tmp_path: Path) -> None:
+async def test_without_retry_a_vanished_folder_is_waited_for_not_raised(env: Env, tmp_path: Path) -> None:
+    from tui_eval.engine.live import WatchFailed
+
     root = tmp_path / "gone" / "ws"
     root.mkdir(parents=True)
-    live = LiveSession(root)
+    live = LiveSession(root, on_event=env.events.append, debounce=0.05)
     await live.start(run=False)
     root.rmdir()
     root.parent.rmdir()
-    with pytest.raises(FileNotFoundError):
-        await asyncio.wait_for(live.watch(), 5)
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(live.watch(ready=ready))
+    try:
+        for _ in range(100):
+            if env.of(WatchFailed):
+                break
+            await asyncio.sleep(0.02)
+        assert env.of(WatchFailed) and not watcher.done()
+        root.mkdir(parents=True)
+        await asyncio.wait_for(ready.wait(), 5)
+        assert not watcher.done()
+    finally:
+        live.stop()
+        await asyncio.wait_for(watcher, 5)  # stops cleanly: nothing was raised
+
+
+async def test_a_watched_folder_deleted_and_recreated_is_watched_again(env: Env) -> None:
+    # inotify keeps watching the deleted folder's inode: without noticing, saves in the new folder of
+    # the same name would never be seen.
+    from tui_eval.engine.live import WatchFailed
+
+    live = env.session(debounce=0.05)
+    await live.start()
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(live.watch(ready=ready))
+    saved = {p: p.read_bytes() for p in env.root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    try:
+        await asyncio.wait_for(ready.wait(), 5)
+        import shutil
+
+        shutil.rmtree(env.root)
+        for _ in range(100):
+            if env.of(WatchFailed):
+                break
+            await asyncio.sleep(0.02)
+        assert env.of(WatchFailed)
+        env.events.clear()
+        staging = env.root.with_name("staging")  # the new folder appears whole, as a checkout or restore makes it
+        for path, data in saved.items():
+            copy = staging / path.relative_to(env.root)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(data)
+        staging.rename(env.root)
+        # everything below is re-read once the folder is back: its cases are there and run again
+        for _ in range(200):
+            if env.of(LiveRunFinished):
+                break
+            await asyncio.sleep(0.02)
+        assert sorted(k.eval_id for k in env.of(LiveRunFinished)[-1].keys) == ["a", "b", "c"]
+        # and a save in the new folder is picked up
+        env.events.clear()
+        env.cases[2]["conversation"][0]["final_response"]["parts"][0]["text"] = "cherry is blue"
+        env.write_eval()
+        for _ in range(200):
+            if env.of(LiveRunFinished):
+                break
+            await asyncio.sleep(0.02)
+        [done] = env.of(LiveRunFinished)
+        assert done.keys == (env.key("c"),) and status(live, env, "c") == EvalStatus.FAILED
+    finally:
+        live.stop()
+        await asyncio.wait_for(watcher, 5)

@@ -9,7 +9,8 @@ Without a judge (no credentials) only the starting prompt is sent: that turn nee
 real first reply is kept and shown, and the conversation stops there instead of being invented. The
 case's metrics then say why they could not run ("no judge credentials"), so it is NOT_EVALUATED, never
 PASSED. A simulator call that fails (judge error after retries, empty reply) fails the case's inference
-with the reason, as ADK's simulator raising does.
+with the reason (SimulatorError): the case is NOT_EVALUATED, since the agent was never given the chance
+to fail, and never PASSED.
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ from ..schema.model import Content, EvalCase, Invocation
 from ..judge.conversation import DEFAULT_STOP_SIGNAL, invocation_author, persona_text, resolve_persona, transcript
 from .base import AgentError, AgentSession
 
-__all__ = ["DEFAULT_STOP_SIGNAL", "invocation_author", "persona_text", "resolve_persona", "transcript"]
+__all__ = ["DEFAULT_STOP_SIGNAL", "SimulatorError", "invocation_author", "persona_text", "resolve_persona", "transcript"]
 SIMULATOR_METRIC = "per_turn_user_simulator_quality_v1"
+
+
+class SimulatorError(AgentError):
+    """The user simulator could not write the next user message (judge outage, empty reply): the case
+    cannot be evaluated, and the agent is not to blame."""
 
 
 class SimulatorJudge(Protocol):
@@ -119,12 +125,12 @@ async def next_user_message(
             sample=0,
         )
     except JudgeError as exc:
-        raise AgentError(f"user simulator failed at turn {len(history) + 1}: {exc.reason}") from None
+        raise SimulatorError(f"user simulator failed at turn {len(history) + 1}: {exc.reason}") from None
     text = (reply.text or "").strip()
     if stop_signal.lower() in text.lower():
         return None
     if not text:
-        raise AgentError(f"user simulator returned an empty message at turn {len(history) + 1}")
+        raise SimulatorError(f"user simulator returned an empty message at turn {len(history) + 1}")
     return text
 
 

@@ -1,4 +1,4 @@
-"""`tui-eval ces import|export|pull|run|push`: CES evaluations as ADK eval sets, and the CES app behind them.
+"""`tui-eval ces import|export|pull|run|push|show`: CES evaluations as ADK eval sets, and the CES app behind them.
 
 Exit codes: 0 done (run: every evaluation passed), 1 run with failures or a push with etag conflicts,
 2 bad arguments, unreadable input, or CES unreachable / refusing. Errors print one line each, no traceback.
@@ -56,6 +56,10 @@ def add_ces_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     run.add_argument("--poll-interval", type=float, default=2.0, help="seconds between progress checks (default 2)")
     run.add_argument("--timeout", type=float, default=3600.0, help="give up following after this many seconds")
     _add_endpoint(run)
+
+    show = sub.add_parser("show", help="print the CES result a pulled case keeps (lastCompletedResult)")
+    show.add_argument("target", metavar="EVALSET[:ID,...]", help="a pulled eval set, optionally some case ids")
+    show.add_argument("--history", action="store_true", help="also list the last ten results")
 
     push = sub.add_parser("push", help="send edited CES cases back with update_evaluation (etag-checked)")
     push.add_argument("eval_set", metavar="EVALSET")
@@ -269,6 +273,42 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    from ..engine.plan import PlanError, split_target
+    from .mapping import MappingError, case_to_evaluation
+    from .show import evaluation_lines
+
+    try:
+        file, ids = split_target(args.target)
+    except PlanError as exc:
+        raise _Usage(str(exc)) from None
+    path = Path(file)
+    eval_set = _read_eval_set(path)
+    cases = eval_set.get("eval_cases") or []
+    if ids is not None:
+        known = {str(c.get("eval_id")) for c in cases}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise _Usage(f"{path}: no eval case with id {', '.join(repr(m) for m in missing)}")
+        cases = [c for c in cases if str(c.get("eval_id")) in ids]
+    shown = 0
+    for i, case in enumerate(cases):
+        if "ces" not in case:
+            if ids is not None:
+                raise _Usage(f"{path}: case {case.get('eval_id')!r} did not come from CES (no 'ces' key)")
+            continue
+        try:
+            evaluation = case_to_evaluation(case, f"$.eval_cases[{i}]")
+        except MappingError as exc:
+            raise _Usage(f"{path} at {exc.json_path}: {exc.message}") from None
+        for line in evaluation_lines(str(case.get("eval_id")), evaluation, history=args.history):
+            print(line, file=out)
+        shown += 1
+    if not shown:
+        raise _Usage(f"{path}: no case came from CES (import or pull one first)")
+    return EXIT_OK
+
+
 def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Dispatch `tui-eval ces ...`; errors are one line each on `err`."""
     try:
@@ -280,6 +320,8 @@ def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return cmd_pull(args, out)
         if args.ces_command == "run":
             return cmd_run(args, out, err)
+        if args.ces_command == "show":
+            return cmd_show(args, out)
         return cmd_push(args, out, err)
     except _Usage as exc:
         print(f"error: {_safe(exc)}", file=err)

@@ -37,6 +37,15 @@ class RunStarted:
 
 
 @dataclass(slots=True)
+class RunNotice:
+    """Said once before any case runs: something the whole run will lack (e.g. judge metrics that
+    cannot run without credentials). `metrics` names what is affected."""
+
+    message: str
+    metrics: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
 class CaseStarted:
     key: CaseKey
 
@@ -95,7 +104,7 @@ class Log:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-Event = RunStarted | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | RunFinished | RunError | Log
+Event = RunStarted | RunNotice | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | RunFinished | RunError | Log
 
 
 _E = TypeVar("_E")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +35,12 @@ from ..schema.model import EvalCase, Invocation
 from ..schema.results import CaseResult
 from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
 from .runner import Run, RunOptions, RunRecord
-from .workspace import SKIP_DIRS, FileChange, Workspace
+from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
 
 DEFAULT_DEBOUNCE = 0.15
+# How often a vanished watched folder is looked for (and how often a live one is checked for having
+# been replaced: inotify keeps watching the deleted inode, so a recreated folder is otherwise unseen).
+FOLDER_POLL_SECONDS = 0.25
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +122,27 @@ class BrokenAgent(Agent):
         raise AgentError(self.error)
 
 
+def _folder_ids(paths: list[Path]) -> tuple[tuple[int, int] | None, ...]:
+    """(device, inode) of each folder, None where none is: a deleted and re-made folder has a new inode."""
+    out: list[tuple[int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None)
+    return tuple(out)
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    """Sleep, but wake up at once on `stop()`."""
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except (TimeoutError, asyncio.TimeoutError):
+        pass
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -159,7 +185,7 @@ class LiveSession:
         self.rerun = rerun
         self.rerun_on_agent_change = rerun_on_agent_change
         self.debounce = debounce
-        self.only_files = {Path(p).resolve() for p in only_files} if only_files is not None else None
+        self.only_files = {resolve_path(p) for p in only_files} if only_files is not None else None
         #: The latest result of every case (a re-run replaces only the cases it ran).
         self.results: dict[CaseKey, CaseResult] = {}
         self.runs: list[Run] = []
@@ -171,6 +197,7 @@ class LiveSession:
         self._lock = asyncio.Lock()
         self._stop: asyncio.Event | None = None
         self._closed = False
+        self._root_is_file = self.workspace.root.is_file() or self.workspace.root.name.endswith(EVAL_FILE_SUFFIXES)
 
     # ---- events ----------------------------------------------------------------------------
 
@@ -216,7 +243,7 @@ class LiveSession:
     # ---- the initial scan and explicit runs --------------------------------------------------
 
     def _wanted(self, path: Path) -> bool:
-        return self.only_files is None or Path(path).resolve() in self.only_files
+        return self.only_files is None or resolve_path(path) in self.only_files
 
     async def start(self, *, run: bool = True) -> list[RunRecord]:
         """Load everything below the root; then (by default) run every case."""
@@ -377,7 +404,7 @@ class LiveSession:
         """React to one batch of changed (or deleted) files: reload them, then (with `rerun`) re-run and
         re-score what they affect. Never raises for a bad file or a broken agent: those are reported as events."""
         batch = _Batch()
-        resolved = list(dict.fromkeys(Path(p).resolve() for p in paths))
+        resolved = list(dict.fromkeys(resolve_path(p) for p in paths))
         if any(p.name in ("agent.py", "__init__.py") and p.parent not in self.workspace.agent_dirs
                for p in resolved):
             self.workspace.discover()  # a new agent folder appeared
@@ -412,11 +439,12 @@ class LiveSession:
     def watch_paths(self) -> list[Path]:
         """The folders to watch: the root, plus an explicit agent or replay file outside it."""
         root = self.workspace.root
-        paths = [root if root.is_dir() else root.parent]
+        # Decided once: a root folder that vanishes for a while must not turn into its parent.
+        paths = [root.parent if self._root_is_file else root]
         extra: list[Path] = []
         if self.agent_ref is not None:
             ref = self.agent_ref.removeprefix("replay:")
-            extra.append(Path(ref).resolve())
+            extra.append(resolve_path(ref))
         if self.workspace.config_override is not None:
             extra.append(self.workspace.config_override)
         for path in extra:
@@ -442,7 +470,7 @@ class LiveSession:
             break
         if name.endswith(EVAL_FILE_SUFFIXES) or name == CONFIG_FILE_NAME or name.endswith(".py"):
             return True
-        resolved = p.resolve()
+        resolved = resolve_path(p)
         return resolved in self._sources or resolved == self.workspace.config_override
 
     def stop(self) -> None:
@@ -452,47 +480,106 @@ class LiveSession:
     async def watch(self, *, ready: asyncio.Event | None = None, retry_after: float | None = None) -> None:
         """Watch until `stop()`: each burst of saves becomes one `handle_changes` call once the files
         have been quiet for `debounce` seconds (editors save in several steps). `ready` is set once the
-        watcher is up. If the watcher itself fails (a watched folder vanished), with `retry_after` it
-        is reported (WatchFailed) and restarted after that many seconds; without, the error is raised."""
+        watcher is up.
+
+        A watched folder that is deleted (or deleted and made again) is not a failure: it is reported
+        (WatchFailed) and looked for every FOLDER_POLL_SECONDS; once it is back the watcher restarts on
+        it and everything below is re-read, so what changed meanwhile runs. If the watcher itself fails
+        otherwise, with `retry_after` it is reported (WatchFailed) and restarted after that many seconds;
+        without, the error is raised."""
         stop = self._stop = asyncio.Event()
         if self._closed:
             return
+        rescan = False
+        reported: tuple[Path, ...] = ()
         while not stop.is_set():
+            paths = self.watch_paths()
+            ids = _folder_ids(paths)
+            present = [p for p, i in zip(paths, ids) if i is not None]
+            missing = tuple(p for p, i in zip(paths, ids) if i is None)
+            if missing != reported:
+                if missing:
+                    names = ", ".join(str(p) for p in missing)
+                    log.warning("watched folder gone: %s", names)
+                    self.emit(WatchFailed(f"{names} is gone; waiting for it to come back", FOLDER_POLL_SECONDS))
+                else:
+                    self.emit(Log(f"watching {', '.join(str(p) for p in paths)} again", "info"))
+                reported = missing
+            if not present:
+                await self._wait_for_change(stop, paths, ids)
+                rescan = True
+                continue
             try:
-                await self._watch_until_stopped(stop, ready)
+                moved = await self._watch_until_stopped(stop, ready, present, lambda: _folder_ids(paths) != ids,
+                                                        rescan)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if _folder_ids(paths) != ids:  # the watcher died with its folder: wait for the folder
+                    log.info("the file watcher ended with its folder: %s", exc)
+                    rescan = True
+                    continue
                 if retry_after is None:
                     raise
                 log.exception("the file watcher failed; restarting it in %.1f s", retry_after)
                 self.emit(WatchFailed(f"{type(exc).__name__}: {exc}", retry_after))
-                try:
-                    await asyncio.wait_for(stop.wait(), retry_after)
-                except (TimeoutError, asyncio.TimeoutError):
-                    pass
+                await _wait(stop, retry_after)
+                rescan = True
+                continue
+            rescan = moved
+            if not moved and not stop.is_set():
+                # awatch ended on its own (some platforms end it when its folder goes): look again soon.
+                await _wait(stop, FOLDER_POLL_SECONDS)
+                rescan = True
 
-    async def _watch_until_stopped(self, stop: asyncio.Event, ready: asyncio.Event | None) -> None:
+    async def _wait_for_change(self, stop: asyncio.Event, paths: list[Path],
+                               ids: tuple[tuple[int, int] | None, ...]) -> None:
+        """Wait (until `stop()`) for any watched folder to come back or be replaced."""
+        while not stop.is_set() and _folder_ids(paths) == ids:
+            await _wait(stop, FOLDER_POLL_SECONDS)
+
+    def _rescan_paths(self) -> set[Path]:
+        """Every file to re-read after watching was interrupted: what is there now, and what was. The
+        loaded agents' sources are in it too: while no watcher ran they may have changed (a checkout of
+        another branch), so they reload (or, with re-runs on agent edits off, are marked stale)."""
+        # An agent that could not load while its folder was gone gets another try on its next run.
+        self._stale_agents |= {ref for ref, agent in self._agents.items() if isinstance(agent, BrokenAgent)}
+        found = set(self.workspace.discover())
+        return found | set(self.workspace.eval_files) | set(self.workspace.configs) | set(self._sources)
+
+    async def _watch_until_stopped(self, stop: asyncio.Event, ready: asyncio.Event | None, paths: list[Path],
+                                   moved: Callable[[], bool], rescan: bool) -> bool:
+        """Run one watcher on `paths` until `stop()` (returns False) or until `moved()` says a watched
+        folder vanished or was replaced (returns True). With `rescan`, re-reads every file once the
+        watcher is up, so nothing saved while no watcher ran is missed."""
         from watchfiles import awatch
 
         queue: asyncio.Queue[set[Path]] = asyncio.Queue()
+        folder_moved = False
 
         async def read() -> None:
+            nonlocal folder_moved
             async for changes in awatch(
-                *self.watch_paths(),
+                *paths,
                 watch_filter=lambda _change, path: self.relevant(path),
                 stop_event=stop,
                 step=20,
-                rust_timeout=200,
+                rust_timeout=int(FOLDER_POLL_SECONDS * 1000),
                 yield_on_timeout=True,
             ):
                 if changes:
                     queue.put_nowait({Path(p) for _, p in changes})
                 elif ready is not None and not ready.is_set():
                     ready.set()  # the watcher is up and has seen no change yet
+                if moved():  # one stat per folder per tick: inotify never reports its folder's return
+                    folder_moved = True
+                    return
 
         reader = asyncio.create_task(read())
         stopper = asyncio.create_task(stop.wait())
+        if rescan:
+            # Queued now, handled after the debounce: by then the reader has set the watcher up.
+            queue.put_nowait(self._rescan_paths())
         try:
             while not stop.is_set():
                 getter = asyncio.create_task(queue.get())
@@ -519,6 +606,7 @@ class LiveSession:
             stopper.cancel()
             reader.cancel()
             await asyncio.gather(reader, stopper, return_exceptions=True)
+        return folder_moved
 
     async def aclose(self) -> None:
         self._closed = True

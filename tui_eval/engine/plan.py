@@ -10,8 +10,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..metrics.ces import with_ces_metrics
 from ..schema.config import EvalConfig, config_for
-from ..schema.criteria import CATALOG
+from ..schema.criteria import METRIC_NAMES
 from ..schema.errors import LoadError, did_you_mean
 from ..schema.load import EVAL_FILE_SUFFIXES, load_eval_set
 from ..schema.model import EvalCase, EvalSet
@@ -156,12 +157,9 @@ def plan_run(
             errors.append(str(exc))
             continue
         if file_config.unknown_metrics:
-            choices = list(CATALOG) + list(file_config.custom_metrics)
+            choices = [*METRIC_NAMES, *file_config.custom_metrics]
             named = ", ".join(f"{m}{did_you_mean(m, choices)}" for m in file_config.unknown_metrics)
-            errors.append(
-                f"{file_config.source}: unknown metric(s) {named}"
-                " (neither built in nor in custom_metrics: a misspelt criterion would never run)"
-            )
+            errors.append(f"{file_config.source}: unknown metric(s) {named} (a misspelt criterion would never run)")
             continue
         if ids is not None:
             known = {c.eval_id for c in eval_set.eval_cases}
@@ -169,7 +167,8 @@ def plan_run(
             if missing:
                 errors.append(f"{file}: no eval case with id {', '.join(repr(m) for m in missing)}")
                 continue
-        targets.append(EvalTarget(path, eval_set, file_config, ids))
+        # Cases imported from CES are also scored the way CES scores them.
+        targets.append(EvalTarget(path, eval_set, with_ces_metrics(file_config, eval_set), ids))
     if errors:
         raise PlanError("\n".join(dict.fromkeys(errors)))
     if not targets:

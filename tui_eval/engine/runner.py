@@ -39,6 +39,7 @@ from .events import (
     MetricProgress,
     RunError,
     RunFinished,
+    RunNotice,
     RunStarted,
     deliver,
 )
@@ -59,6 +60,10 @@ class RunOptions:
     judge_base_url: str | None = None
     judge_cache: bool = True
     save: bool = True
+    # Seconds one judge call may take (None: the judge service's default).
+    judge_timeout: float | None = None
+    # A case with any metric not evaluated fails (ADK's rule, the default, lets it pass).
+    strict: bool = False
 
 
 @dataclass(slots=True, repr=False)
@@ -79,6 +84,8 @@ class RunRecord:
     # Why results could not be saved as eval history (the CLI exits 2 when there is any).
     save_errors: list[str] = field(default_factory=list)
     judge_stats: dict[str, Any] = field(default_factory=dict)
+    # all | failures | selection | cancelled: what part of the eval sets this run covered.
+    coverage: str = "all"
 
     def counts(self) -> dict[EvalStatus, int]:
         out = {s: 0 for s in EvalStatus}
@@ -237,13 +244,39 @@ def make_judge(options: RunOptions) -> Any:
         if exc.name and exc.name.startswith("tui_eval.judge"):
             return None
         raise
-    return create_judge_service(
-        JudgeOptions(
-            concurrency=options.judge_concurrency,
-            base_url=options.judge_base_url,
-            use_cache=options.judge_cache,
-        )
+    judge_options = JudgeOptions(
+        concurrency=options.judge_concurrency,
+        base_url=options.judge_base_url,
+        use_cache=options.judge_cache,
     )
+    if options.judge_timeout is not None:
+        judge_options.timeout = options.judge_timeout
+    return create_judge_service(judge_options)
+
+
+def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
+    """The one notice a run gives when its configured judge metrics cannot run at all."""
+    if judge is not None and getattr(judge, "available", False):
+        return None
+    names: list[str] = []
+    for target in plan.targets:
+        for name in target.config.criteria:
+            spec = spec_for(name, target.config)
+            if spec is not None and spec.needs_judge and name not in names:
+                names.append(name)
+    if not names:
+        return None
+    reason = getattr(judge, "unavailable_reason", None) or "no judge credentials"
+    plural = "metric" if len(names) == 1 else "metrics"
+    return RunNotice(f"{len(names)} {plural} will not be evaluated: {reason}", tuple(names))
+
+
+def plan_coverage(plan: RunPlan) -> str:
+    """`selection` when some eval set runs only some of its cases, else `all`."""
+    for target in plan.targets:
+        if len(target.cases) < len(target.eval_set.eval_cases):
+            return "selection"
+    return "all"
 
 
 class Run:
@@ -261,6 +294,7 @@ class Run:
         inferences: dict[CaseKey, list[Invocation]] | None = None,
         store: Any = None,
         run_id: str | None = None,
+        coverage: str | None = None,
     ) -> None:
         self.plan = plan
         self.agent = agent
@@ -273,8 +307,11 @@ class Run:
         self.store = store
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.record = RunRecord(self.run_id, started=time.time())
+        # The caller knows a failures-only re-run; a subset of cases is a selection otherwise.
+        self.record.coverage = coverage or plan_coverage(plan)
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
+        self._simulator_failed: set[CaseKey] = set()
         self._owns_judge = False
         self._last_yield = time.perf_counter()
 
@@ -313,6 +350,9 @@ class Run:
                 tuple(str(t.eval_file) for t in plan.targets),
             )
         )
+        notice = judge_notice(plan, self.judge)
+        if notice is not None:
+            self.emit(notice)
         slots: list[tuple[EvalTarget, list[CaseResult | None], int]] = []
         jobs: list[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]] = []
         for rep in range(plan.num_runs):
@@ -331,6 +371,8 @@ class Run:
                 task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.record.cancelled = self._cancelled or any(t.cancelled() for t in self._tasks)
+        if self.record.cancelled:
+            self.record.coverage = "cancelled"
         created = time.time()
         for target, results, rep in slots:
             finished = [r for r in results if r is not None]
@@ -447,6 +489,10 @@ class Run:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            from ..agents.simulator import SimulatorError
+
+            if isinstance(exc, SimulatorError):
+                self._simulator_failed.add(key)  # not the agent's failure: the case is not evaluated
             return actual, _error_text(exc), session_id
         finally:
             try:
@@ -462,8 +508,10 @@ class Run:
         actual, error, session_id = await self._infer(target, case, key, progress)
         if error is not None:
             reason = error.split("\n", 1)[0]
+            simulator_failed = key in self._simulator_failed
+            why = reason if simulator_failed else f"the agent failed: {reason}"
             metrics = [
-                MetricResult.not_evaluated(n, c.threshold, f"the agent failed: {reason}", c.to_dict())
+                MetricResult.not_evaluated(n, c.threshold, why, c.to_dict())
                 for n, c in target.config.criteria.items()
             ]
             # Complete the bars by what this case added to them: its expected turns, or for a
@@ -473,11 +521,19 @@ class Run:
                 for i in range(planned):
                     progress.tick(key, name, i, EvalStatus.NOT_EVALUATED)
             status = EvalStatus.FAILED
+            if simulator_failed:
+                # A user-simulator outage says nothing about the agent: NOT_EVALUATED (FAILED if --strict).
+                self._simulator_failed.discard(key)
+                status = EvalStatus.FAILED if self.options.strict else EvalStatus.NOT_EVALUATED
+                error = None
         else:
             metrics = await score_case(
                 target.config, case, actual, judge=self.judge, key=key, progress=progress
             )
             status = combine_statuses([m.status for m in metrics])
+            if self.options.strict and status != EvalStatus.FAILED and (
+                    status == EvalStatus.NOT_EVALUATED or any(m.status == EvalStatus.NOT_EVALUATED for m in metrics)):
+                status = EvalStatus.FAILED  # --strict: a metric that never ran counts as a failure
         user_id = case.session_input.user_id if case.session_input is not None else None
         result = CaseResult(
             eval_set_id=target.eval_set.eval_set_id,

@@ -122,7 +122,9 @@ class ResultStore:
             eval_file = Path(result.eval_set_file)
             directory = self.history_dir(agent, eval_file)
             app = check_segment(app_name_for(agent, eval_file), "app name")
-            check_segment(result.eval_set_id, "eval_set_id")
+            # Checked here, not before the run: an id any file name refuses runs fine (--no-save), and
+            # only its history cannot be written; the message names the id and its file.
+            check_segment(result.eval_set_id, f"{result.eval_set_file}: eval_set_id")
             # The runner names results `<eval_set_id>_<time>[_runN]`; ADK prefixes the app name.
             name = f"{app}_{result.eval_set_result_id}"
             adk_path = directory / (name + ADK_SUFFIX)
@@ -144,6 +146,8 @@ class ResultStore:
                 "eval_set_id": result.eval_set_id,
                 "creation_timestamp": result.creation_timestamp,
                 "cancelled": record.cancelled,
+                "coverage": "cancelled" if record.cancelled else record.coverage,
+                "duration": max(0.0, record.finished - record.started),
                 "criteria": {k: c.to_dict() for k, c in config.criteria.items()} if config else {},
                 "config_source": config.source if config else None,
                 "counts": {s.name: n for s, n in result.counts().items()},
@@ -165,6 +169,14 @@ class HistoryEntry:
     creation_timestamp: float
     counts: dict[str, int]
     cancelled: bool
+    # all | failures | selection | cancelled (records older than this field say "all").
+    coverage: str = "all"
+    duration: float = 0.0
+
+    @property
+    def partial(self) -> bool:
+        """A run that did not cover every case: its counts are not the eval set's state."""
+        return self.coverage != "all"
 
 
 def list_history(directory: Path) -> list[HistoryEntry]:
@@ -186,6 +198,8 @@ def list_history(directory: Path) -> list[HistoryEntry]:
                     creation_timestamp=float(data.get("creation_timestamp", 0.0)),
                     counts=dict(data.get("counts", {})),
                     cancelled=bool(data.get("cancelled", False)),
+                    coverage=str(data.get("coverage") or ("cancelled" if data.get("cancelled") else "all")),
+                    duration=float(data.get("duration") or 0.0),
                 )
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -253,6 +267,10 @@ class CaseChange:
 
     @property
     def kind(self) -> str:
+        # A case in only one of the two runs (a selection, failures only, cancelled, added or removed)
+        # was not run in the other: nothing can be said of how it moved, least of all a regression.
+        if self.before is None or self.after is None:
+            return NOT_RUN
         if self.before == self.after:
             return "unchanged"
         if self.after == EvalStatus.FAILED or (
@@ -261,14 +279,11 @@ class CaseChange:
             return "regression"
         if self.after == EvalStatus.PASSED:
             return "fixed"
-        if self.before is None:
-            return "new"
-        if self.after is None:
-            return "removed"
         return "changed"
 
 
-_ORDER = {"regression": 0, "fixed": 1, "changed": 2, "new": 3, "removed": 4, "unchanged": 5}
+NOT_RUN = "not run"
+_ORDER = {"regression": 0, "fixed": 1, "changed": 2, NOT_RUN: 3, "unchanged": 4}
 
 
 def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseChange]:

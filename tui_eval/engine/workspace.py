@@ -7,22 +7,36 @@ was good and turns bad (a half-saved edit) keeps its last good version, marked s
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
+from ..metrics.ces import with_ces_metrics
 from ..schema.config import CONFIG_FILE_NAME, EvalConfig, default_config, load_eval_config
 from ..schema.errors import LoadError
-from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set
+from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set, read_regular_file
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
 from .plan import EvalTarget, RunPlan
 
+log = logging.getLogger(__name__)
+
 # Folders never searched: VCS, caches, virtualenvs, our own history.
 SKIP_DIRS = {".git", ".hg", ".svn", ".adk", ".tui-eval", "__pycache__", "node_modules", ".venv", "venv",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", "site-packages", "build", "dist"}
+
+
+def resolve_path(path: str | Path) -> Path:
+    """`Path.resolve()` that survives a symlink loop (Python 3.11 raises RuntimeError for one): the
+    absolute path as given, so the file can still be named in an error."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError) as exc:
+        log.debug("cannot resolve %s: %s", path, exc)
+        return Path(os.path.abspath(path))
 
 
 def case_digest(case: EvalCase) -> str:
@@ -75,6 +89,18 @@ class FileChange:
     agent_dir: Path | None = None
 
 
+def _present(path: Path) -> bool:
+    """Whether something is at this path. A symlink loop (or an unreadable entry) counts: loading it
+    reports what is wrong, where `Path.exists()` would call it deleted. A dangling link does not."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _is_agent_dir(path: Path) -> bool:
     return (path / "agent.py").is_file() or (
         (path / "__init__.py").is_file() and "agent" in (path / "__init__.py").read_text(errors="replace")
@@ -85,9 +111,9 @@ class Workspace:
     """Everything tui-eval knows about a folder. Not thread-safe: one owner mutates it."""
 
     def __init__(self, root: Path, *, agent_ref: str | None = None, config_override: str | Path | None = None) -> None:
-        self.root = Path(root).resolve()
+        self.root = resolve_path(root)
         self.agent_ref = agent_ref
-        self.config_override = Path(config_override).resolve() if config_override else None
+        self.config_override = resolve_path(config_override) if config_override else None
         self.eval_files: dict[Path, EvalFileState] = {}
         self.configs: dict[Path, ConfigState] = {}
         self.agent_dirs: set[Path] = set()
@@ -95,12 +121,16 @@ class Workspace:
     # ---- discovery -----------------------------------------------------------------------
 
     def discover(self) -> list[Path]:
-        """Find eval files, configs and agent folders below the root (not loading eval files)."""
+        """Find eval files, configs and agent folders below the root (not loading eval files).
+
+        Folder symlinks are not followed (os.walk's default, kept on purpose): a link loop cannot make
+        the walk endless, and a link to a large tree outside the project ($HOME, /) is not searched. A
+        symlinked *file* is found like any other; if it is a loop, loading it reports the loop."""
         found: list[Path] = []
         if self.root.is_file():
             found.append(self.root)
         else:
-            for dirpath, dirnames, filenames in os.walk(self.root):
+            for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
                 here = Path(dirpath)
                 if "agent.py" in filenames or ("__init__.py" in filenames and _is_agent_dir(here)):
@@ -133,7 +163,7 @@ class Workspace:
 
     def agent_dir_of(self, path: Path) -> Path | None:
         """The agent folder a source file belongs to (the nearest one above it)."""
-        path = Path(path).resolve()
+        path = resolve_path(path)
         for parent in path.parents:
             if parent in self.agent_dirs:
                 return parent
@@ -143,7 +173,7 @@ class Workspace:
 
     def reload(self, path: Path) -> FileChange:
         """Re-read one file after a change (or its deletion) and say what changed."""
-        path = Path(path).resolve()
+        path = resolve_path(path)
         kind = self.classify(path)
         if kind == "eval":
             return self._reload_eval(path)
@@ -155,14 +185,15 @@ class Workspace:
 
     def _reload_eval(self, path: Path) -> FileChange:
         state = self.eval_files.get(path)
-        if not path.exists():
+        if not _present(path):
             removed = [c.eval_id for c in state.eval_set.eval_cases] if state and state.eval_set else []
             self.eval_files.pop(path, None)
             return FileChange(path, "eval", removed_cases=removed)
         if state is None:
             state = self.eval_files[path] = EvalFileState(path)
         try:
-            raw = path.read_bytes()
+            # Never a plain open: a FIFO named *.evalset.json would block the loop forever.
+            raw = read_regular_file(path)
             state.mtime_ns = path.stat().st_mtime_ns
             new, legacy = parse_eval_set(raw, path)
         except LoadError as exc:
@@ -188,12 +219,13 @@ class Workspace:
 
     def _reload_config(self, path: Path) -> FileChange:
         state = self.configs.get(path)
-        if not path.exists():
+        if not _present(path):
             self.configs.pop(path, None)
             return FileChange(path, "config", criteria_changed=True)
         if state is None:
             state = self.configs[path] = ConfigState(path)
         try:
+            read_regular_file(path)  # a FIFO or a link loop is an error here, not a blocked read below
             new = load_eval_config(path)
         except LoadError as exc:
             state.error = exc
@@ -211,7 +243,7 @@ class Workspace:
     def config_state_for(self, eval_file: Path) -> ConfigState | None:
         if self.config_override is not None:
             return self.configs.get(self.config_override)
-        return self.configs.get(Path(eval_file).resolve().parent / CONFIG_FILE_NAME)
+        return self.configs.get(resolve_path(eval_file).parent / CONFIG_FILE_NAME)
 
     def config_for(self, eval_file: Path) -> EvalConfig:
         """The config an eval file runs with (last good version if the file is broken now)."""
@@ -223,7 +255,7 @@ class Workspace:
         return state.config
 
     def eval_files_of_config(self, config_path: Path) -> list[Path]:
-        config_path = Path(config_path).resolve()
+        config_path = resolve_path(config_path)
         if self.config_override is not None and config_path == self.config_override:
             return list(self.eval_files)
         return [p for p in self.eval_files if p.parent == config_path.parent]
@@ -232,7 +264,7 @@ class Workspace:
         """The agent an eval file runs with: the explicit one, else the agent folder it lives in."""
         if self.agent_ref is not None:
             return self.agent_ref
-        path = Path(eval_file).resolve()
+        path = resolve_path(eval_file)
         for parent in path.parents:
             if parent in self.agent_dirs:
                 return str(parent)
@@ -252,14 +284,15 @@ class Workspace:
 
     def target(self, eval_file: Path, case_ids: list[str] | None = None) -> EvalTarget:
         """A run target for an eval file (all cases, or the given ones that still exist)."""
-        path = Path(eval_file).resolve()
+        path = resolve_path(eval_file)
         state = self.eval_files.get(path)
         if state is None or state.eval_set is None:
             raise LoadError(str(path), "not a loaded eval file")
         if case_ids is not None:
             known = {c.eval_id for c in state.eval_set.eval_cases}
             case_ids = [i for i in case_ids if i in known]
-        return EvalTarget(path, state.eval_set, self.config_for(path), case_ids)
+        # Cases imported from CES are also scored the way CES scores them (as plan_run does).
+        return EvalTarget(path, state.eval_set, with_ces_metrics(self.config_for(path), state.eval_set), case_ids)
 
     def plan_for(self, keys: list[CaseKey] | None = None, files: list[Path] | None = None) -> RunPlan:
         """A plan over whole files, or over exactly the given cases (grouped by file, file order kept)."""
@@ -267,12 +300,12 @@ class Workspace:
         if keys is not None:
             by_file: dict[Path, list[str]] = {}
             for key in keys:
-                by_file.setdefault(Path(key.eval_file).resolve(), []).append(key.eval_id)
+                by_file.setdefault(resolve_path(key.eval_file), []).append(key.eval_id)
             for path, ids in by_file.items():
                 targets.append(self.target(path, ids))
         else:
             for path in files if files is not None else sorted(self.eval_files):
-                state = self.eval_files.get(Path(path).resolve())
+                state = self.eval_files.get(resolve_path(path))
                 if state is not None and state.eval_set is not None:
                     targets.append(self.target(path))
         return RunPlan([t for t in targets if t.cases])

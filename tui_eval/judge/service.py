@@ -293,6 +293,15 @@ class JudgeService:
     def cache(self) -> JudgeCache | None:
         return self._cache
 
+    def _endpoint(self) -> dict[str, str | None]:
+        """Where calls go: the base URL, and on Vertex the project and location."""
+        creds = self._credentials
+        if creds is None:
+            return {}
+        if creds.vertex:
+            return {"vertex": "1", "base_url": creds.base_url, "project": creds.project, "location": creds.location}
+        return {"base_url": creds.base_url}
+
     def _get_client(self) -> Any:
         if self._client is None:
             from google import genai
@@ -332,6 +341,9 @@ class JudgeService:
                     "config": _jsonable(config or {}),
                     "schema": _schema_json(schema) if schema is not None else None,
                     "sample": sample,
+                    # Two endpoints (a proxy, a tuned deployment, another Vertex project) may answer
+                    # differently: an answer is only reused from the same one.
+                    "endpoint": self._endpoint(),
                 }
             )
             started = time.perf_counter()

@@ -73,6 +73,12 @@ _MODULES: dict[str, str] = {
     "inference_call_count_v1": "tui_eval.metrics.efficiency",
     "token_usage_v1": "tui_eval.metrics.efficiency",
     "invocation_duration_v1": "tui_eval.metrics.efficiency",
+    "ces_tool_invocation": "tui_eval.metrics.ces",
+    "ces_parameter_correctness": "tui_eval.metrics.ces",
+    "ces_tool_ordered_invocation": "tui_eval.metrics.ces",
+    "ces_semantic_similarity": "tui_eval.metrics.ces",
+    "ces_hallucination": "tui_eval.metrics.ces",
+    "ces_latency": "tui_eval.metrics.ces",
 }
 
 

@@ -161,6 +161,57 @@ CATALOG: dict[str, MetricInfo] = _catalog(
     MetricInfo("invocation_duration_v1", BaseCriterion, _I),
 )
 
+
+
+def _ces_similarity_threshold(value: Any) -> Any:
+    # CES scores semantic similarity 0..4 and its success threshold is an integer on that scale.
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"threshold must be a number from 0 to 4, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"threshold must be a number from 0 to 4, got {value!r}") from None
+    if not 0.0 <= number <= 4.0:
+        raise ValueError(f"threshold {value!r} is outside CES's semantic similarity scale [0, 4]")
+    return number
+
+
+class CesToolInvocationCriterion(BaseCriterion):
+    """CES's overall tool invocation correctness threshold, and what an unexpected extra call does
+    (None: the evaluation's toolMatchingSettings, else CES's default FAIL)."""
+
+    extra_tool_call_behavior: Literal["FAIL", "ALLOW"] | None = None
+
+    @field_validator("extra_tool_call_behavior", mode="before")
+    @classmethod
+    def _behavior(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+class CesSemanticSimilarityCriterion(BaseCriterion):
+    """Threshold on CES's 0..4 scale (CES's default 3); one judge sample by default, as CES asks once."""
+
+    threshold: Annotated[float, BeforeValidator(_ces_similarity_threshold)]
+    judge_model_options: JudgeModelOptions = Field(default_factory=lambda: JudgeModelOptions(num_samples=1))
+
+
+class CesHallucinationCriterion(HallucinationsCriterion):
+    """hallucinations_v1's options; one judge sample by default, as CES asks once."""
+
+    judge_model_options: JudgeModelOptions = Field(default_factory=lambda: JudgeModelOptions(num_samples=1))
+
+
+# CES (Customer Engagement Suite) metrics: scored on eval cases imported from CES (they carry a `ces`
+# key); an eval set with such cases gets them added with CES's thresholds (tui_eval/metrics/ces.py).
+CATALOG.update(_catalog(
+    MetricInfo("ces_tool_invocation", CesToolInvocationCriterion, _D),
+    MetricInfo("ces_parameter_correctness", BaseCriterion, _D),
+    MetricInfo("ces_tool_ordered_invocation", BaseCriterion, _I),
+    MetricInfo("ces_semantic_similarity", CesSemanticSimilarityCriterion, _J),
+    MetricInfo("ces_hallucination", CesHallucinationCriterion, _J),
+    MetricInfo("ces_latency", BaseCriterion, _I),
+))
+
 METRIC_NAMES: tuple[str, ...] = tuple(CATALOG)
 
 # ADK appends these to every eval; they take no threshold (naming one in criteria is an error).

@@ -386,6 +386,55 @@ class JudgeCaseDetails(_Details):
     stop_signal_turn: StopSignalVerdict | None = None
 
 
+# --- CES (Customer Engagement Suite) view of a golden turn (tui_eval/metrics/ces.py) -----------------
+CesOutcome = Literal["PASS", "FAIL"]
+
+
+class CesToolCallResult(_Details):
+    """One expected tool call of a turn, as CES's ToolInvocationResult judges it."""
+
+    index: int  # among the turn's expected calls
+    tool: str | None
+    actual_index: int | None = None  # the actual call paired with it (same tool); None: never invoked
+    # Share of the expected arguments the actual call has with the same value; None: never invoked.
+    parameter_correctness_score: float | None = None
+    outcome: CesOutcome = "FAIL"  # PASS: invoked and parameter_correctness_score >= its threshold
+    arg_diffs: list[ArgDiff] = Field(default_factory=list)  # "missing" / "changed" expected arguments
+
+
+class CesToolDetails(_Details):
+    """ces_tool_invocation / ces_parameter_correctness / ces_tool_ordered_invocation on one turn."""
+
+    kind: Literal["ces_tools"] = "ces_tools"
+    tool_invocation_score: float  # share of expected calls invoked (1.0 when none was expected)
+    tool_ordered_invocation_score: float  # share invoked in the expected order (longest common subsequence)
+    parameter_correctness_threshold: float
+    extra_tool_call_behavior: Literal["FAIL", "ALLOW"]
+    tools: list[CesToolCallResult] = Field(default_factory=list)
+    extra_calls: list[int] = Field(default_factory=list)  # actual calls paired with no expected call
+    extra_call_names: list[str | None] = Field(default_factory=list)
+
+
+class CesSemanticSimilarityDetails(JudgeDetails):
+    """ces_semantic_similarity on one turn: the judge's 0-4 score (median of the samples) and CES's label."""
+
+    kind: Literal["ces_semantic_similarity"] = "ces_semantic_similarity"
+    score: int | None = None
+    label: str | None = None
+    scores: list[int] = Field(default_factory=list)  # per usable sample
+
+
+class CesToolLatency(_Details):
+    name: str
+    seconds: float
+
+
+class CesLatencyDetails(_Details):
+    """ces_latency on one turn: the turn's wall time and each tool call's execution time."""
+
+    kind: Literal["ces_latency"] = "ces_latency"
+    turn_seconds: float | None = None
+    tools: list[CesToolLatency] = Field(default_factory=list)
 
 
 # --- efficiency (informational) -----------------------------------------------------------------------
@@ -445,6 +494,9 @@ MetricDetails = Annotated[
         HallucinationDetails,
         SimulatorTurnDetails,
         JudgeCaseDetails,
+        CesToolDetails,
+        CesSemanticSimilarityDetails,
+        CesLatencyDetails,
         TokenUsageDetails,
         DurationDetails,
     ],

@@ -8,7 +8,10 @@ each with its JSON path; top-level keys ADK ignores load with a warning.
 from __future__ import annotations
 
 import difflib
+import errno
 import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -156,14 +159,49 @@ def parse_eval_set(raw: bytes, path: str | Path) -> tuple[EvalSet, bool]:
     return eval_set, False
 
 
+def _not_regular(mode: int) -> str:
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a folder" if stat.S_ISDIR(mode) else "not a plain file")
+    return f"cannot read file: it is {kind}, not a regular file"
+
+
+def _cannot_read(path: Path, exc: OSError) -> LoadError:
+    if exc.errno == errno.ELOOP:
+        return LoadError(str(path), "cannot read file: symlink loop")
+    return LoadError(str(path), f"cannot read file: {exc.strerror or exc}")
+
+
+def read_regular_file(path: str | Path) -> bytes:
+    """The bytes of a regular file. A FIFO, socket, device or folder with an eval file's name (or a
+    symlink loop) is a LoadError, never a read that blocks: the type is checked before opening, and the
+    open is non-blocking and checked again, in case the file was swapped in between."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise LoadError(str(path), _not_regular(mode))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LoadError(str(path), _not_regular(mode))
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            return fh.read()
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def load_eval_set(path: str | Path) -> EvalSet:
     """Read one eval file. Raises LoadError naming the file (and place) of every fault."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(str(path), f"cannot read file: {exc.strerror or exc}") from None
-    return parse_eval_set(raw, path)[0]
+    return parse_eval_set(read_regular_file(path), path)[0]
 
 
 def is_eval_file(path: Path) -> bool:

@@ -19,6 +19,9 @@ from .status import EvalStatus
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
            "RunRecordFile", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
 
+# The user id google-adk 2.13 runs (and records) a case with when its session_input names none.
+ADK_DEFAULT_USER_ID = "test_user_id"
+
 
 def counts_text(counts: dict[EvalStatus, int]) -> str:
     """`1 passed, 3 failed, 0 not evaluated` (informational verdicts are never a case's status)."""
@@ -173,6 +176,30 @@ class CaseResult(_CaseFields):
 
     __str__ = __repr__
 
+    @property
+    def scored_metrics(self) -> list[MetricResult]:
+        """The metrics that decide the case (informational ones never do)."""
+        return [m for m in self.metrics if m.status != EvalStatus.INFORMATIONAL]
+
+    @property
+    def evaluated_metrics(self) -> int:
+        """How many of the deciding metrics gave a verdict (passed or failed)."""
+        return sum(1 for m in self.scored_metrics if m.status != EvalStatus.NOT_EVALUATED)
+
+    @property
+    def metrics_total(self) -> int:
+        return len(self.scored_metrics)
+
+    def coverage_text(self) -> str | None:
+        """`1 of 4 metrics evaluated` when some deciding metric was not evaluated; None when all were.
+
+        ADK's status rule lets a case pass with metrics that never ran: every face says so with this."""
+        total = self.metrics_total
+        done = self.evaluated_metrics
+        if done == total:
+            return None
+        return f"{done} of {total} metric{'' if total == 1 else 's'} evaluated"
+
     def metric(self, name: str) -> MetricResult | None:
         for m in self.metrics:
             if m.metric_name == name:
@@ -194,14 +221,16 @@ class CaseResult(_CaseFields):
                 }
             )
         return {
-            "eval_set_file": self.eval_set_file,
+            # As google-adk 2.13's LocalEvalService writes them: its (deprecated) eval_set_file holds
+            # the eval set id, and a case without a session user ran as "test_user_id".
+            "eval_set_file": self.eval_set_id,
             "eval_set_id": self.eval_set_id,
             "eval_id": self.eval_id,
             "final_eval_status": int(self.status),
             "overall_eval_metric_results": [m.adk_metric() for m in self.metrics],
             "eval_metric_result_per_invocation": per_invocation,
             "session_id": self.session_id,
-            "user_id": self.user_id,
+            "user_id": self.user_id or ADK_DEFAULT_USER_ID,
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -276,6 +305,10 @@ class RunRecordFile(BaseModel):
     eval_set_id: str
     creation_timestamp: float
     cancelled: bool = False
+    # What the run covered: all | failures (failures only) | selection (some cases) | cancelled.
+    coverage: str = "all"
+    # Seconds the whole run took (wall clock).
+    duration: float = 0.0
     criteria: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
     config_source: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)

@@ -271,7 +271,12 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
             if not any(s.ok for s in samples):
                 return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
             return not_evaluated("the judge gave no verdict for any rubric", details)
-        return invocation_result(sum(scored) / len(scored), crit, details)
+        # As ADK: the score is over the rubrics the judge answered; the others are not evaluated
+        # (neither passed nor failed), and the verdict says which.
+        unanswered = [v.rubric_id for v in verdicts if v.score is None]
+        reason = (f"{len(unanswered)} of {len(verdicts)} rubrics not evaluated (the judge gave no verdict): "
+                  f"{', '.join(unanswered)}") if unanswered else None
+        return invocation_result(sum(scored) / len(scored), crit, details, reason)
 
     per_invocation = await score_invocations(inp, score_one)
     # Gathered in turn order (not completion order) so the case's rubric list is stable run to run.
@@ -292,7 +297,13 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
         )
         for rid, scores in by_rubric.items()
     ]
-    return case_result(inp, per_invocation, scores=all_scores, rubric_scores=case_rubric_scores)
+    case = case_result(inp, per_invocation, scores=all_scores, rubric_scores=case_rubric_scores)
+    if case.reason is None:
+        partial = [f"turn {i + 1}: {r.reason}" for i, r in enumerate(per_invocation)
+                   if r.score is not None and r.reason]
+        if partial:
+            case.reason = "; ".join(partial)
+    return case
 
 
 async def evaluate_final_response_quality(inp: MetricInput) -> MetricResult:

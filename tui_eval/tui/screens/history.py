@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 # change kind -> theme variable of its colour (Rich Text cells cannot use CSS variables directly)
-_KIND_VAR = {"regression": "error", "fixed": "success", "changed": "warning", "new": "accent", "removed": "secondary",
+_KIND_VAR = {"regression": "error", "fixed": "success", "changed": "warning", "not run": "secondary",
              "unchanged": ""}
 _STATUS_VAR = {1: "text-success", 2: "text-error", 3: "text-warning"}
 
