@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .engine.store import dump_json
-from .metrics.efficiency import run_efficiency
+from .metrics.efficiency import EFFICIENCY_METRICS, run_efficiency
 from .schema.fileio import atomic_write
 from .schema.model import FunctionCall, content_text
 from .schema.details import (
@@ -126,8 +126,10 @@ def trajectory_reasons(m: MetricResult) -> list[str]:
     return lines
 
 
-# Statuses a list of what went wrong leaves out: informational metrics never pass or fail.
-_QUIET = (EvalStatus.PASSED, EvalStatus.INFORMATIONAL)
+def _quiet(m: MetricResult) -> bool:
+    """Left out of a list of what went wrong: passed metrics, and ADK's efficiency metrics (informational,
+    one `efficiency:` line sums them up for the run)."""
+    return m.status == EvalStatus.PASSED or (m.status == EvalStatus.INFORMATIONAL and m.metric_name in EFFICIENCY_METRICS)
 
 
 def _first_line(text: str) -> str:
@@ -152,7 +154,7 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             if case.error:
                 print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
             for m in case.metrics:
-                if m.status not in _QUIET and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
+                if not _quiet(m) and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
                     print(f"       {safe_line(metric_line(m))}", file=out)
                     for reason in trajectory_reasons(m):
                         print(f"         {safe_line(reason)}", file=out)
@@ -272,7 +274,7 @@ def _failure_text(case: CaseResult) -> str:
     if case.error:
         lines.append(f"agent error: {case.error}")
     for m in case.metrics:
-        if m.status not in _QUIET:
+        if not _quiet(m):
             lines.append(metric_line(m))
             lines.extend(f"  {reason}" for reason in trajectory_reasons(m))
     return "\n".join(lines)
