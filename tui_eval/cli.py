@@ -24,7 +24,7 @@ from .logging_setup import DEFAULT_LEVEL, configure_logging, default_log_file, p
 
 EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_WRITE_FAILED = 2  # history, --json or --junit could not be written (as bad input: the run's output is lost)
-SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-runs", type=int, default=1, help="repeat the whole evaluation N times")
     run.add_argument("--no-save", action="store_true", help="do not write eval history")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
+    run.add_argument("--md", dest="md_out", metavar="OUT", help="write a Markdown report (PR comment, CI step summary)")
+
+    report = add_command(sub, "report", "a shareable Markdown or HTML report of a saved run")
+    report.add_argument("record", metavar="RUN_RECORD",
+                        help="a .tui-eval.json run record, or a folder (its eval history's newest run)")
+    report.add_argument("--md", dest="md_out", metavar="OUT", help="write Markdown here (default: print it)")
+    report.add_argument("--html", dest="html_out", metavar="OUT", help="write a static HTML page here")
 
     watch = add_command(sub, "watch", "re-run what changed whenever eval files, configs or agents are saved")
     _add_run_args(watch)
@@ -261,6 +268,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             logging.getLogger(__name__).debug("writing %s failed", flag, exc_info=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
             message = f"could not write {flag} {path}: {reason}"
+            print(f"error: {safe_line(message)}", file=err)
+            failed_writes.append(message)
+    if args.md_out:
+        from .share import SharedRun, write_reports
+
+        for message in write_reports(SharedRun.of(record), args.md_out, None):
             print(f"error: {safe_line(message)}", file=err)
             failed_writes.append(message)
     if failed_writes:
@@ -465,6 +478,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_migrate(args, out, err)
         if args.command == "watch":
             return cmd_watch(args, out, err)
+        if args.command == "report":
+            from .share import report_command
+
+            return report_command(args.record, args.md_out, args.html_out, out, err)
         if args.command == "ces":
             from .ces.cli import cmd_ces
 

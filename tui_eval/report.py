@@ -140,7 +140,11 @@ def _first_line(text: str) -> str:
 def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> None:
     """Per eval set: counts, then every case that did not pass with why. Each line is one line: ids and
     reasons are escaped (safe_line), so no text can move the cursor or forge a line."""
-    for result in record.results:
+    from .share import insight_lines, print_repeats
+
+    # `--num-runs N`: one block per case (k/N runs passed), not one block per repetition.
+    repeated = record.num_runs > 1 and print_repeats(record, out, verbose=verbose)
+    for result in () if repeated else record.results:
         print(f"{safe_line(result.eval_set_id)} ({safe_line(result.eval_set_file)}): "
               f"{_counts_text(result.counts(), _gaps(result.case_results))}", file=out)
         if not verbose:
@@ -172,6 +176,8 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             f"{judge['retries']} retried, {judge['failures']} failed, {judge['total_tokens']} tokens",
             file=out,
         )
+    for line in insight_lines(record):
+        print(line, file=out)
     for path in record.saved:
         print(f"Saved eval history: {safe_line(path)}", file=out)
 

@@ -297,5 +297,11 @@ def test_registry_says_which_metrics_need_a_judge() -> None:
     informational = {name for name, spec in specs.items() if spec.kind == "informational"} - ces
     assert informational == {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
                              "invocation_duration_v1"}
-    assert {"tool_trajectory_avg_score", "response_match_score"} == set(specs) - judged - ces - informational
     assert {"ces_semantic_similarity", "ces_hallucination"} == ces & judged
+    assert {"tool_trajectory_avg_score", "response_match_score"} == {
+        name for name, spec in specs.items() if spec.kind == "deterministic" and name not in ces}
+    # ADK's Vertex-backed metrics run on Vertex AI, not through the Gemini judge.
+    vertex = {"response_evaluation_score", "safety_v1", "multi_turn_task_success_v1",
+              "multi_turn_trajectory_quality_v1", "multi_turn_tool_use_quality_v1"}
+    assert vertex == {name for name, spec in specs.items() if spec.kind == "vertex"}
+    assert not any(specs[name].needs_judge for name in vertex)

@@ -507,9 +507,41 @@ async def test_hallucination_nothing_to_check_and_segmentation_failure(fake_gemi
 
 
 # -- safety_v1 ------------------------------------------------------------------------------------
+# safety_v1 runs on Vertex AI as ADK's does (tests/unit/test_vertex*.py); a criterion that names
+# judge_model_options asks for tui-eval's Gemini judge, tested here.
 
 def safety(verdict: str, policies: list[str] | None = None) -> Reply:
     return json_reply({"rationale": f"looks {verdict}", "violated_policies": policies or [], "verdict": verdict})
+
+
+async def run_safety(criterion: Any, ev_case: EvalCase, judge: JudgeService) -> MetricResult:
+    """run_metric for safety_v1, whose spec does not always need the judge (Vertex AI is its default)."""
+    config = read_eval_config({"criteria": {"safety_v1": criterion}})
+    assert not config.warnings, config.warnings
+    spec = get_metric("safety_v1")
+    assert spec is not None and not spec.needs_judge
+    inp = MetricInput(criterion=config.criteria["safety_v1"], case=ev_case, actual=ev_case.conversation,
+                      expected=ev_case.conversation, config=config, judge=judge)
+    result = spec.evaluate(inp)
+    return await result if not isinstance(result, MetricResult) else result
+
+
+async def test_safety_without_judge_options_runs_on_vertex_not_the_gemini_judge(
+        fake_gemini: FakeGemini, judge: JudgeService) -> None:
+    from tui_eval.judge.vertex import NO_SETTINGS
+
+    fake_gemini.default = safety("safe")
+    for criterion in (0.5, {"threshold": 0.5}):
+        result = await run_safety(criterion, case([turn("how to bake bread", "Mix flour and water.")]), judge)
+        assert result.status == EvalStatus.NOT_EVALUATED and result.reason == NO_SETTINGS
+    assert fake_gemini.requests == []
+
+
+async def test_safety_gemini_judge_unavailable_is_not_evaluated() -> None:
+    judge = create_judge_service(JudgeOptions())
+    assert not judge.available
+    result = await run_safety(judged(), case([turn("q", "a")]), judge)
+    assert result.status == EvalStatus.NOT_EVALUATED and result.reason == "no judge credentials"
 
 
 async def test_safety_majority(fake_gemini: FakeGemini, judge: JudgeService) -> None:
@@ -522,7 +554,7 @@ async def test_safety_majority(fake_gemini: FakeGemini, judge: JudgeService) -> 
     respond.n = 0  # type: ignore[attr-defined]
     fake_gemini.responder = respond
     ev = case([turn("how to bake bread", "Mix flour and water."), turn("something bad", "Here is how...")])
-    result = await run_metric("safety_v1", judged(threshold=1.0), ev, judge)
+    result = await run_safety(judged(threshold=1.0), ev, judge)
     good, bad = result.per_invocation
     assert isinstance(good.details, SafetyDetails) and isinstance(bad.details, SafetyDetails)
     assert good.score == 1.0 and good.details.votes == Votes(yes=5, no=0)  # yes = safe
@@ -533,7 +565,7 @@ async def test_safety_majority(fake_gemini: FakeGemini, judge: JudgeService) -> 
 
 
 async def test_safety_without_response(judge: JudgeService) -> None:
-    result = await run_metric("safety_v1", judged(samples=1), case([turn("q", None)]), judge)
+    result = await run_safety(judged(samples=1), case([turn("q", None)]), judge)
     assert result.status == EvalStatus.NOT_EVALUATED
 
 

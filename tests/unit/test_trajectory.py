@@ -340,3 +340,20 @@ def test_metric_stores_every_match_types_alignment_equal_to_computing_it() -> No
                 own = align(exp_calls, act_calls, mt, False)
                 stored = details.alignment(mt.name)
                 assert stored == {"passed": own.passed, "expected": own.expected, "actual": own.actual}, (mt, exp_calls)
+
+
+def test_passed_turns_with_the_same_trajectory_share_one_details_object() -> None:
+    # A 5,000-case run keeps a details object per turn: identical EXACT passes (most turns) share one.
+    expected = [turn([A, B]), turn([A, B]), turn([A])]
+    actual = [turn([A, B]), turn([A, B], events=True), turn([A])]
+    result = evaluate(metric_input(actual, expected))
+    first, second, third = (r.details for r in result.per_invocation)
+    assert first is second and first is not third
+    assert first == TrajectoryDetails.model_validate(first.model_dump())
+    assert isinstance(first, TrajectoryDetails) and first.alignment("ANY_ORDER")["actual"] == [
+        {"index": 0, "name": "a", "status": "matched", "expected_index": 0},
+        {"index": 1, "name": "b", "status": "matched", "expected_index": 1},
+    ]
+    # Another match type or ignore_args is another details object.
+    other = evaluate(metric_input([turn([A, B])], [turn([A, B])], match_type=IN_ORDER)).per_invocation[0].details
+    assert isinstance(other, TrajectoryDetails) and other is not first and other.match_type == "IN_ORDER"

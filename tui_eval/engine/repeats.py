@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
-from fractions import Fraction
+from functools import lru_cache
 from math import comb
 
 from pydantic import BaseModel, ConfigDict
@@ -38,13 +38,15 @@ _ORDER = {RepeatLabel.FLAKY: 0, RepeatLabel.STABLE_FAIL: 1, RepeatLabel.NOT_EVAL
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Probability that at least one of k repetitions drawn without replacement from n passed."""
     _check(n, c, k)
-    return float(1 - Fraction(comb(n - c, k), comb(n, k)))
+    # int / int is correctly rounded, as float(Fraction(...)) is, and far cheaper.
+    total = comb(n, k)
+    return (total - comb(n - c, k)) / total
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """pass^k: probability that all k repetitions drawn without replacement from n passed."""
     _check(n, c, k)
-    return float(Fraction(comb(c, k), comb(n, k)))
+    return comb(c, k) / comb(n, k)
 
 
 def _check(n: int, c: int, k: int) -> None:
@@ -96,16 +98,25 @@ def summarize_case(case_id: str, statuses: Sequence[EvalStatus]) -> CaseRepeats:
         label = RepeatLabel.STABLE_FAIL
     else:
         label = RepeatLabel.NOT_EVALUATED
-    return CaseRepeats(
+    at_k, hat_k = _curves(n, c)
+    # Our own typed values: no validation (a run summarises thousands of cases).
+    return CaseRepeats.model_construct(
         case_id=case_id,
         statuses=tuple(statuses),
         passed=c,
         failed=failed,
         not_evaluated=n - c - failed,
         label=label,
-        pass_at_k=tuple(pass_at_k(n, c, k) for k in range(1, n + 1)),
-        pass_hat_k=tuple(pass_hat_k(n, c, k) for k in range(1, n + 1)),
+        pass_at_k=at_k,
+        pass_hat_k=hat_k,
     )
+
+
+@lru_cache(maxsize=256)
+def _curves(n: int, c: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """pass@k and pass^k for k = 1..n (a run has few distinct (n, c) pairs)."""
+    return (tuple(pass_at_k(n, c, k) for k in range(1, n + 1)),
+            tuple(pass_hat_k(n, c, k) for k in range(1, n + 1)))
 
 
 def summarize_repeats(statuses_by_case: Mapping[str, Sequence[EvalStatus]]) -> list[CaseRepeats]:

@@ -25,6 +25,7 @@ from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFil
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..agents.base import Agent
+    from .codestate import CodeChange
     from .plan import RunPlan
     from .runner import RunRecord
 
@@ -118,7 +119,8 @@ class ResultStore:
     def save_run(self, record: RunRecord, plan: RunPlan, agent: Agent | None) -> list[str]:
         saved: list[str] = []
         configs = {str(t.eval_file): t.config for t in plan.targets}
-        for result in record.results:
+        diffs: dict[Path, str] = {}  # one side file of the dirty diff per history folder
+        for index, result in enumerate(record.results):
             eval_file = Path(result.eval_set_file)
             directory = self.history_dir(agent, eval_file)
             app = check_segment(app_name_for(agent, eval_file), "app name")
@@ -152,10 +154,49 @@ class ResultStore:
                 "config_source": config.source if config else None,
                 "counts": {s.name: n for s, n in result.counts().items()},
             }
+            rich.update(_insight_fields(record, index, directory, diffs))
             rich["cases"] = [c.as_record() for c in result.case_results]
             atomic_write(record_path, record_json(rich))
             saved.append(str(adk_path))
         return saved
+
+
+CODE_DIFF_SUFFIX = ".code.diff"
+
+
+def _insight_fields(record: RunRecord, index: int, directory: Path, diffs: dict[Path, str]) -> dict[str, Any]:
+    """Repetition, repeats/usage/latency and code state of a run, for each of its records."""
+    out: dict[str, Any] = {
+        "repetition": record.repetitions[index] if index < len(record.repetitions) else 1,
+        "num_runs": record.num_runs,
+        "wall_seconds": record.finished - record.started if record.finished else None,
+    }
+    if record.insight is not None:
+        # Each record keeps its own eval file's repeats, and the run-wide usage, cost and latency.
+        file = record.results[index].eval_set_file
+        mine = {file: record.insight.repeats[file]} if file in record.insight.repeats else {}
+        out["insight"] = record.insight.model_copy(update={"repeats": mine}).model_dump(mode="json")
+    state = record.code_state
+    if state is not None:
+        out["code_state"] = state.for_record().model_dump(mode="json")
+        if state.diff:
+            if directory not in diffs:
+                name = check_segment(f"{record.run_id}{CODE_DIFF_SUFFIX}", "run id")
+                atomic_write(directory / name, state.diff.encode("utf-8"))
+                diffs[directory] = name
+            out["code_diff_file"] = diffs[directory]
+    return out
+
+
+def code_change(before: dict[str, Any], after: dict[str, Any]) -> CodeChange | None:
+    """What changed in the code between two runs, from their records' metadata (None when either has
+    no code state: an older record)."""
+    from .codestate import CodeState, diff_code_states
+
+    a, b = before.get("code_state"), after.get("code_state")
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return None
+    return diff_code_states(CodeState.model_validate(a), CodeState.model_validate(b))
 
 
 @dataclass(slots=True)

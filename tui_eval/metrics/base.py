@@ -46,8 +46,8 @@ class MetricSpec:
     evaluate: MetricFn
     description: str = ""
     # "deterministic": computed from the turns; "judge": an LLM decides; "informational": ADK's
-    # counters (never pass or fail).
-    kind: Literal["deterministic", "judge", "informational"] = "deterministic"
+    # counters (never pass or fail); "vertex": the Vertex AI evaluation service decides.
+    kind: Literal["deterministic", "judge", "informational", "vertex"] = "deterministic"
     # Asks an LLM: NOT_EVALUATED with the judge's reason when no judge is available.
     needs_judge: bool = False
     # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.
@@ -79,6 +79,11 @@ _MODULES: dict[str, str] = {
     "ces_semantic_similarity": "tui_eval.metrics.ces",
     "ces_hallucination": "tui_eval.metrics.ces",
     "ces_latency": "tui_eval.metrics.ces",
+    "response_evaluation_score": "tui_eval.metrics.vertex",
+    "multi_turn_task_success_v1": "tui_eval.metrics.vertex",
+    "multi_turn_trajectory_quality_v1": "tui_eval.metrics.vertex",
+    "multi_turn_tool_use_quality_v1": "tui_eval.metrics.vertex",
+    "rubric_based_multi_turn_trajectory_quality_v1": "tui_eval.metrics.llm.multi_turn_trajectory",
 }
 
 

@@ -120,6 +120,8 @@ class EvalConfigFile(BaseModel):
     custom_metrics: dict[str, CustomMetricConfig] | None = None
     user_simulator_config: UserSimulatorConfig | None = None
     live_model_config: dict[str, Any] | None = None
+    # tui-eval's own price table overrides (USD per million tokens), read by engine/pricing.py.
+    prices: dict[str, Any] | None = None
 
 
 _TOP = {name: name for name in EvalConfigFile.model_fields} | {

@@ -12,7 +12,16 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
-from .details import DurationDetails, JudgeCaseDetails, MetricDetails, RubricDetails, TokenUsageDetails, trusted
+from .details import (
+    DurationDetails,
+    JudgeCaseDetails,
+    MetricDetails,
+    RubricDetails,
+    TokenUsageDetails,
+    VertexCaseDetails,
+    VertexDetails,
+    trusted,
+)
 from .model import Invocation, ToolTiming
 from .status import EvalStatus
 
@@ -106,7 +115,7 @@ class MetricResult(_Result):
         src_status = self.status if inv is None else inv.status
         details: dict[str, Any] = {}
         source = self.details if inv is None else inv.details
-        if isinstance(source, (RubricDetails, JudgeCaseDetails)) and source.rubric_scores:
+        if isinstance(source, (RubricDetails, JudgeCaseDetails, VertexDetails, VertexCaseDetails)) and source.rubric_scores:
             details["rubric_scores"] = [
                 {"rubric_id": r.rubric_id, "rationale": r.rationale, "score": r.score} for r in source.rubric_scores
             ]

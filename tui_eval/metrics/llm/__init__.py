@@ -38,9 +38,11 @@ HALLUCINATIONS_V1 = register(MetricSpec(
 SAFETY_V1 = register(MetricSpec(
     name="safety_v1",
     evaluate=safety.evaluate,
-    kind="judge",
-    description="Harmlessness of the final response, judged by an LLM (1 safe, 0 unsafe per turn)",
-    needs_judge=True,
+    kind="vertex",
+    description="Harmlessness of the final response (1 safe, 0 unsafe per turn): Vertex AI as ADK, or a Gemini "
+                "judge when the criterion names judge_model_options",
+    # Vertex AI by default; safety.evaluate checks the Gemini judge itself when it is asked for.
+    needs_judge=False,
     needs_reference=False,
 ))
 

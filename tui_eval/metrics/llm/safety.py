@@ -1,4 +1,11 @@
-"""safety_v1: an LLM judge rates the harmlessness of each final response (1 safe, 0 unsafe)."""
+"""safety_v1: the harmlessness of each final response (1 safe, 0 unsafe), on Vertex AI or a Gemini judge.
+
+Where it runs: google-adk 2.13 scores safety_v1 with the Vertex AI evaluation service, and so does
+tui-eval by default (`metrics/vertex.py`), so the scores are ADK's; without Vertex settings it is
+NOT_EVALUATED with that reason. A criterion that names `judge_model_options` (ADK ignores that key for
+safety_v1) asks for tui-eval's own Gemini judge instead: the prompt below, sampled and voted. Its scores
+are not comparable with ADK's, and its details say so.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +66,31 @@ Answer in JSON with "rationale", "violated_policies" (names of the categories ab
 """
 
 
+GEMINI_JUDGE_KEY = "judge_model_options"
+
+
+def uses_gemini_judge(inp: MetricInput) -> bool:
+    """True when the criterion asks for tui-eval's Gemini judge (it names judge_model_options)."""
+    return GEMINI_JUDGE_KEY in inp.criterion.raw
+
+
 async def evaluate(inp: MetricInput) -> MetricResult:
+    """Vertex AI (as ADK), or the Gemini judge when the criterion names judge_model_options."""
+    if not uses_gemini_judge(inp):
+        from ..vertex import evaluate_safety
+
+        return await evaluate_safety(inp)
+    judge = inp.judge
+    if judge is None or not judge.available:
+        # The runner checks this for metrics that always need the judge; safety_v1 only sometimes does.
+        reason = (judge.unavailable_reason if judge is not None else None) or "no judge credentials"
+        crit = inp.criterion
+        return MetricResult.not_evaluated(crit.metric_name, crit.threshold, reason, crit.to_dict())
+    return await evaluate_gemini(inp)
+
+
+async def evaluate_gemini(inp: MetricInput) -> MetricResult:
+    """The Gemini judge: each final response rated by `num_samples` samples, majority vote."""
     crit = inp.criterion
     opts = crit.judge
 

@@ -1,0 +1,153 @@
+"""What a run adds up to across cases: repeats (k/N, pass@k), token usage and estimated cost, tool latency.
+
+Built once from a finished run's results (never on the per-case hot path) and stored in each run record.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..metrics.base import get_metric
+from ..schema.config import EvalConfig
+from ..schema.model import Invocation, InvocationEvents
+from ..schema.results import EvalSetResult
+from .latency import DurationStats, ToolCallTiming, ToolLatency, tool_latencies, turn_wall_times
+from .pricing import CostEstimate, PriceTable, TokenUsage, UsageBook, estimate_cost
+from .repeats import CaseRepeats, summarize_case
+
+log = logging.getLogger(__name__)
+
+# The model named when an agent's usage metadata says none (ADK events carry model_version).
+UNKNOWN_MODEL = "unknown model"
+
+
+class RunInsight(BaseModel):
+    """The run-wide aggregates a summary, a record and a shared report show."""
+
+    model_config = ConfigDict(frozen=True)
+
+    num_runs: int = 1
+    # Eval file -> its cases over the repetitions, in case order (runs with N > 1 only).
+    repeats: dict[str, list[CaseRepeats]] = {}
+    cost: CostEstimate | None = None
+    tool_latency: list[ToolLatency] = []
+    turn_wall: DurationStats | None = None
+    wall_seconds: float = 0.0
+
+    @property
+    def all_repeats(self) -> list[CaseRepeats]:
+        return [r for cases in self.repeats.values() for r in cases]
+
+
+def _count(meta: object, name: str) -> int | None:
+    """One count of a usage metadata, as a dict (snake or camel case) or an object (google-genai's)."""
+    if isinstance(meta, Mapping):
+        camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+        value = meta.get(name, meta.get(camel))
+    else:
+        value = getattr(meta, name, None)
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def usage_from_metadata(meta: object) -> TokenUsage | None:
+    """TokenUsage of Gemini usage metadata (ADK's `usage_metadata` on an event); None when absent."""
+    if meta is None:
+        return None
+    counts = {n: _count(meta, n) for n in ("prompt_token_count", "candidates_token_count",
+                                          "cached_content_token_count", "thoughts_token_count",
+                                          "total_token_count")}
+    if all(v is None for v in counts.values()):
+        return None
+    return TokenUsage.from_gemini(**counts)
+
+
+def invocation_usage(inv: Invocation) -> list[tuple[str, TokenUsage]]:
+    """(model, usage) of every model call recorded in a turn's events (ADK's invocation_events shape)."""
+    data = inv.intermediate_data
+    if not isinstance(data, InvocationEvents):
+        return []
+    out: list[tuple[str, TokenUsage]] = []
+    for event in data.invocation_events:
+        usage = usage_from_metadata(event.usage_metadata)
+        if usage is not None:
+            out.append((event.model_version or UNKNOWN_MODEL, usage))
+    return out
+
+
+def _tool_ok(inv: Invocation) -> dict[str, bool]:
+    """call id -> whether the tool answered without an `error` key (how ADK tools report failures)."""
+    out: dict[str, bool] = {}
+    for r in inv.tool_responses:
+        if r.id is not None:
+            out[r.id] = not (isinstance(r.response, dict) and "error" in r.response)
+    return out
+
+
+def tool_call_timings(results: Iterable[EvalSetResult]) -> list[ToolCallTiming]:
+    out: list[ToolCallTiming] = []
+    for result in results:
+        for case in result.case_results:
+            for inv in case.actual:
+                if not inv.tool_timings:
+                    continue
+                ok = _tool_ok(inv)
+                out.extend(ToolCallTiming(name=t.name, seconds=t.seconds,
+                                          ok=ok.get(t.call_id, True) if t.call_id else True)
+                           for t in inv.tool_timings)
+    return out
+
+
+def judge_models(configs: Iterable[EvalConfig]) -> list[str]:
+    """The judge models a run's configs name: the judged criteria's, else the user simulator's."""
+    names: list[str] = []
+    simulators: list[str] = []
+    for config in configs:
+        for name, crit in config.criteria.items():
+            spec = get_metric(name)
+            if spec is not None and spec.needs_judge:
+                names.append(crit.judge.judge_model)
+        simulators.append(config.user_simulator.model)
+    return list(dict.fromkeys(names or simulators))
+
+
+def usage_book(results: Sequence[EvalSetResult], repetitions: Sequence[int],
+               judge_stats: Mapping[str, Any], judge_model: str | None) -> UsageBook:
+    """Agent usage per turn (from the turns' events) and the judge's run total (its service counts it)."""
+    book = UsageBook()
+    for result, rep in zip(results, repetitions):
+        for case in result.case_results:
+            for turn, inv in enumerate(case.actual):
+                for model, usage in invocation_usage(inv):
+                    book.add("agent", model, usage, case_id=case.eval_id, repetition=rep, turn=turn)
+    prompt, output = int(judge_stats.get("prompt_tokens") or 0), int(judge_stats.get("output_tokens") or 0)
+    total = int(judge_stats.get("total_tokens") or 0)
+    if prompt or output or total:
+        # The judge service counts no cached tokens: its cached count stays 0.
+        book.add("judge", judge_model or UNKNOWN_MODEL, TokenUsage(prompt=prompt, output=output, total=total))
+    return book
+
+
+def build_insight(results: Sequence[EvalSetResult], repetitions: Sequence[int], *, num_runs: int,
+                  judge_stats: Mapping[str, Any] | None = None, configs: Iterable[EvalConfig] = (),
+                  prices: PriceTable | None = None, wall_seconds: float = 0.0) -> RunInsight:
+    statuses: dict[str, dict[str, list[Any]]] = {}
+    # A single run has nothing to say across repetitions (k/1): no repeats, no cost on big runs.
+    for result in results if num_runs > 1 else ():
+        per_case = statuses.setdefault(result.eval_set_file, {})
+        for case in result.case_results:
+            per_case.setdefault(case.eval_id, []).append(case.status)
+    repeats = {file: [summarize_case(cid, s) for cid, s in cases.items()] for file, cases in statuses.items()}
+    models = judge_models(configs)
+    # Several judge models share one counter: name them all (no single price fits, the cost says so).
+    judge_model = models[0] if len(models) == 1 else (" + ".join(models) if models else None)
+    book = usage_book(results, repetitions, judge_stats or {}, judge_model)
+    by_model = book.by_model()
+    cost = estimate_cost(by_model, prices) if by_model else None
+    walls = [inv.duration for r in results for c in r.case_results for inv in c.actual if inv.duration is not None]
+    return RunInsight(num_runs=num_runs, repeats=repeats, cost=cost,
+                      tool_latency=tool_latencies(tool_call_timings(results)),
+                      turn_wall=turn_wall_times(walls), wall_seconds=wall_seconds)

@@ -1,0 +1,458 @@
+"""A run to share: the CLI summary's insight lines and the static Markdown / HTML report (`tui-eval report`).
+
+Agent, judge and user text is escaped at this boundary: control characters through textsafe, then
+Markdown's `|`, backticks, `<`, `>`, `&` (and the other inline markers) or html.escape.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import orjson
+
+from .engine.codestate import CodeState
+from .engine.insight import RunInsight
+from .engine.pricing import CostEstimate, TokenUsage
+from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
+from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record
+from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
+from .schema.model import FunctionCall, Invocation, content_text
+from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
+from .textsafe import safe_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine.runner import RunRecord
+
+log = logging.getLogger(__name__)
+
+# A shared report lists at most this many failing cases in full (a PR comment has a size limit).
+MAX_FAILURES = 20
+# Characters of one response shown in a report cell.
+MAX_CELL = 300
+
+
+class ShareError(Exception):
+    """A report cannot be made from what was named (no record, unreadable)."""
+
+
+# ---- the run, from memory or from eval history ----------------------------------------------------
+
+
+@dataclass(slots=True)
+class SharedRun:
+    """What a report shows: every eval set result of one run (each repetition's), and its insight."""
+
+    run_id: str
+    results: list[EvalSetResult]
+    repetitions: list[int]
+    num_runs: int = 1
+    cancelled: bool = False
+    insight: RunInsight | None = None
+    code_state: CodeState | None = None
+    judge_stats: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: RunRecord) -> SharedRun:
+        reps = record.repetitions or [1] * len(record.results)
+        return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
+                   record.insight, record.code_state, dict(record.judge_stats))
+
+    def counts(self) -> dict[EvalStatus, int]:
+        out = dict.fromkeys(EvalStatus, 0)
+        for r in self.results:
+            for c in r.case_results:
+                out[c.status] += 1
+        return out
+
+    def repeats(self) -> list[CaseRepeats]:
+        return self.insight.all_repeats if self.insight is not None else []
+
+
+def _records_of(path: Path) -> list[Path]:
+    """The record files of the run a path names: a record (its run's other records beside it), or a
+    folder (its eval history's newest run)."""
+    if path.is_dir():
+        folder = path / HISTORY_DIR if (path / HISTORY_DIR).is_dir() else path
+        entries = list_history(folder)
+        if not entries:
+            raise ShareError(f"{path}: no run records ({RECORD_SUFFIX}) in this folder")
+        run_id = entries[0].run_id
+        return [e.path for e in entries if e.run_id == run_id]
+    if not path.name.endswith(RECORD_SUFFIX):
+        raise ShareError(f"{path}: not a run record (a {RECORD_SUFFIX} file from the eval history)")
+    try:
+        run_id = orjson.loads(path.read_bytes())["run_id"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ShareError(f"{path}: cannot read this run record: {exc}") from None
+    return [e.path for e in list_history(path.parent) if e.run_id == run_id] or [path]
+
+
+def load_shared_run(path: Path) -> SharedRun:
+    """A run from eval history: a `.tui-eval.json` record or a folder (its newest run)."""
+    loaded: list[tuple[dict[str, Any], EvalSetResult]] = []
+    for p in _records_of(Path(path)):
+        try:
+            loaded.append(load_record(p))
+        except (OSError, ValueError) as exc:
+            raise ShareError(f"{p}: cannot read this run record: {exc}") from None
+    loaded.sort(key=lambda m: (str(m[0].get("eval_file", "")), int(m[0].get("repetition") or 1)))
+    meta = loaded[0][0]
+    insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
+    state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
+    return SharedRun(
+        run_id=str(meta.get("run_id", "")),
+        results=[r for _, r in loaded],
+        repetitions=[int(m.get("repetition") or 1) for m, _ in loaded],
+        num_runs=int(meta.get("num_runs") or 1),
+        cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
+        insight=insight,
+        code_state=state,
+    )
+
+
+# ---- plain-text lines for the CLI summary ---------------------------------------------------------
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def usage_text(usage: TokenUsage) -> str:
+    cached = f" ({_n(usage.cached)} cached)" if usage.cached else ""
+    return f"{_n(usage.prompt)} prompt{cached}, {_n(usage.output)} output"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def cost_lines(cost: CostEstimate | None) -> list[str]:
+    """`Tokens agent gemini-2.5-flash: 1,200 prompt (300 cached), 80 output` per (who, model), then the cost."""
+    if cost is None:
+        return []
+    out = [f"Tokens {line.who} {line.model}: {usage_text(line.usage)}" for line in cost.lines]
+    out.append(f"{cost.text()[0].upper()}{cost.text()[1:]}; prices: {'; '.join(cost.sources)}")
+    return out
+
+
+def insight_lines(record: RunRecord) -> list[str]:
+    """The summary's extra lines: tokens and estimated cost, per-tool latency, code state (plain text)."""
+    insight = record.insight
+    lines: list[str] = []
+    if insight is not None:
+        lines.extend(cost_lines(insight.cost))
+        for t in insight.tool_latency[:8]:
+            lines.append(f"Tool {t.name}: {t.count} call(s), {t.passed} ok, {t.failed} failed, "
+                         f"mean {_ms(t.mean_seconds)}, p95 {_ms(t.p95_seconds)}")
+        if len(insight.tool_latency) > 8:
+            lines.append(f"(and {len(insight.tool_latency) - 8} more tools in the run record)")
+    state = record.code_state
+    if state is not None and state.commit:
+        lines.append(f"Code: commit {state.commit[:12]}" + (" + uncommitted changes" if state.dirty else ""))
+    return [safe_line(line) for line in lines]
+
+
+def _marks(statuses: Sequence[EvalStatus]) -> str:
+    return "".join(s.glyph for s in statuses)
+
+
+def _why(case: CaseResult) -> str:
+    if case.error:
+        return "agent error: " + case.error.split("\n", 1)[0]
+    failing = [m for m in case.metrics if m.status != EvalStatus.PASSED]
+    return "; ".join(_metric_text(m) for m in failing[:3])
+
+
+def _metric_text(m: MetricResult) -> str:
+    if m.status == EvalStatus.NOT_EVALUATED:
+        return f"{m.metric_name}: not evaluated ({m.reason or 'no reason given'})"
+    op = ">=" if m.status == EvalStatus.PASSED else "<"
+    score = "-" if m.score is None else f"{m.score:.3f}"
+    return f"{m.metric_name}: {score} {op} {m.threshold:g} {m.status.name}"
+
+
+_LABEL_MARK = {RepeatLabel.FLAKY: "FLAKY", RepeatLabel.STABLE_FAIL: "FAIL", RepeatLabel.NOT_EVALUATED: "N/E",
+               RepeatLabel.STABLE_PASS: "PASS"}
+
+
+def print_repeats(record: RunRecord, out: TextIO, *, verbose: bool = True) -> bool:
+    """`--num-runs N`: one block per case (k/N runs passed, its label, its runs' marks), flaky cases
+    first, instead of one block per repetition. False when the record has no repeat summary."""
+    insight = record.insight
+    if insight is None or not insight.repeats:
+        return False
+    n = record.num_runs
+    by_file: dict[str, list[tuple[int, EvalSetResult]]] = {}
+    for result, rep in zip(record.results, record.repetitions or [1] * len(record.results)):
+        by_file.setdefault(result.eval_set_file, []).append((rep, result))
+    for file, cases in insight.repeats.items():
+        reps = by_file.get(file, [])
+        set_id = reps[0][1].eval_set_id if reps else file
+        labels = ", ".join(f"{k} {label.value}" for label, k in _label_counts(cases) if k)
+        print(f"{safe_line(set_id)} ({safe_line(file)}): {len(cases)} case(s) x {n} runs: {labels}", file=out)
+        if not verbose:
+            continue
+        for r in order_for_summary(cases):
+            if r.label == RepeatLabel.STABLE_PASS:
+                continue
+            print(f"  {_LABEL_MARK[r.label]} {safe_line(r.case_id)}  {r.fraction} ({r.label.value}) "
+                  f"{_marks(r.statuses)}  pass@{r.runs} {r.pass_at_k[-1]:.2f}  pass^{r.runs} {r.pass_hat_k[-1]:.2f}",
+                  file=out)
+            for rep, result in reps:
+                case = next((c for c in result.case_results if c.eval_id == r.case_id), None)
+                if case is not None and case.status != EvalStatus.PASSED:
+                    print(f"       run {rep}: {safe_line(_why(case))}", file=out)
+                    break  # the first failing run says why; the record has the rest
+    return True
+
+
+def _label_counts(cases: Sequence[CaseRepeats]) -> list[tuple[RepeatLabel, int]]:
+    order = (RepeatLabel.FLAKY, RepeatLabel.STABLE_FAIL, RepeatLabel.NOT_EVALUATED, RepeatLabel.STABLE_PASS)
+    return [(label, sum(1 for c in cases if c.label == label)) for label in order]
+
+
+# ---- Markdown -------------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def md(text: str, limit: int | None = None) -> str:
+    """Agent text as inert Markdown on one line: control characters shown (safe_line), `&` as an
+    entity, and every character Markdown or GitHub's HTML would act on backslash-escaped."""
+    text = safe_line(text)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", text.replace("&", "&amp;"))
+
+
+def _calls(calls: list[FunctionCall]) -> str:
+    if not calls:
+        return "(none)"
+    return "; ".join(f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls)
+
+
+def _turn_rows(case: CaseResult) -> list[tuple[int, Invocation, Invocation | None]]:
+    return [(i, inv, case.expected[i] if case.expected and i < len(case.expected) else None)
+            for i, inv in enumerate(case.actual)]
+
+
+def _detail_text(case: CaseResult, turn: int) -> list[str]:
+    """What the typed details say of one turn (read, never recomputed)."""
+    out: list[str] = []
+    for m in case.metrics:
+        if turn >= len(m.per_invocation):
+            continue
+        inv = m.per_invocation[turn]
+        details = inv.details
+        if isinstance(details, TrajectoryDetails):
+            counts = alignment_counts(details.alignment())
+            shown = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n) or "no tool calls"
+            out.append(f"{m.metric_name} ({details.match_type}): {inv.status.label}: {shown}")
+        elif isinstance(details, RougeDetails):
+            out.append(f"{m.metric_name}: {inv.status.label}: precision {details.precision:.3f}, "
+                       f"recall {details.recall:.3f}")
+        elif inv.status != EvalStatus.PASSED:
+            score = "-" if inv.score is None else f"{inv.score:.3f}"
+            out.append(f"{m.metric_name}: {inv.status.label} {score}" + (f" ({inv.reason})" if inv.reason else ""))
+    return out
+
+
+def _summary_table(run: SharedRun) -> list[str]:
+    rows = ["| eval set | run | passed | failed | not evaluated |", "| --- | ---: | ---: | ---: | ---: |"]
+    for result, rep in zip(run.results, run.repetitions):
+        c = result.counts()
+        rows.append(f"| {md(result.eval_set_id)} | {rep} | {c[EvalStatus.PASSED]} | {c[EvalStatus.FAILED]} | "
+                    f"{c[EvalStatus.NOT_EVALUATED]} |")
+    return rows
+
+
+def _failures(run: SharedRun) -> list[tuple[int, EvalSetResult, CaseResult]]:
+    """Failed cases; over repeated runs each case once, at its first failing run."""
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[int, EvalSetResult, CaseResult]] = []
+    for result, rep in zip(run.results, run.repetitions):
+        for case in result.case_results:
+            key = (result.eval_set_file, case.eval_id)
+            if case.status == EvalStatus.FAILED and key not in seen:
+                seen.add(key)
+                out.append((rep, result, case))
+    return out
+
+
+def render_markdown(run: SharedRun) -> str:
+    """The report as GitHub-flavoured Markdown (a PR comment, $GITHUB_STEP_SUMMARY)."""
+    counts = run.counts()
+    total = sum(counts.values())
+    title = ", ".join(dict.fromkeys(md(r.eval_set_id) for r in run.results))
+    lines = [f"## tui-eval: {title}", ""]
+    verdict = "all passed" if counts[EvalStatus.PASSED] == total and total else \
+        f"{counts[EvalStatus.PASSED]} of {total} case results passed"
+    runs = f" over {run.num_runs} runs" if run.num_runs > 1 else ""
+    lines.append(f"**{verdict}**{runs} ({counts_text(counts)})" + (" (cancelled)" if run.cancelled else ""))
+    lines += [""] + _summary_table(run) + [""]
+    repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
+    if run.num_runs > 1 and repeats:
+        lines += ["### Cases across runs", "", "| case | runs passed | label | pass@k | pass^k |",
+                  "| --- | --- | --- | ---: | ---: |"]
+        for r in repeats:
+            lines.append(f"| {md(r.case_id)} | {r.passed}/{r.runs} {_marks(r.statuses)} | {r.label.value} | "
+                         f"{r.pass_at_k[-1]:.2f} | {r.pass_hat_k[-1]:.2f} |")
+        lines.append("")
+    failures = _failures(run)
+    if failures:
+        lines += ["### Failures", ""]
+        for rep, result, case in failures[:MAX_FAILURES]:
+            where = f" (run {rep})" if run.num_runs > 1 else ""
+            lines.append(f"#### {md(result.eval_set_id)} / {md(case.eval_id)}{where}")
+            lines.append("")
+            if case.error:
+                lines.append(f"- agent error: {md(case.error.split(chr(10), 1)[0])}")
+            lines.extend(f"- {md(_metric_text(m))}" for m in case.metrics if m.status != EvalStatus.PASSED)
+            for i, actual, expected in _turn_rows(case):
+                lines += ["", f"Turn {i + 1}: {md(content_text(actual.user_content), MAX_CELL)}", "",
+                          "| | expected | actual |", "| --- | --- | --- |"]
+                exp_calls = md(_calls(expected.tool_calls)) if expected is not None else "-"
+                exp_text = md(content_text(expected.final_response), MAX_CELL) if expected is not None else "-"
+                lines.append(f"| tools | {exp_calls} | {md(_calls(actual.tool_calls))} |")
+                lines.append(f"| response | {exp_text} | {md(content_text(actual.final_response), MAX_CELL)} |")
+                details = _detail_text(case, i)
+                if details:
+                    lines.append("")
+                    lines.extend(f"- {md(d)}" for d in details)
+            lines.append("")
+        if len(failures) > MAX_FAILURES:
+            lines += [f"({len(failures) - MAX_FAILURES} more failures in the run record)", ""]
+    lines += _cost_md(run)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _cost_md(run: SharedRun) -> list[str]:
+    insight = run.insight
+    out: list[str] = []
+    if insight is not None and insight.cost is not None:
+        out += ["### Tokens and estimated cost", "", "| who | model | prompt | cached | output | est. cost (USD) |",
+                "| --- | --- | ---: | ---: | ---: | ---: |"]
+        for line in insight.cost.lines:
+            cost = "unknown" if line.cost_usd is None else f"{line.cost_usd:.4f}"
+            out.append(f"| {line.who} | {md(line.model)} | {_n(line.usage.prompt)} | {_n(line.usage.cached)} | "
+                       f"{_n(line.usage.output)} | {cost} |")
+        out += ["", f"{md(insight.cost.text())}; prices: {md('; '.join(insight.cost.sources))}", ""]
+    if insight is not None and insight.tool_latency:
+        out += ["### Tool latency", "", "| tool | calls | ok | failed | mean | p95 |",
+                "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        out += [f"| {md(t.name)} | {t.count} | {t.passed} | {t.failed} | {_ms(t.mean_seconds)} | "
+                f"{_ms(t.p95_seconds)} |" for t in insight.tool_latency]
+        out.append("")
+    state = run.code_state
+    if state is not None and state.commit:
+        dirty = " with uncommitted changes" if state.dirty else ""
+        out += [f"Code: commit `{state.commit[:12]}`{dirty}", ""]
+    return out
+
+
+# ---- HTML -----------------------------------------------------------------------------------------
+
+
+def render_html(run: SharedRun) -> str:
+    """The same report as one static HTML page (every text html.escape'd; no script, no remote asset)."""
+    e = html.escape
+    counts = run.counts()
+    title = ", ".join(dict.fromkeys(r.eval_set_id for r in run.results))
+    parts = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>tui-eval: {e(safe_line(title))}</title>",
+             "<style>body{font-family:sans-serif;max-width:60em;margin:auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}</style>",
+             "</head><body>", f"<h1>tui-eval: {e(safe_line(title))}</h1>",
+             f"<p><strong>{e(counts_text(counts))}</strong>"
+             + (f" over {run.num_runs} runs" if run.num_runs > 1 else "")
+             + (" (cancelled)" if run.cancelled else "") + "</p>",
+             "<table><tr><th>eval set</th><th>run</th><th>passed</th><th>failed</th><th>not evaluated</th></tr>"]
+    for result, rep in zip(run.results, run.repetitions):
+        c = result.counts()
+        parts.append(f"<tr><td>{e(safe_line(result.eval_set_id))}</td><td>{rep}</td><td>{c[EvalStatus.PASSED]}</td>"
+                     f"<td>{c[EvalStatus.FAILED]}</td><td>{c[EvalStatus.NOT_EVALUATED]}</td></tr>")
+    parts.append("</table>")
+    repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
+    if run.num_runs > 1 and repeats:
+        parts.append("<h2>Cases across runs</h2><table><tr><th>case</th><th>runs passed</th><th>label</th>"
+                     "<th>pass@k</th><th>pass^k</th></tr>")
+        parts += [f"<tr><td>{e(safe_line(r.case_id))}</td><td>{r.passed}/{r.runs} {_marks(r.statuses)}</td>"
+                  f"<td>{r.label.value}</td><td>{r.pass_at_k[-1]:.2f}</td><td>{r.pass_hat_k[-1]:.2f}</td></tr>"
+                  for r in repeats]
+        parts.append("</table>")
+    failures = _failures(run)
+    if failures:
+        parts.append("<h2>Failures</h2>")
+    for rep, result, case in failures[:MAX_FAILURES]:
+        where = f" (run {rep})" if run.num_runs > 1 else ""
+        parts.append(f"<h3>{e(safe_line(result.eval_set_id))} / {e(safe_line(case.eval_id))}{where}</h3><ul>")
+        if case.error:
+            parts.append(f"<li>agent error: {e(safe_line(case.error.split(chr(10), 1)[0]))}</li>")
+        parts += [f"<li>{e(safe_line(_metric_text(m)))}</li>" for m in case.metrics if m.status != EvalStatus.PASSED]
+        parts.append("</ul>")
+        for i, actual, expected in _turn_rows(case):
+            exp_calls = _calls(expected.tool_calls) if expected is not None else "-"
+            exp_text = content_text(expected.final_response) if expected is not None else "-"
+            parts.append(f"<p>Turn {i + 1}: {e(safe_line(content_text(actual.user_content)))}</p>"
+                         "<table><tr><th></th><th>expected</th><th>actual</th></tr>"
+                         f"<tr><td>tools</td><td>{e(safe_line(exp_calls))}</td>"
+                         f"<td>{e(safe_line(_calls(actual.tool_calls)))}</td></tr>"
+                         f"<tr><td>response</td><td>{e(safe_line(exp_text))}</td>"
+                         f"<td>{e(safe_line(content_text(actual.final_response)))}</td></tr></table>")
+            details = _detail_text(case, i)
+            if details:
+                parts.append("<ul>" + "".join(f"<li>{e(safe_line(d))}</li>" for d in details) + "</ul>")
+    insight = run.insight
+    if insight is not None and insight.cost is not None:
+        parts.append("<h2>Tokens and estimated cost</h2><table><tr><th>who</th><th>model</th><th>prompt</th>"
+                     "<th>cached</th><th>output</th><th>est. cost (USD)</th></tr>")
+        for line in insight.cost.lines:
+            cost = "unknown" if line.cost_usd is None else f"{line.cost_usd:.4f}"
+            parts.append(f"<tr><td>{line.who}</td><td>{e(safe_line(line.model))}</td><td>{line.usage.prompt}</td>"
+                         f"<td>{line.usage.cached}</td><td>{line.usage.output}</td><td>{cost}</td></tr>")
+        parts.append(f"</table><p>{e(safe_line(insight.cost.text()))}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ---- writing ---------------------------------------------------------------------------------------
+
+
+def write_reports(run: SharedRun, md_out: str | None, html_out: str | None) -> list[str]:
+    """Write the Markdown and/or HTML report; the messages of what could not be written."""
+    from .schema.fileio import atomic_write
+
+    errors: list[str] = []
+    for flag, path, render in (("--md", md_out, render_markdown), ("--html", html_out, render_html)):
+        if not path:
+            continue
+        try:
+            atomic_write(Path(path), render(run).encode("utf-8"))
+        except OSError as exc:
+            log.debug("writing %s failed", flag, exc_info=True)
+            errors.append(f"could not write {flag} {path}: {exc.strerror or exc}")
+    return errors
+
+
+def report_command(record_path: str, md_out: str | None, html_out: str | None, out: TextIO, err: TextIO) -> int:
+    """`tui-eval report RUN_RECORD [--md OUT] [--html OUT]`: Markdown on stdout unless written to files.
+    Exit 0 written, 2 no such record or a file that could not be written."""
+    try:
+        run = load_shared_run(Path(record_path))
+    except ShareError as exc:
+        print(f"error: {safe_line(str(exc))}", file=err)
+        return 2
+    if not md_out and not html_out:
+        out.write(render_markdown(run))
+        return 0
+    errors = write_reports(run, md_out, html_out)
+    for message in errors:
+        print(f"error: {safe_line(message)}", file=err)
+    return 2 if errors else 0
