@@ -25,7 +25,9 @@ def test_watch_strict_and_the_notice_once(tmp_path: Path) -> None:
     )
     lines = Lines(proc)
     try:
-        lines.wait_for("4 metrics will not be evaluated: no judge credentials")  # of the two eval files
+        # Of the two eval files' configs: the judge metrics, then ADK's Vertex-backed multi-turn metrics.
+        lines.wait_for("5 metrics will not be evaluated: no judge credentials; "
+                       "3 metrics will not be evaluated: no Vertex AI settings")
         # --strict: scenario cases that could not be evaluated offline fail too.
         lines.wait_for("0 passed, 2 failed, 0 not evaluated")
         lines.wait_for("FAIL return_used_item: 1 of 4 metrics evaluated")

@@ -139,13 +139,13 @@ def _catalog(*infos: MetricInfo) -> dict[str, MetricInfo]:
 
 _D, _J, _V, _I = MetricKind.DETERMINISTIC, MetricKind.GEMINI_JUDGE, MetricKind.VERTEX, MetricKind.INFORMATIONAL
 
-# google-adk 2.13's PrebuiltMetrics, in its order. ADK scores safety_v1 with Vertex AI; tui-eval asks
-# its Gemini judge (SPEC 4.3), so it reads judge options.
+# google-adk 2.13's PrebuiltMetrics, in its order. safety_v1 runs on Vertex AI as in ADK; its criterion
+# still reads judge options, which send it to tui-eval's Gemini judge instead.
 CATALOG: dict[str, MetricInfo] = _catalog(
     MetricInfo("tool_trajectory_avg_score", ToolTrajectoryCriterion, _D),
     MetricInfo("response_evaluation_score", BaseCriterion, _V),
     MetricInfo("response_match_score", BaseCriterion, _D),
-    MetricInfo("safety_v1", LlmAsAJudgeCriterion, _J),
+    MetricInfo("safety_v1", LlmAsAJudgeCriterion, _V),
     MetricInfo("final_response_match_v2", LlmAsAJudgeCriterion, _J),
     MetricInfo("rubric_based_final_response_quality_v1", RubricsBasedCriterion, _J),
     MetricInfo("hallucinations_v1", HallucinationsCriterion, _J),
