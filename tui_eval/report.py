@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .engine.store import dump_json
+from .metrics.efficiency import EFFICIENCY_METRICS, run_efficiency
 from .schema.fileio import atomic_write
 from .schema.model import FunctionCall, content_text
 from .schema.details import (
@@ -125,6 +126,12 @@ def trajectory_reasons(m: MetricResult) -> list[str]:
     return lines
 
 
+def _quiet(m: MetricResult) -> bool:
+    """Left out of a list of what went wrong: passed metrics, and ADK's efficiency metrics (informational,
+    one `efficiency:` line sums them up for the run)."""
+    return m.status == EvalStatus.PASSED or (m.status == EvalStatus.INFORMATIONAL and m.metric_name in EFFICIENCY_METRICS)
+
+
 def _first_line(text: str) -> str:
     """An agent error's first line (the reason); the traceback under it is for the detailed view."""
     return text.split("\n", 1)[0]
@@ -151,7 +158,7 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             if case.error:
                 print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
             for m in case.metrics:
-                if m.status != EvalStatus.PASSED and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
+                if not _quiet(m) and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
                     print(f"       {safe_line(metric_line(m))}", file=out)
                     for reason in trajectory_reasons(m):
                         print(f"         {safe_line(reason)}", file=out)
@@ -159,6 +166,9 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
     gaps = sum(_gaps(r.case_results) for r in record.results)
     print(f"Total: {_counts_text(total, gaps)}{tail}", file=out)
+    efficiency = run_efficiency([c for r in record.results for c in r.case_results])
+    if efficiency is not None:
+        print(f"efficiency: {efficiency}", file=out)
     judge = record.judge_stats
     if judge.get("requests"):
         print(
@@ -270,7 +280,7 @@ def _failure_text(case: CaseResult) -> str:
     if case.error:
         lines.append(f"agent error: {case.error}")
     for m in case.metrics:
-        if m.status != EvalStatus.PASSED:
+        if not _quiet(m):
             lines.append(metric_line(m))
             lines.extend(f"  {reason}" for reason in trajectory_reasons(m))
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
+from .metrics.efficiency import EFFICIENCY_METRICS
 from .engine.codestate import CodeState
 from .engine.insight import RunInsight
 from .engine.pricing import CostEstimate, TokenUsage
@@ -163,10 +164,16 @@ def _marks(statuses: Sequence[EvalStatus]) -> str:
     return "".join(s.glyph for s in statuses)
 
 
+def _listed(m: MetricResult) -> bool:
+    """Listed among what went wrong: not passed, and not one of ADK's efficiency metrics (informational)."""
+    return m.status != EvalStatus.PASSED and not (m.status == EvalStatus.INFORMATIONAL
+                                                  and m.metric_name in EFFICIENCY_METRICS)
+
+
 def _why(case: CaseResult) -> str:
     if case.error:
         return "agent error: " + case.error.split("\n", 1)[0]
-    failing = [m for m in case.metrics if m.status != EvalStatus.PASSED]
+    failing = [m for m in case.metrics if _listed(m)]
     return "; ".join(_metric_text(m) for m in failing[:3])
 
 
@@ -258,7 +265,7 @@ def _detail_text(case: CaseResult, turn: int) -> list[str]:
         elif isinstance(details, RougeDetails):
             out.append(f"{m.metric_name}: {inv.status.label}: precision {details.precision:.3f}, "
                        f"recall {details.recall:.3f}")
-        elif inv.status != EvalStatus.PASSED:
+        elif inv.status != EvalStatus.PASSED and m.metric_name not in EFFICIENCY_METRICS:
             score = "-" if inv.score is None else f"{inv.score:.3f}"
             out.append(f"{m.metric_name}: {inv.status.label} {score}" + (f" ({inv.reason})" if inv.reason else ""))
     return out
@@ -314,7 +321,7 @@ def render_markdown(run: SharedRun) -> str:
             lines.append("")
             if case.error:
                 lines.append(f"- agent error: {md(case.error.split(chr(10), 1)[0])}")
-            lines.extend(f"- {md(_metric_text(m))}" for m in case.metrics if m.status != EvalStatus.PASSED)
+            lines.extend(f"- {md(_metric_text(m))}" for m in case.metrics if _listed(m))
             for i, actual, expected in _turn_rows(case):
                 lines += ["", f"Turn {i + 1}: {md(content_text(actual.user_content), MAX_CELL)}", "",
                           "| | expected | actual |", "| --- | --- | --- |"]
@@ -395,7 +402,7 @@ def render_html(run: SharedRun) -> str:
         parts.append(f"<h3>{e(safe_line(result.eval_set_id))} / {e(safe_line(case.eval_id))}{where}</h3><ul>")
         if case.error:
             parts.append(f"<li>agent error: {e(safe_line(case.error.split(chr(10), 1)[0]))}</li>")
-        parts += [f"<li>{e(safe_line(_metric_text(m)))}</li>" for m in case.metrics if m.status != EvalStatus.PASSED]
+        parts += [f"<li>{e(safe_line(_metric_text(m)))}</li>" for m in case.metrics if _listed(m)]
         parts.append("</ul>")
         for i, actual, expected in _turn_rows(case):
             exp_calls = _calls(expected.tool_calls) if expected is not None else "-"

@@ -130,7 +130,9 @@ def test_adk_agent_runs_against_fake_gemini(
     cases = {c["eval_id"]: c for c in result["eval_case_results"]}
     paris, rome = cases["paris"], cases["rome"]
     assert paris["final_eval_status"] == 1 and rome["final_eval_status"] == 2
-    [metric] = paris["overall_eval_metric_results"]
+    metric, *informational = paris["overall_eval_metric_results"]
+    assert [m["metric_name"] for m in informational] == ["tool_call_count_v1", "inference_call_count_v1",
+                                                         "token_usage_v1", "invocation_duration_v1"]
     assert metric["metric_name"] == "tool_trajectory_avg_score" and metric["score"] == 1.0
     assert rome["overall_eval_metric_results"][0]["score"] == 0.0
     assert paris["session_id"] and paris["user_id"] == "u1"

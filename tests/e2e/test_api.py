@@ -73,8 +73,10 @@ def test_config_path_overrides_test_config(tmp_path: Path) -> None:
     config.write_text(json.dumps({"criteria": {"response_match_score": 0.0}}))
     record = tui_eval.evaluate(HELLO, HELLO_FILE, config=config)
     assert set(statuses(record).values()) == {EvalStatus.PASSED}
+    # the informational efficiency metrics are reported on every eval, as ADK does
     assert {m.metric_name for r in record.results for c in r.case_results for m in c.metrics} == {
-        "response_match_score"}
+        "response_match_score", "tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
+        "invocation_duration_v1"}
 
 
 def test_dotted_module_name_as_adk_agent_evaluator_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,9 @@ APP = {"agent_details": {"weather_agent": {
                            "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}}}],
 }}}
 
+# Reported on every eval (status 4), never passed or failed.
+INFORMATIONAL = {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"}
+
 
 def _turn(prompt: str, answer: str, city: str, rubrics: list | None = None) -> dict:
     inv = {
@@ -101,7 +104,7 @@ def test_all_llm_metrics_through_the_cli(gemini_env: FakeGemini, tmp_path: Path)
     assert set(cases) == {"paris", "rome"}
     for c in cases.values():
         metrics = {m.metric_name: m for m in c.overall_eval_metric_results}
-        assert set(metrics) == set(CRITERIA)
+        assert set(metrics) == set(CRITERIA) | INFORMATIONAL
         for name in CRITERIA:
             assert metrics[name].eval_status.value == 1, (c.eval_id, name, metrics[name])
             assert metrics[name].score == 1.0
@@ -141,6 +144,7 @@ def test_judge_failures_are_not_evaluated_with_reason(gemini_env: FakeGemini, tm
     for case in raw["eval_case_results"]:
         statuses = {m["metric_name"]: m["eval_status"] for m in case["overall_eval_metric_results"]}
         assert statuses.pop("tool_trajectory_avg_score") == 1
+        assert {statuses.pop(name) for name in INFORMATIONAL} == {4}
         assert set(statuses.values()) == {3}
 
 
@@ -162,6 +166,7 @@ def test_no_credentials_llm_metrics_not_evaluated(tmp_path: Path) -> None:
     for case in raw["eval_case_results"]:
         statuses = {m["metric_name"]: m["eval_status"] for m in case["overall_eval_metric_results"]}
         assert statuses.pop("tool_trajectory_avg_score") == 1
+        assert {statuses.pop(name) for name in INFORMATIONAL} == {4}
         assert set(statuses.values()) == {3}
 
 

@@ -294,6 +294,9 @@ def test_registry_says_which_metrics_need_a_judge() -> None:
     assert judged == {name for name, spec in specs.items() if spec.needs_judge}
     # CES's metrics (tui_eval/metrics/ces.py) run only on cases imported from CES; two of them ask a judge.
     ces = {name for name in specs if name.startswith("ces_")}
+    informational = {name for name, spec in specs.items() if spec.kind == "informational"} - ces
+    assert informational == {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
+                             "invocation_duration_v1"}
     assert {"ces_semantic_similarity", "ces_hallucination"} == ces & judged
     assert {"tool_trajectory_avg_score", "response_match_score"} == {
         name for name, spec in specs.items() if spec.kind == "deterministic" and name not in ces}

@@ -587,6 +587,9 @@ async def test_no_credentials_llm_not_evaluated_deterministic_still_run() -> Non
     assert not judge.available
     results = {r.metric_name: r for r in await score_case(config, ev, ev.conversation, judge=judge)}
     assert results["tool_trajectory_avg_score"].status == EvalStatus.PASSED
+    # the informational efficiency metrics, reported on every eval, never need a judge
+    informational = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
+    assert all(results.pop(name).status == EvalStatus.INFORMATIONAL for name in informational)
     for name, r in results.items():
         if name != "tool_trajectory_avg_score":
             assert r.status == EvalStatus.NOT_EVALUATED and r.reason == "no judge credentials", name

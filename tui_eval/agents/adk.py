@@ -14,10 +14,11 @@ environment variable alone sends an ADK agent's model calls to a local Gemini-co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from ..schema.load import read_content
 from ..schema.model import (
@@ -44,6 +45,15 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the e
     if (exc.name or "").startswith("google"):
         raise AgentError("this agent needs google-adk, which is not installed: pip install 'tui-eval[adk]'") from exc
     raise
+
+_BusyCollector = Callable[[], ContextManager[Any]]
+busy_collector: _BusyCollector | None
+try:
+    # How ADK's EvaluationGenerator splits a turn's time into model, tool and framework seconds (private
+    # in google-adk 2.13): without it the turn keeps its total and the split is n/a.
+    from google.adk.telemetry._instrumentation import collect_busy_intervals as busy_collector
+except ImportError:  # pragma: no cover - another google-adk version
+    busy_collector = None
 
 _USER = "user"
 
@@ -201,11 +211,23 @@ class AdkSession(AgentSession):
     async def turn(self, user_content: Content, index: int) -> Invocation:
         message = genai_types.Content.model_validate(user_content.to_dict() | {"role": user_content.role or _USER})
         created = time.time()
-        t0 = time.perf_counter()
         self.plugin.agents = {}
         events: list[Any] = []
         started: dict[str, tuple[str, float]] = {}
         timings: list[ToolTiming] = []
+        busy_block: ContextManager[Any] = busy_collector() if busy_collector is not None else contextlib.nullcontext()
+        # time.monotonic, as ADK: the busy intervals are read off that clock.
+        t0 = time.monotonic()
+        with busy_block as busy:
+            await self._run(message, events, started, timings)
+        # Rounded to milliseconds, as ADK's EvaluationGenerator does.
+        duration = round(time.monotonic() - t0, 3)
+        model_seconds = round(busy.model_seconds(), 3) if busy is not None else None
+        tool_seconds = round(busy.tool_seconds(), 3) if busy is not None else None
+        return self._invocation(user_content, events, index, created, duration, timings, model_seconds, tool_seconds)
+
+    async def _run(self, message: Any, events: list[Any], started: dict[str, tuple[str, float]],
+                   timings: list[ToolTiming]) -> None:
         async for event in self.runner.run_async(user_id=self.user_id, session_id=self.session_id,
                                                  new_message=message):
             now = time.perf_counter()
@@ -219,11 +241,10 @@ class AdkSession(AgentSession):
                 if key is not None:
                     name, t_call = started.pop(key)
                     timings.append(ToolTiming(name=name, seconds=round(now - t_call, 6), call_id=response.id))
-        duration = round(time.perf_counter() - t0, 6)
-        return self._invocation(user_content, events, index, created, duration, timings)
 
     def _invocation(self, user_content: Content, events: list[Any], index: int, created: float, duration: float,
-                    timings: list[ToolTiming]) -> Invocation:
+                    timings: list[ToolTiming], model_seconds: float | None = None,
+                    tool_seconds: float | None = None) -> Invocation:
         final_event: Any = None
         kept: list[Any] = []
         for event in events:
@@ -241,9 +262,13 @@ class AdkSession(AgentSession):
         for n, event in enumerate(kept):
             # As ADK: the final response's text lives on final_response, not again among the events.
             content = None if event is final_event and not event.get_function_calls() else event.content
+            usage = getattr(event, "usage_metadata", None)
             invocation_events.append(
                 InvocationEvent(author=event.author or "agent",
-                                content=_ours(content, f"$.events[{n}].content"))
+                                content=_ours(content, f"$.events[{n}].content"),
+                                # What the efficiency metrics count: one per model call, as ADK keeps it.
+                                usage_metadata=_jsonable(usage) if usage is not None else None,
+                                model_version=getattr(event, "model_version", None))
             )
         app_details = (AppDetails(agent_details=dict(self.plugin.agents)) if self.plugin.agents
                        else _static_app_details(self.root))
@@ -255,7 +280,8 @@ class AdkSession(AgentSession):
             intermediate_data=InvocationEvents(invocation_events=invocation_events),
             creation_timestamp=created,
             duration=duration,
-            tool_duration=round(sum(t.seconds for t in timings), 6) if timings else None,
+            model_duration=model_seconds,
+            tool_duration=tool_seconds,
             app_details=app_details,
             tool_timings=timings,
         )

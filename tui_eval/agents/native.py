@@ -41,9 +41,12 @@ from ..schema.model import (
     FunctionResponse,
     IntermediateData,
     Invocation,
+    InvocationEvent,
+    InvocationEvents,
     Part,
     ToolTiming,
 )
+from ..schema.load import read_content
 from .base import Agent, AgentError, AgentSession, CaseContext
 
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -363,8 +366,11 @@ class NativeSession(AgentSession):
             user_content=user_content,
             invocation_id=f"e-{index + 1}",
             final_response=Content(parts=[Part(text=final)], role="model"),
-            intermediate_data=IntermediateData(tool_uses=record.calls, tool_responses=record.responses,
-                                               intermediate_responses=record.texts),
+            # Gemini mode records the model's events as ADK does (each with its usage metadata and model
+            # version: what the efficiency metrics count); the offline policy calls no model.
+            intermediate_data=(InvocationEvents(invocation_events=record.events) if self.mode == "gemini"
+                               else IntermediateData(tool_uses=record.calls, tool_responses=record.responses,
+                                                     intermediate_responses=record.texts)),
             creation_timestamp=created,
             duration=round(time.perf_counter() - t0, 6),
             model_duration=round(record.model_seconds, 6),
@@ -456,6 +462,15 @@ class NativeSession(AgentSession):
             self._contents.append(content)
             calls = [p.function_call for p in parts if p.function_call is not None]
             text = "".join(p.text for p in parts if p.text and not p.thought)
+            # As ADK's EvaluationGenerator: the final answer's text lives on final_response only.
+            record.events.append(InvocationEvent(
+                author=self.agent.agent_name,
+                content=_with_call_ids(read_content(content.model_dump(mode="json", exclude_none=True)),
+                                       index, step_no) if calls else None,
+                usage_metadata=(response.usage_metadata.model_dump(mode="json", exclude_none=True)
+                                if response.usage_metadata is not None else None),
+                model_version=response.model_version,
+            ))
             if not calls:
                 return text
             if text:
@@ -469,7 +484,20 @@ class NativeSession(AgentSession):
                     types.Part(function_response=types.FunctionResponse(id=call.id, name=call.name, response=result))
                 )
             self._contents.append(types.Content(role="user", parts=reply_parts))
+            record.events.append(InvocationEvent(author=self.agent.agent_name, content=Content(
+                role="user", parts=[Part(function_response=r) for r in record.responses[-len(calls):]])))
         raise AgentError(f"the model asked for tools more than {MAX_STEPS} times in one turn")
+
+
+def _with_call_ids(content: Content, index: int, step_no: int) -> Content:
+    """The model's content with the call ids this turn's tool responses use (the model may send none)."""
+    k = 0
+    for part in content.parts or []:
+        if part.function_call is not None:
+            if part.function_call.id is None:
+                part.function_call.id = f"call-{index + 1}-{step_no + 1}-{k + 1}"
+            k += 1
+    return content
 
 
 @dataclass(slots=True)
@@ -480,3 +508,5 @@ class _TurnRecord:
     texts: list[tuple[str, list[Part]]] = field(default_factory=list)
     timings: list[ToolTiming] = field(default_factory=list)
     model_seconds: float = 0.0
+    # Gemini mode: the turn's events as ADK records them (model calls with their usage metadata).
+    events: list[InvocationEvent] = field(default_factory=list)

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterator
 
 from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
 from ..agents.isolation import isolated
-from ..metrics.base import MetricInput, get_metric
+from ..metrics.base import MetricInput, spec_for
+from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
 from ..schema.details import trusted
 from ..schema.model import EvalCase, Invocation
@@ -173,11 +174,14 @@ async def score_case(
         return result
 
     names = list(config.criteria)
-    specs = [get_metric(n) for n in names]
+    specs = [spec_for(n, config) for n in names]
     if sum(1 for s in specs if s is not None and s.needs_judge) < 2:
         # Deterministic metrics never suspend: awaiting them in turn skips a Task per metric per case.
-        return [await one(n) for n in names]
-    return list(await asyncio.gather(*(one(n) for n in names)))
+        results = [await one(n) for n in names]
+    else:
+        results = list(await asyncio.gather(*(one(n) for n in names)))
+    # As ADK: the informational efficiency metrics are reported for every eval (never pass or fail).
+    return results + efficiency_results(actual, skip=set(names))
 
 
 async def _score_metric(
@@ -196,7 +200,7 @@ async def _score_metric(
     def skip(reason: str) -> MetricResult:
         return MetricResult.not_evaluated(name, threshold, reason, criterion)
 
-    spec = get_metric(name)
+    spec = spec_for(name, config)
     if spec is None:
         return skip(f"metric {name!r} is not available in this build of tui-eval")
     if spec.scenario_only and not case.is_scenario:
@@ -234,7 +238,7 @@ async def _score_metric(
 def _judge_needed(plan: RunPlan) -> bool:
     for target in plan.targets:
         for name, crit in target.config.criteria.items():
-            spec = get_metric(name)
+            spec = spec_for(name, target.config)
             # A criterion naming judge_model_options asks for the judge (safety_v1's Gemini judge).
             if spec is not None and (spec.needs_judge or "judge_model_options" in crit.raw):
                 return True
@@ -270,7 +274,7 @@ def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
     judge_reason = getattr(judge, "unavailable_reason", None) or "no judge credentials"
     for target in plan.targets:
         for name, crit in target.config.criteria.items():
-            spec = get_metric(name)
+            spec = spec_for(name, target.config)
             if spec is None:
                 continue
             asks_judge = spec.needs_judge or "judge_model_options" in crit.raw

@@ -69,6 +69,10 @@ _MODULES: dict[str, str] = {
     "hallucinations_v1": "tui_eval.metrics.llm",
     "safety_v1": "tui_eval.metrics.llm",
     "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
+    "tool_call_count_v1": "tui_eval.metrics.efficiency",
+    "inference_call_count_v1": "tui_eval.metrics.efficiency",
+    "token_usage_v1": "tui_eval.metrics.efficiency",
+    "invocation_duration_v1": "tui_eval.metrics.efficiency",
     "ces_tool_invocation": "tui_eval.metrics.ces",
     "ces_parameter_correctness": "tui_eval.metrics.ces",
     "ces_tool_ordered_invocation": "tui_eval.metrics.ces",
@@ -87,6 +91,17 @@ def metric_names() -> list[str]:
     """Every built-in metric name, without importing any metric module (cheap: for completion and
     did-you-mean). The catalog of names is `_MODULES` until schema/criteria.py provides it."""
     return list(_MODULES)
+
+
+def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
+    """The metric a config's criterion names: its `custom_metrics` declaration first (as ADK, a declared
+    function wins), else the built-in one."""
+    custom = config.custom_metrics.get(name)
+    if custom is not None:
+        from .custom import custom_spec
+
+        return custom_spec(name, custom)
+    return get_metric(name)
 
 
 def register(spec: MetricSpec) -> MetricSpec:

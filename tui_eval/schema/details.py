@@ -494,6 +494,53 @@ class VertexCaseDetails(_Details):
     rubric_scores: list[RubricScore] = Field(default_factory=list)
 
 
+# --- efficiency (informational) -----------------------------------------------------------------------
+class TokenUsageDetails(_Details):
+    """token_usage_v1 on one turn (or averaged over a case): ADK's TokenUsageDetails, count by count.
+
+    The counts nest: total = input + output; prompt, cached and tool_use are parts of input; candidates
+    and reasoning parts of output. None means no model call reported that count (n/a), never zero.
+    """
+
+    kind: Literal["token_usage"] = "token_usage"
+    total_tokens: float | None = None
+    input_tokens: float | None = None
+    prompt_tokens: float | None = None
+    cached_tokens: float | None = None
+    tool_use_tokens: float | None = None
+    output_tokens: float | None = None
+    candidates_tokens: float | None = None
+    reasoning_tokens: float | None = None
+
+    def to_adk(self) -> dict[str, float | None]:
+        """ADK's TokenUsageDetails dict (no `kind`)."""
+        return {name: getattr(self, name) for name in TOKEN_USAGE_FIELDS}
+
+
+TOKEN_USAGE_FIELDS: tuple[str, ...] = ("total_tokens", "input_tokens", "prompt_tokens", "cached_tokens",
+                                       "tool_use_tokens", "output_tokens", "candidates_tokens", "reasoning_tokens")
+
+
+class DurationDetails(_Details):
+    """invocation_duration_v1 on one turn (or averaged over a case): where the turn's seconds went.
+
+    model + tool + framework = total; None when the turn was not timed by this run (n/a, never zero).
+    """
+
+    kind: Literal["duration"] = "duration"
+    total_seconds: float | None = None
+    model_seconds: float | None = None
+    tool_seconds: float | None = None
+    framework_seconds: float | None = None
+
+    def to_adk(self) -> dict[str, float | None]:
+        """ADK's DurationDetails dict (no `kind`)."""
+        return {name: getattr(self, name) for name in DURATION_FIELDS}
+
+
+DURATION_FIELDS: tuple[str, ...] = ("total_seconds", "model_seconds", "tool_seconds", "framework_seconds")
+
+
 MetricDetails = Annotated[
     Union[
         TrajectoryDetails,
@@ -509,6 +556,8 @@ MetricDetails = Annotated[
         CesLatencyDetails,
         VertexDetails,
         VertexCaseDetails,
+        TokenUsageDetails,
+        DurationDetails,
     ],
     Field(discriminator="kind"),
 ]

@@ -12,7 +12,16 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
-from .details import JudgeCaseDetails, MetricDetails, RubricDetails, VertexCaseDetails, VertexDetails, trusted
+from .details import (
+    DurationDetails,
+    JudgeCaseDetails,
+    MetricDetails,
+    RubricDetails,
+    TokenUsageDetails,
+    VertexCaseDetails,
+    VertexDetails,
+    trusted,
+)
 from .model import Invocation, ToolTiming
 from .status import EvalStatus
 
@@ -110,10 +119,16 @@ class MetricResult(_Result):
             details["rubric_scores"] = [
                 {"rubric_id": r.rubric_id, "rationale": r.rationale, "score": r.score} for r in source.rubric_scores
             ]
+        elif isinstance(source, TokenUsageDetails):
+            details["token_usage_details"] = source.to_adk()
+        elif isinstance(source, DurationDetails):
+            details["duration_details"] = source.to_adk()
+        # ADK's informational metrics carry no threshold and no criterion.
+        informational = self.status is EvalStatus.INFORMATIONAL and not self.criterion
         return {
             "metric_name": self.metric_name,
-            "threshold": self.threshold,
-            "criterion": self.criterion or {"threshold": self.threshold},
+            "threshold": None if informational else self.threshold,
+            "criterion": None if informational else self.criterion or {"threshold": self.threshold},
             "score": src_score,
             "eval_status": int(src_status),
             "details": details,

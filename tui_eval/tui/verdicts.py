@@ -84,11 +84,18 @@ def dropped_of(details: MetricDetails | None) -> int:
 # ---- metric summaries -----------------------------------------------------------------------------
 
 
+def score_text(m: MetricResult, score: float | None, status: int) -> str:
+    """`0.50 / 1` against the threshold; an informational metric's value alone: `812 informational`."""
+    if status == EvalStatus.INFORMATIONAL:
+        return f"{'n/a' if score is None else format(score, '.4g')} informational"
+    return f"{fmt_score(score)} / {m.threshold:g}"
+
+
 def metric_line(m: MetricResult) -> Content:
-    """`✘ tool_trajectory_avg_score 0.50 / 1.00`."""
+    """`✘ tool_trajectory_avg_score 0.50 / 1.00` (`ℹ token_usage_v1 812 informational`)."""
     return Content.assemble(
         status_chip(int(m.status)), " ", literal(m.metric_name), " ",
-        (f"{fmt_score(m.score)} / {m.threshold:g}", "$text-muted"),
+        (score_text(m, m.score, int(m.status)), "$text-muted"),
     )
 
 
@@ -124,7 +131,7 @@ def turn_metric_lines(result: CaseResult, index: int) -> list[Content]:
         extra = votes_of(inv.details)
         lines.append(Content.assemble(
             status_chip(int(inv.status)), " ", literal(m.metric_name), " ",
-            (f"{fmt_score(inv.score)} / {m.threshold:g}", "$text-muted"),
+            (score_text(m, inv.score, int(inv.status)), "$text-muted"),
             (f"  votes {extra}", "$text-muted") if extra else "",
         ))
         if inv.reason:
