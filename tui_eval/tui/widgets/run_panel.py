@@ -119,7 +119,9 @@ class RunPanel(Vertical):
             idle = [name for name in snap.metric_total
                     if snap.metric_done.get(name, 0) and not snap.metric_evaluated.get(name, 0)]
             if idle:
-                parts.append((f"not evaluated: {', '.join(idle)}", "$text-warning"))
+                # One line at 80 columns: the first few names, then how many more.
+                shown = ", ".join(idle[:3]) + (f" +{len(idle) - 3} more" if len(idle) > 3 else "")
+                parts.append((f"not evaluated: {shown}", "$text-warning"))
         line = Content.assemble(*parts)
         # Errors come from the engine and agents: literal text, never markup.
         errors = [plain(f"⚠ {e}", "$text-error") for e in snap.errors[-3:]]
