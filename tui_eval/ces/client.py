@@ -35,6 +35,7 @@ TOKEN_ENV = "CES_ACCESS_TOKEN"
 LOGIN_HINT = "run `gcloud auth application-default login` (or set CES_ACCESS_TOKEN)"
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P", EvaluationPage, EvaluationRunPage, EvaluationResultPage)
 
 
 def regional_endpoint(location: str) -> str:
@@ -142,25 +143,29 @@ class CesClient:
             where = ".".join(str(p) for p in first["loc"])
             raise CesError(f"{tool} at {self.endpoint} answered an unexpected shape at {where}: {first['msg']}") from None
 
+    async def _pages(self, tool: str, args: dict[str, Any], page_model: type[P]) -> AsyncIterator[P]:
+        """Every page of a list tool, following `nextPageToken` until the last page."""
+        token: str | None = None
+        while True:
+            page = await self._typed(tool, {**args, "pageToken": token} if token else args, page_model)
+            yield page
+            token = page.next_page_token
+            if not token:
+                return
+
     # ---- evaluations ----
 
     async def list_evaluations(self, app: str, *, last_ten_results: bool = False, page_size: int | None = None) -> list[Evaluation]:
         """Every evaluation of an app, following page tokens."""
+        args: dict[str, Any] = {"parent": app}
+        if last_ten_results:
+            args["lastTenResults"] = True
+        if page_size:
+            args["pageSize"] = page_size
         out: list[Evaluation] = []
-        token: str | None = None
-        while True:
-            args: dict[str, Any] = {"parent": app}
-            if last_ten_results:
-                args["lastTenResults"] = True
-            if page_size:
-                args["pageSize"] = page_size
-            if token:
-                args["pageToken"] = token
-            page = await self._typed("list_evaluations", args, EvaluationPage)
+        async for page in self._pages("list_evaluations", args, EvaluationPage):
             out.extend(page.evaluations)
-            token = page.next_page_token
-            if not token:
-                return out
+        return out
 
     async def get_evaluation(self, name: str) -> Evaluation:
         return await self._typed("get_evaluation", {"name": name}, Evaluation)
@@ -194,34 +199,21 @@ class CesClient:
 
     async def list_evaluation_runs(self, app: str) -> list[EvaluationRun]:
         out: list[EvaluationRun] = []
-        token: str | None = None
-        while True:
-            args: dict[str, Any] = {"parent": app}
-            if token:
-                args["pageToken"] = token
-            page = await self._typed("list_evaluation_runs", args, EvaluationRunPage)
+        async for page in self._pages("list_evaluation_runs", {"parent": app}, EvaluationRunPage):
             out.extend(page.evaluation_runs)
-            token = page.next_page_token
-            if not token:
-                return out
+        return out
 
     async def get_evaluation_run(self, name: str) -> EvaluationRun:
         return await self._typed("get_evaluation_run", {"name": name}, EvaluationRun)
 
     async def list_evaluation_results(self, evaluation: str, filter: str | None = None) -> list[EvaluationResult]:
+        args: dict[str, Any] = {"parent": evaluation}
+        if filter:
+            args["filter"] = filter
         out: list[EvaluationResult] = []
-        token: str | None = None
-        while True:
-            args: dict[str, Any] = {"parent": evaluation}
-            if filter:
-                args["filter"] = filter
-            if token:
-                args["pageToken"] = token
-            page = await self._typed("list_evaluation_results", args, EvaluationResultPage)
+        async for page in self._pages("list_evaluation_results", args, EvaluationResultPage):
             out.extend(page.evaluation_results)
-            token = page.next_page_token
-            if not token:
-                return out
+        return out
 
     async def get_evaluation_result(self, name: str) -> EvaluationResult:
         return await self._typed("get_evaluation_result", {"name": name}, EvaluationResult)
