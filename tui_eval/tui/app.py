@@ -14,6 +14,7 @@ import functools
 import gc
 import logging
 import os
+import time
 from collections import deque
 from functools import partial
 from pathlib import Path
@@ -49,6 +50,11 @@ TICK_HZ = 8
 #: Results folded onto the screen per tick at most: a replay run finishes thousands of cases between two
 #: ticks, and folding them all at once kept keys waiting; the rest wait for the next tick (in order).
 FOLD_PER_TICK = 4000
+#: Finished cases are also folded for at most this long per tick (in chunks of FOLD_CHUNK): a CPU-bound
+#: run in the engine thread holds the GIL half the time, so a count alone let one tick take hundreds of
+#: milliseconds and keys waited behind it (bench/tui_scale.py: a key not painted within 5 s).
+FOLD_BUDGET = 0.012
+FOLD_CHUNK = 200
 
 _M = TypeVar("_M", bound=Message)
 HeapPhase = Literal["run", "settled"]
@@ -319,11 +325,18 @@ class EvalApp(App[int]):
                 main.run_panel.reset()
             snap = state.drain()
             main.run_panel.show(snap)
-            self._finished_backlog.extend(snap.finished)
-            for _ in range(min(FOLD_PER_TICK, len(self._finished_backlog))):
-                key, result = self._finished_backlog.popleft()
-                cat.set_result(key, result, SESSION)
-                dirty.add(key)
+            backlog = self._finished_backlog
+            backlog.extend(snap.finished)
+            deadline = time.perf_counter() + FOLD_BUDGET
+            folded = 0
+            while backlog and folded < FOLD_PER_TICK:
+                for _ in range(min(FOLD_CHUNK, len(backlog))):
+                    key, result = backlog.popleft()
+                    cat.set_result(key, result, SESSION)
+                    dirty.add(key)
+                folded += FOLD_CHUNK
+                if time.perf_counter() >= deadline:
+                    break
             if snap.running != cat.running:
                 dirty |= snap.running ^ cat.running
                 cat.running = snap.running
