@@ -109,3 +109,16 @@ def test_bad_config_file_names_file_and_line(tmp_path: Path):
     with pytest.raises(LoadError) as info:
         load_eval_config(path)
     assert info.value.path == str(path) and info.value.line == 1
+
+
+def test_a_config_that_is_a_fifo_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """`--config` naming a FIFO is reported at once (a plain read would block for ever)."""
+    import os
+
+    from tui_eval.schema.config import load_eval_config
+    from tui_eval.schema.errors import LoadError
+
+    fifo = tmp_path / "test_config.json"
+    os.mkfifo(fifo)
+    with pytest.raises(LoadError, match="FIFO"):
+        load_eval_config(fifo)

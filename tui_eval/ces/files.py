@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
-from ..schema.errors import LoadError, syntax_error
+from ..schema.errors import LoadError
+from ..schema.load import read_json_file
 from .model import Evaluation
 
 
@@ -52,12 +52,4 @@ def evaluations_from_json(data: Any, path: str | Path) -> list[Evaluation]:
 def read_evaluations(path: str | Path) -> list[Evaluation]:
     """Read a CES file. Raises LoadError naming the file and the place of the fault."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(str(path), f"cannot read file: {exc.strerror or exc}") from None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise syntax_error(path, exc) from None
-    return evaluations_from_json(data, path)
+    return evaluations_from_json(read_json_file(path), path)

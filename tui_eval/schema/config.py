@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_snake
 
@@ -27,7 +26,8 @@ from .criteria import (
     MatchType,
     UserSimulatorConfig,
 )
-from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, schema_error, syntax_error
+from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, schema_error
+from .load import read_json_file
 from .model import Rubric
 
 logger = logging.getLogger(__name__)
@@ -218,14 +218,7 @@ def default_config() -> EvalConfig:
 def load_eval_config(path: str | Path) -> EvalConfig:
     """Read a config file. Raises LoadError naming the file and the place of every fault."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(str(path), f"cannot read file: {exc.strerror or exc}") from None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise syntax_error(path, exc) from None
+    data = read_json_file(path)
     try:
         return read_eval_config(data, source=str(path))
     except SchemaError as exc:

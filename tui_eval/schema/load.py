@@ -198,6 +198,16 @@ def read_regular_file(path: str | Path) -> bytes:
             os.close(fd)
 
 
+def read_json_file(path: str | Path) -> Any:
+    """A JSON file's parsed value: read as `read_regular_file` reads (never blocking on a FIFO); a syntax
+    error is a LoadError with line:column. Eval files, configs and CES files all come through here."""
+    path = Path(path)
+    try:
+        return orjson.loads(read_regular_file(path))
+    except orjson.JSONDecodeError as exc:
+        raise syntax_error(path, exc) from None
+
+
 def load_eval_set(path: str | Path) -> EvalSet:
     """Read one eval file. Raises LoadError naming the file (and place) of every fault."""
     path = Path(path)
