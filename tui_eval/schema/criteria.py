@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator
@@ -55,19 +56,25 @@ class MatchType(Enum):
         raise ValueError(f"unknown match_type {value!r}: use EXACT, IN_ORDER or ANY_ORDER")
 
 
-def _threshold(value: Any) -> Any:
-    # ADK's threshold is a lax float ("0.8" reads as 0.8); a boolean or a word is a mistake.
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"threshold must be a number, got {value!r}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"threshold must be a number, got {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise ValueError(f"threshold {value!r} is outside [0, 1]")
-    return number
+def _threshold_on(low: float, high: float, scale: str, kind: str = "a number") -> Callable[[Any], float]:
+    """A threshold check for a score on [low, high]: ADK's lax float ("0.8" reads as 0.8); a boolean, a
+    word or a value off the scale is a mistake."""
+
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"threshold must be {kind}, got {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"threshold must be {kind}, got {value!r}") from None
+        if not low <= number <= high:
+            raise ValueError(f"threshold {value!r} is outside {scale}")
+        return number
+
+    return check
 
 
+_threshold = _threshold_on(0.0, 1.0, "[0, 1]")
 Threshold = Annotated[float, BeforeValidator(_threshold)]
 
 
@@ -163,17 +170,9 @@ CATALOG: dict[str, MetricInfo] = _catalog(
 
 
 
-def _ces_similarity_threshold(value: Any) -> Any:
-    # CES scores semantic similarity 0..4 and its success threshold is an integer on that scale.
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"threshold must be a number from 0 to 4, got {value!r}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"threshold must be a number from 0 to 4, got {value!r}") from None
-    if not 0.0 <= number <= 4.0:
-        raise ValueError(f"threshold {value!r} is outside CES's semantic similarity scale [0, 4]")
-    return number
+# CES scores semantic similarity 0..4 and its success threshold is on that scale.
+_ces_similarity_threshold = _threshold_on(0.0, 4.0, "CES's semantic similarity scale [0, 4]",
+                                          "a number from 0 to 4")
 
 
 class CesToolInvocationCriterion(BaseCriterion):
