@@ -102,8 +102,11 @@ def test_lookup_names() -> None:
 def test_defaults_cover_the_gemini_family() -> None:
     t = load_price_table(env={})
     for model in ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite", "gemini-3-pro-preview",
-                  "gemini-3-flash-preview"]:
+                  "gemini-3-flash-preview", "gemini-3-flash", "gemini-3.1-pro-preview", "gemini-2.0-flash-001"]:
         assert t.lookup(model) is not None, model
+    # a point release is priced as its own family, not as the shorter name it happens to extend
+    assert t.lookup("gemini-3.1-pro-preview") == ModelPrice(prompt=2.00, output=12.00, cached_prompt=0.20)
+    assert t.lookup("gemini-2.0-flash-001") == ModelPrice(prompt=0.10, output=0.40, cached_prompt=0.025)
     assert any("estimate" in s for s in t.sources)
 
 

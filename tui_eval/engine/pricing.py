@@ -167,6 +167,10 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
     "gemini-2.5-flash-lite": ModelPrice(prompt=0.10, output=0.40, cached_prompt=0.01),
     "gemini-3-pro-preview": ModelPrice(prompt=2.00, output=12.00, cached_prompt=0.20),
     "gemini-3-flash-preview": ModelPrice(prompt=0.50, output=3.00, cached_prompt=0.05),
+    # GA and point-release names resolve through the `-` prefix rule (gemini-3.1-pro-preview -> gemini-3.1-pro)
+    "gemini-3-flash": ModelPrice(prompt=0.50, output=3.00, cached_prompt=0.05),
+    "gemini-3.1-pro": ModelPrice(prompt=2.00, output=12.00, cached_prompt=0.20),
+    "gemini-2.0-flash": ModelPrice(prompt=0.10, output=0.40, cached_prompt=0.025),
 }
 DEFAULT_SOURCE = "built-in (estimate, override in config)"
 
