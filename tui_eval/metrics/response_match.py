@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
 import unicodedata
 from itertools import chain
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator
 
 from ..schema.details import RougeDetails, trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
 from .base import MetricInput, MetricSpec, register
+from .porter import stem as porter_stem
 
 METRIC_NAME = "response_match_score"
 logger = logging.getLogger(__name__)
@@ -24,43 +23,9 @@ _MAX_TEXTS = 50_000
 _MAX_WORDS = 200_000
 
 
-class _Stemmer(Protocol):
-    def stem(self, word: str) -> str: ...
-
-
-# --- Porter stemmer --------------------------------------------------------------------------------
-# rouge-score stems with `nltk.stem.porter.PorterStemmer()` (default NLTK_EXTENSIONS mode). Importing
-# nltk costs ~0.5 s (its __init__ loads ~245 modules), so it happens on first use, not at import: the
-# dashboard and runs without response_match_score never pay for it. `warm_up()` lets a caller start
-# it early, off the hot path.
-
-_stemmer: _Stemmer | None = None
-_stemmer_lock = threading.Lock()
-
-
-def porter_stemmer() -> _Stemmer:
-    """The Porter stemmer rouge-score uses (nltk imported once, on first use)."""
-    global _stemmer
-    if _stemmer is None:
-        with _stemmer_lock:
-            if _stemmer is None:
-                t0 = time.perf_counter()
-                from nltk.stem import porter
-
-                _stemmer = porter.PorterStemmer()
-                logger.debug("nltk Porter stemmer loaded in %.3f s", time.perf_counter() - t0)
-    return _stemmer
-
-
-def warm_up() -> threading.Thread:
-    """Load the stemmer in a background thread (a run that will score responses can call this while it
-    reads its eval files). Returns the started thread."""
-    thread = threading.Thread(target=porter_stemmer, name="tui-eval-porter-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
 # --- rouge-score's DefaultTokenizer(use_stemmer=True), on one ASCII word ---------------------------
+# rouge-score stems with nltk's PorterStemmer(); `porter.stem` is the same algorithm without nltk
+# (importing nltk cost ~0.5 s of CPU and ~40 MB per run). Stems are cached per word below.
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 
@@ -68,8 +33,7 @@ _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 def rouge_default_tokens(text: str) -> list[str]:
     """rouge_score.tokenize.tokenize(text, PorterStemmer()), step for step."""
     pieces = re.split(r"\s+", _NON_ALNUM.sub(" ", text.lower()))
-    stemmer = porter_stemmer()
-    pieces = [stemmer.stem(p) if len(p) > 3 else p for p in pieces]
+    pieces = [porter_stem(p) if len(p) > 3 else p for p in pieces]
     return [p for p in pieces if _VALID_TOKEN.match(p)]
 
 
