@@ -227,6 +227,18 @@ def token_overlap(candidate: str, reference: str) -> dict[str, list[list[str | b
 
 
 # --- the metric -------------------------------------------------------------------------------------
+# A turn whose response equals its reference (an unchanged answer, common) scores from the token count
+# alone: one shared, read-only result per (count, status) instead of two objects per turn.
+_same_text_turns: dict[tuple[int, EvalStatus], InvocationMetricResult] = {}
+
+
+def _turn(precision: float, recall: float, score: float, shared: int, cand_total: int, ref_total: int,
+          status: EvalStatus) -> InvocationMetricResult:
+    details = trusted(RougeDetails, kind="rouge", precision=precision, recall=recall, shared_tokens=shared,
+                      candidate_tokens=cand_total, reference_tokens=ref_total)
+    return trusted(InvocationMetricResult, score=score, status=status, reason=None, details=details)
+
+
 def evaluate(inp: MetricInput) -> MetricResult:
     """Score each turn's final response against its reference; the case score is their mean."""
     threshold = inp.criterion.threshold
@@ -237,14 +249,24 @@ def evaluate(inp: MetricInput) -> MetricResult:
     progress = inp.progress
     per_invocation = []
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
-        precision, recall, score, shared, cand_total, ref_total = rouge1_details(
-            content_text(actual.final_response), content_text(expected.final_response))
-        details = trusted(RougeDetails, kind="rouge", precision=precision, recall=recall, shared_tokens=shared,
-                          candidate_tokens=cand_total, reference_tokens=ref_total)
-        per_invocation.append(trusted(InvocationMetricResult, score=score,
-                                      status=passed if score >= threshold else failed, reason=None, details=details))
+        candidate, reference = content_text(actual.final_response), content_text(expected.final_response)
+        if candidate == reference:
+            ref_total = _counts(reference)[1]
+            score = 1.0 if ref_total else 0.0
+            status = passed if score >= threshold else failed
+            turn = _same_text_turns.get((ref_total, status))
+            if turn is None:
+                turn = _turn(score, score, score, ref_total, ref_total, ref_total, status)
+                if len(_same_text_turns) < _MAX_WORDS:
+                    _same_text_turns[(ref_total, status)] = turn
+        else:
+            precision, recall, score, shared, cand_total, ref_total = rouge1_details(candidate, reference)
+            turn = _turn(precision, recall, score, shared, cand_total, ref_total,
+                         passed if score >= threshold else failed)
+        per_invocation.append(turn)
         progress(i)
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
+
 
 SPEC = register(
     MetricSpec(
