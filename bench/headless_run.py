@@ -107,8 +107,9 @@ def generate(n_cases: int) -> tuple[Path, Path]:
     return expected_path, actual_path
 
 
-def _run(cmd: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, int, str]:
-    """Wall seconds, peak RSS (MB) and exit code of one child process (os.wait4 gives its own rusage)."""
+def _run(cmd: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, int, str, float]:
+    """Wall seconds, peak RSS (MB), exit code, output and CPU seconds (user + system) of one child
+    process (os.wait4 gives its own rusage). CPU is the figure to compare on a busy machine."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -119,7 +120,7 @@ def _run(cmd: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float
     proc.returncode = code
     if code not in (0, 1):
         sys.exit(f"command failed ({code}): {' '.join(cmd)}\n{err}")
-    return wall, usage.ru_maxrss / 1024, code, out or err
+    return wall, usage.ru_maxrss / 1024, code, out or err, usage.ru_utime + usage.ru_stime
 
 
 _ADK_SCRIPT = r"""
@@ -159,15 +160,17 @@ def main() -> None:
     exe = [sys.executable, "-m", "tui_eval.cli", "run", "--agent", f"replay:{actual}", str(expected)]
     if args.no_save:
         exe.append("--no-save")
-    walls, peaks = [], []
+    walls, peaks, cpus = [], [], []
     for _ in range(args.repeat):
-        wall, peak, code, _ = _run(exe)
+        wall, peak, code, _, cpu = _run(exe)
         walls.append(wall)
         peaks.append(peak)
-    print(f"tui-eval run: wall median {statistics.median(walls):.2f}s (min {min(walls):.2f}s) "
+        cpus.append(cpu)
+    print(f"tui-eval run: wall median {statistics.median(walls):.2f}s (min {min(walls):.2f}s), "
+          f"CPU median {statistics.median(cpus):.2f}s (min {min(cpus):.2f}s) "
           f"over {args.repeat}, peak RSS {max(peaks):.0f} MB, exit {code}")
     if args.adk:
-        wall, peak, _, text = _run([sys.executable, "-c", _ADK_SCRIPT, str(expected), str(actual)],
+        wall, peak, _, text, _cpu = _run([sys.executable, "-c", _ADK_SCRIPT, str(expected), str(actual)],
                                    stdout=subprocess.PIPE)
         print(f"google-adk evaluators: wall {wall:.2f}s, peak RSS {peak:.0f} MB ({text.strip()})")
 

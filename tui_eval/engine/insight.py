@@ -144,10 +144,17 @@ def build_insight(results: Sequence[EvalSetResult], repetitions: Sequence[int], 
     models = judge_models(configs)
     # Several judge models share one counter: name them all (no single price fits, the cost says so).
     judge_model = models[0] if len(models) == 1 else (" + ".join(models) if models else None)
-    book = usage_book(results, repetitions, judge_stats or {}, judge_model)
+    # A run with neither model events, timings nor durations (replayed turns) has nothing to add up:
+    # one quick pass says so, instead of three passes over every turn.
+    if any(isinstance(inv.intermediate_data, InvocationEvents) or inv.tool_timings or inv.duration is not None
+           for r in results for c in r.case_results for inv in c.actual):
+        book = usage_book(results, repetitions, judge_stats or {}, judge_model)
+        walls = [inv.duration for r in results for c in r.case_results for inv in c.actual if inv.duration is not None]
+        timings = tool_call_timings(results)
+    else:
+        book = usage_book((), (), judge_stats or {}, judge_model)
+        walls, timings = [], []
     by_model = book.by_model()
     cost = estimate_cost(by_model, prices) if by_model else None
-    walls = [inv.duration for r in results for c in r.case_results for inv in c.actual if inv.duration is not None]
-    return RunInsight(num_runs=num_runs, repeats=repeats, cost=cost,
-                      tool_latency=tool_latencies(tool_call_timings(results)),
+    return RunInsight(num_runs=num_runs, repeats=repeats, cost=cost, tool_latency=tool_latencies(timings),
                       turn_wall=turn_wall_times(walls), wall_seconds=wall_seconds)

@@ -10,16 +10,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
 from ..agents.isolation import isolated
-from ..metrics.base import MetricInput, spec_for
+from ..metrics.base import MetricInput, MetricSpec, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
 from ..schema.details import trusted
@@ -49,6 +50,7 @@ from .insight import RunInsight
 from .plan import EvalTarget, RunPlan
 
 EventSink = Callable[[Event], None]
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
 # Seconds of uninterrupted scoring after which a worker lets the loop run (signals, the UI, events).
 YIELD_EVERY = 0.05
@@ -121,6 +123,16 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+async def _within(timeout: float | None, awaitable: Awaitable[T]) -> T:
+    """Await in this task, failing with TimeoutError after `timeout` seconds (None: no timer).
+
+    asyncio.timeout, unlike wait_for, runs the awaitable in the calling task: no Task per turn."""
+    if timeout is None:
+        return await awaitable
+    async with asyncio.timeout(timeout):
+        return await awaitable
+
+
 async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
@@ -143,6 +155,10 @@ class ScoreProgress:
         self.emit(MetricProgress(key, metric, index, self.done[metric], self.total[metric], status))
 
 
+def _no_progress(_i: int) -> None:
+    pass
+
+
 async def score_case(
     config: EvalConfig,
     case: EvalCase,
@@ -154,20 +170,23 @@ async def score_case(
 ) -> list[MetricResult]:
     """Score one case's actual invocations with every metric of the config (concurrently)."""
     expected = case.conversation
+    turns = len(actual)
 
-    async def one(name: str) -> MetricResult:
+    async def one(name: str, spec: MetricSpec | None) -> MetricResult:
         crit = config.criteria[name]
+        if progress is None or key is None:
+            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress)
         seen: set[int] = set()
 
         def on_progress(i: int) -> None:
-            if progress is not None and key is not None and i not in seen and i < len(actual):
+            if i not in seen and i < turns:
                 seen.add(i)
                 progress.tick(key, name, i)
 
-        result = await _score_metric(name, crit, config, case, actual, expected, judge, on_progress)
-        if progress is not None and key is not None:
+        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress)
+        if len(seen) < turns:
             # Top the bar up for invocations the metric did not report (not evaluated, or silent).
-            for i in range(len(actual)):
+            for i in range(turns):
                 if i not in seen:
                     seen.add(i)
                     progress.tick(key, name, i, result.status)
@@ -177,15 +196,16 @@ async def score_case(
     specs = [spec_for(n, config) for n in names]
     if sum(1 for s in specs if s is not None and s.needs_judge) < 2:
         # Deterministic metrics never suspend: awaiting them in turn skips a Task per metric per case.
-        results = [await one(n) for n in names]
+        results = [await one(n, s) for n, s in zip(names, specs)]
     else:
-        results = list(await asyncio.gather(*(one(n) for n in names)))
+        results = list(await asyncio.gather(*(one(n, s) for n, s in zip(names, specs))))
     # As ADK: the informational efficiency metrics are reported for every eval (never pass or fail).
     return results + efficiency_results(actual, skip=set(names))
 
 
 async def _score_metric(
     name: str,
+    spec: MetricSpec | None,
     crit: Any,
     config: EvalConfig,
     case: EvalCase,
@@ -194,13 +214,9 @@ async def _score_metric(
     judge: Any,
     on_progress: Callable[[int], None],
 ) -> MetricResult:
-    threshold = crit.threshold
-    criterion = crit.to_dict()
-
     def skip(reason: str) -> MetricResult:
-        return MetricResult.not_evaluated(name, threshold, reason, criterion)
+        return MetricResult.not_evaluated(name, crit.threshold, reason, crit.to_dict())
 
-    spec = spec_for(name, config)
     if spec is None:
         return skip(f"metric {name!r} is not available in this build of tui-eval")
     if spec.scenario_only and not case.is_scenario:
@@ -227,7 +243,9 @@ async def _score_metric(
         progress=on_progress,
     )
     try:
-        result: MetricResult = await _maybe_await(spec.evaluate(inp))
+        value = spec.evaluate(inp)
+        # Deterministic metrics return their result; a coroutine (judge metrics) is awaited.
+        result: MetricResult = value if isinstance(value, MetricResult) else await _maybe_await(value)
         return result
     except asyncio.CancelledError:
         raise
@@ -409,8 +427,11 @@ class Run:
         for target, results, rep in slots:
             finished = [r for r in results if r is not None]
             suffix = f"_run{rep + 1}" if plan.num_runs > 1 else ""
+            # Our own, typed values: validating them would first build pydantic's schema of every result
+            # model (~0.3 s of CPU, deferred until needed), only to accept them as they are.
             self.record.results.append(
-                EvalSetResult(
+                trusted(
+                    EvalSetResult,
                     eval_set_result_id=f"{target.eval_set.eval_set_id}_{created}{suffix}",
                     eval_set_id=target.eval_set.eval_set_id,
                     creation_timestamp=created,
@@ -518,9 +539,11 @@ class Run:
         actual: list[Invocation] = []
         ctx = CaseContext(target.eval_set, target.eval_file)
         timeout = self.options.turn_timeout
+        # The timeout guards against agent code that hangs. tui-eval's own agents (replay) run none and
+        # never wait: they skip the timer, two loop timers per turn that were ~15% of a replay run's CPU.
+        timer = timeout if self.agent is None or self.agent.needs_isolation else None
         try:
-            async with asyncio.timeout(timeout):
-                session = await agent.new_session(case, ctx)
+            session = await _within(timer, agent.new_session(case, ctx))
         except asyncio.CancelledError:
             raise
         except TimeoutError:
@@ -544,9 +567,7 @@ class Run:
             else:
                 for i, expected in enumerate(case.conversation or []):
                     try:
-                        # asyncio.timeout, unlike wait_for, runs the turn in this task: no Task per turn.
-                        async with asyncio.timeout(timeout):
-                            inv = await session.turn(expected.user_content, i)
+                        inv = await _within(timer, session.turn(expected.user_content, i))
                     except TimeoutError:
                         raise AgentError(f"turn {i + 1} timed out after {timeout:g} s") from None
                     actual.append(inv)
@@ -610,7 +631,8 @@ class Run:
             actual=actual,
             expected=case.conversation,
             eval_set_file=str(target.eval_file),
-            session_id=session_id or f"tui-eval-{uuid.uuid4().hex[:12]}",
+            # 12 random hex digits, as uuid4().hex[:12] gave, at a fifth of its cost.
+            session_id=session_id or f"tui-eval-{os.urandom(6).hex()}",
             user_id=user_id,
             error=error,
             wall_seconds=time.perf_counter() - t0,

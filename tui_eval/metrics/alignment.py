@@ -52,55 +52,39 @@ def exact_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall]
     return True
 
 
-def in_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
-    """Expected is a subsequence of actual, found by one greedy forward scan. Empty expected passes."""
-    return len(_greedy_in_order(expected, actual, ignore_args)) == len(expected)
+# --- pairings, on a precomputed match matrix -------------------------------------------------------
+# hit[j][i]: actual call i matches expected call j (calls_match). A failing turn is aligned under all
+# three match types; they share one matrix, so each pair of calls is compared once, not once per type.
+MatchMatrix = list[list[bool]]
 
 
-def any_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
-    """Each expected call consumes the first still-unused matching actual call. Empty expected passes."""
-    return len(_any_order_pairs(expected, actual, ignore_args, stop_at_miss=True)) == len(expected)
+def match_matrix(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> MatchMatrix:
+    """hit[j][i] = calls_match(actual[i], expected[j]) for every pair (calls_match inlined)."""
+    return [[a.name == e.name and (ignore_args or a.args == e.args) for a in actual] for e in expected]
 
 
-def trajectory_matches(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], match_type: MatchType, ignore_args: bool
-) -> bool:
-    """ADK's verdict alone, without building an alignment."""
-    if match_type is _EXACT:
-        return exact_match(expected, actual, ignore_args)
-    if match_type is _IN_ORDER:
-        return in_order_match(expected, actual, ignore_args)
-    if match_type is _ANY_ORDER:
-        return any_order_match(expected, actual, ignore_args)
-    raise ValueError(f"unsupported match type {match_type!r}")
-
-
-def _greedy_in_order(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
-) -> list[tuple[int, int]]:
-    """(expected index, actual index) pairs of ADK's forward scan."""
+def _greedy_in_order(hit: MatchMatrix, m: int) -> list[tuple[int, int]]:
+    """(expected index, actual index) pairs of ADK's forward scan over `m` actual calls."""
     pairs: list[tuple[int, int]] = []
     j = 0
-    n = len(expected)
-    for i, a in enumerate(actual):
+    n = len(hit)
+    for i in range(m):
         if j == n:
             break
-        if calls_match(a, expected[j], ignore_args):
+        if hit[j][i]:
             pairs.append((j, i))
             j += 1
     return pairs
 
 
-def _any_order_pairs(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool, *, stop_at_miss: bool
-) -> list[tuple[int, int]]:
+def _any_order_pairs(hit: MatchMatrix, m: int, *, stop_at_miss: bool) -> list[tuple[int, int]]:
     """(expected index, actual index) pairs of ADK's consume-first-match loop. ADK stops at the first
     expected call with no match (`stop_at_miss`); the display carries on, to show every call's fate."""
-    remaining = list(range(len(actual)))
+    remaining = list(range(m))
     pairs: list[tuple[int, int]] = []
-    for j, e in enumerate(expected):
+    for j, row in enumerate(hit):
         for k, i in enumerate(remaining):
-            if calls_match(actual[i], e, ignore_args):
+            if row[i]:
                 pairs.append((j, i))
                 del remaining[k]
                 break
@@ -110,23 +94,19 @@ def _any_order_pairs(
     return pairs
 
 
-def _longest_in_order(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool
-) -> list[tuple[int, int]]:
+def _longest_in_order(hit: MatchMatrix, m: int) -> list[tuple[int, int]]:
     """The largest in-order pairing (longest common subsequence); ties pair the earliest expected calls.
 
     A failed greedy scan can pair badly (expected [X, A, B] against actual [A, B, X] pairs only X); the
     longest pairing shows the user the fewest calls out of place.
     """
-    n, m = len(expected), len(actual)
-    # calls_match inlined: n*m deep comparisons are this function's whole cost.
-    hit = [[a.name == e.name and (ignore_args or a.args == e.args) for a in actual] for e in expected]
+    n = len(hit)
     # best[j][i]: longest pairing of expected[j:] with actual[i:]
     best = [[0] * (m + 1) for _ in range(n + 1)]
     for j in range(n - 1, -1, -1):
-        row, below = best[j], best[j + 1]
+        row, below, hits = best[j], best[j + 1], hit[j]
         for i in range(m - 1, -1, -1):
-            if hit[j][i]:
+            if hits[i]:
                 row[i] = below[i + 1] + 1
             else:
                 row[i] = below[i] if below[i] >= row[i + 1] else row[i + 1]
@@ -142,6 +122,44 @@ def _longest_in_order(
         else:
             j += 1
     return pairs
+
+
+def in_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
+    """Expected is a subsequence of actual, found by one greedy forward scan. Empty expected passes."""
+    j = 0
+    n = len(expected)
+    for a in actual:
+        if j == n:
+            break
+        if calls_match(a, expected[j], ignore_args):
+            j += 1
+    return j == n
+
+
+def any_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
+    """Each expected call consumes the first still-unused matching actual call. Empty expected passes."""
+    remaining = list(actual)
+    for e in expected:
+        for k, a in enumerate(remaining):
+            if calls_match(a, e, ignore_args):
+                del remaining[k]
+                break
+        else:
+            return False
+    return True
+
+
+def trajectory_matches(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], match_type: MatchType, ignore_args: bool
+) -> bool:
+    """ADK's verdict alone, without building an alignment."""
+    if match_type is _EXACT:
+        return exact_match(expected, actual, ignore_args)
+    if match_type is _IN_ORDER:
+        return in_order_match(expected, actual, ignore_args)
+    if match_type is _ANY_ORDER:
+        return any_order_match(expected, actual, ignore_args)
+    raise ValueError(f"unsupported match type {match_type!r}")
 
 
 # --- argument differences ---------------------------------------------------------------------------
@@ -258,6 +276,69 @@ class TrajectoryAlignment:
         }
 
 
+class _TurnCalls:
+    """One turn's expected and actual calls while they are aligned: the match matrix and the argument
+    diffs of a pair of calls are computed once, however many match types align the turn."""
+
+    __slots__ = ("expected", "actual", "ignore_args", "_hit", "_longest", "_diffs", "_steps")
+
+    def __init__(self, expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> None:
+        self.expected = expected
+        self.actual = actual
+        self.ignore_args = ignore_args
+        self._hit: MatchMatrix | None = None
+        self._longest: list[tuple[int, int]] | None = None
+        self._diffs: dict[tuple[int, int], list[ArgDiff]] = {}
+        # Steps depend only on the pairing: match types that pair the calls alike share them.
+        self._steps: dict[tuple[tuple[int, int], ...], tuple[list[ExpectedStep], list[ActualStep]]] = {}
+
+    @property
+    def hit(self) -> MatchMatrix:
+        if self._hit is None:
+            self._hit = match_matrix(self.expected, self.actual, self.ignore_args)
+        return self._hit
+
+    @property
+    def longest(self) -> list[tuple[int, int]]:
+        """The longest in-order pairing (a failed EXACT and a failed IN_ORDER both draw along it)."""
+        if self._longest is None:
+            self._longest = _longest_in_order(self.hit, len(self.actual))
+        return self._longest
+
+    def steps(self, pairs: list[tuple[int, int]]) -> tuple[list[ExpectedStep], list[ActualStep]]:
+        """Every call's fate under a pairing: paired calls matched, the rest explained or missing/extra."""
+        key = tuple(pairs)
+        steps = self._steps.get(key)
+        if steps is None:
+            expected, actual = self.expected, self.actual
+            exp_steps: list[ExpectedStep] = [
+                {"index": j, "name": c.name, "status": "missing", "actual_index": None} for j, c in enumerate(expected)
+            ]
+            act_steps: list[ActualStep] = [
+                {"index": i, "name": c.name, "status": "extra", "expected_index": None} for i, c in enumerate(actual)
+            ]
+            for j, i in pairs:
+                exp_steps[j]["status"] = act_steps[i]["status"] = "matched"
+                exp_steps[j]["actual_index"] = i
+                act_steps[i]["expected_index"] = j
+            if len(pairs) < len(expected):
+                _explain_missing(self, exp_steps, act_steps)
+            steps = self._steps[key] = (exp_steps, act_steps)
+        return steps
+
+    def arg_diffs(self, j: int, i: int) -> list[ArgDiff]:
+        """How actual call i's args differ from expected call j's (never empty: a same-name call that
+        does not match differs somewhere, if only as a whole)."""
+        diffs = self._diffs.get((j, i))
+        if diffs is None:
+            want, got = self.expected[j].args, self.actual[i].args
+            diffs = arg_diffs(want, got) or [
+                {"path": "", "kind": "changed", "expected": _jsonable(want), "actual": _jsonable(got)}
+            ]
+            self._diffs[(j, i)] = diffs
+        return diffs
+
+
 def align_trajectory(
     expected: Sequence[FunctionCall],
     actual: Sequence[FunctionCall],
@@ -272,7 +353,25 @@ def align_trajectory(
     """
     if type(match_type) is not MatchType:
         match_type = MatchType.parse(match_type)
-    n = len(expected)
+    return _align(_TurnCalls(expected, actual, ignore_args), match_type)
+
+
+def align_all(
+    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool = False
+) -> tuple[TrajectoryAlignment, TrajectoryAlignment, TrajectoryAlignment]:
+    """The EXACT, IN_ORDER and ANY_ORDER alignments of one turn, each equal to `align_trajectory`'s.
+
+    They share the work: one match matrix, one argument diff per pair of calls, and one set of steps
+    per distinct pairing (a failed EXACT and a failed IN_ORDER both pair along the longest in-order
+    pairing, and ANY_ORDER often pairs alike): such alignments hold the very same step lists.
+    """
+    turn = _TurnCalls(expected, actual, ignore_args)
+    return _align(turn, _EXACT), _align(turn, _IN_ORDER), _align(turn, _ANY_ORDER)
+
+
+def _align(turn: _TurnCalls, match_type: MatchType) -> TrajectoryAlignment:
+    expected, actual, ignore_args = turn.expected, turn.actual, turn.ignore_args
+    n, m = len(expected), len(actual)
     if match_type is _EXACT:
         passed = exact_match(expected, actual, ignore_args)
         if passed:  # the common case: nothing to search for
@@ -283,49 +382,34 @@ def align_trajectory(
                 {"index": k, "name": c.name, "status": "matched", "expected_index": k} for k, c in enumerate(actual)
             ]
             return TrajectoryAlignment(match_type, ignore_args, passed, exp_steps, act_steps)
-        pairs = _longest_in_order(expected, actual, ignore_args)
+        pairs = turn.longest
     elif match_type is _IN_ORDER:
         # ADK's verdict is this very scan; when it finds every call it is as good as any pairing.
-        pairs = _greedy_in_order(expected, actual, ignore_args)
+        pairs = _greedy_in_order(turn.hit, m)
         passed = len(pairs) == n
         if not passed:
-            pairs = _longest_in_order(expected, actual, ignore_args)
+            pairs = turn.longest
     elif match_type is _ANY_ORDER:
         # Same pairs as ADK's loop up to its first miss, so "no miss" is ADK's verdict.
-        pairs = _any_order_pairs(expected, actual, ignore_args, stop_at_miss=False)
+        pairs = _any_order_pairs(turn.hit, m, stop_at_miss=False)
         passed = len(pairs) == n
     else:
         raise ValueError(f"unsupported match type {match_type!r}")
 
-    exp_steps = [
-        {"index": j, "name": c.name, "status": "missing", "actual_index": None} for j, c in enumerate(expected)
-    ]
-    act_steps = [
-        {"index": i, "name": c.name, "status": "extra", "expected_index": None} for i, c in enumerate(actual)
-    ]
-    for j, i in pairs:
-        exp_steps[j]["status"] = act_steps[i]["status"] = "matched"
-        exp_steps[j]["actual_index"] = i
-        act_steps[i]["expected_index"] = j
-    if len(pairs) < len(expected):
-        _explain_missing(expected, actual, exp_steps, act_steps, ignore_args)
+    exp_steps, act_steps = turn.steps(pairs)
     return TrajectoryAlignment(match_type, ignore_args, passed, exp_steps, act_steps)
 
 
-def _explain_missing(
-    expected: Sequence[FunctionCall],
-    actual: Sequence[FunctionCall],
-    exp_steps: list[ExpectedStep],
-    act_steps: list[ActualStep],
-    ignore_args: bool,
-) -> None:
+def _explain_missing(turn: _TurnCalls, exp_steps: list[ExpectedStep], act_steps: list[ActualStep]) -> None:
     """Tie each missing expected call to an unpaired actual call: the same call out of order, or else
     the same tool with other arguments."""
+    hit, expected, actual = turn.hit, turn.expected, turn.actual
     free = [a for a in act_steps if a["expected_index"] is None]
     missing = [e for e in exp_steps if e["status"] == "missing"]
     for e in missing:
+        row = hit[e["index"]]
         for a in free:
-            if a["expected_index"] is None and calls_match(actual[a["index"]], expected[e["index"]], ignore_args):
+            if a["expected_index"] is None and row[a["index"]]:
                 a["status"] = "out_of_order"
                 a["expected_index"], e["actual_index"] = e["index"], a["index"]
                 break
@@ -334,13 +418,9 @@ def _explain_missing(
             continue
         want = expected[e["index"]]
         for a in free:
-            got = actual[a["index"]]
-            if a["expected_index"] is None and got.name == want.name:
-                diffs = arg_diffs(want.args, got.args) or [
-                    {"path": "", "kind": "changed", "expected": _jsonable(want.args), "actual": _jsonable(got.args)}
-                ]
+            if a["expected_index"] is None and actual[a["index"]].name == want.name:
                 a["expected_index"], e["actual_index"] = e["index"], a["index"]
-                a["arg_diffs"] = e["arg_diffs"] = diffs
+                a["arg_diffs"] = e["arg_diffs"] = turn.arg_diffs(e["index"], a["index"])
                 break
 
 
@@ -348,4 +428,5 @@ def align_all_match_types(
     expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool = False
 ) -> dict[str, TrajectoryAlignment]:
     """How EXACT, IN_ORDER and ANY_ORDER would each judge the same turn, keyed by match type name."""
-    return {mt.name: align_trajectory(expected, actual, mt, ignore_args) for mt in MatchType}
+    exact, in_order, any_order = align_all(expected, actual, ignore_args)
+    return {"EXACT": exact, "IN_ORDER": in_order, "ANY_ORDER": any_order}

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
 import unicodedata
 from itertools import chain
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator
 
 from ..schema.details import RougeDetails, trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
 from .base import MetricInput, MetricSpec, register
+from .porter import stem as porter_stem
 
 METRIC_NAME = "response_match_score"
 logger = logging.getLogger(__name__)
@@ -24,43 +23,9 @@ _MAX_TEXTS = 50_000
 _MAX_WORDS = 200_000
 
 
-class _Stemmer(Protocol):
-    def stem(self, word: str) -> str: ...
-
-
-# --- Porter stemmer --------------------------------------------------------------------------------
-# rouge-score stems with `nltk.stem.porter.PorterStemmer()` (default NLTK_EXTENSIONS mode). Importing
-# nltk costs ~0.5 s (its __init__ loads ~245 modules), so it happens on first use, not at import: the
-# dashboard and runs without response_match_score never pay for it. `warm_up()` lets a caller start
-# it early, off the hot path.
-
-_stemmer: _Stemmer | None = None
-_stemmer_lock = threading.Lock()
-
-
-def porter_stemmer() -> _Stemmer:
-    """The Porter stemmer rouge-score uses (nltk imported once, on first use)."""
-    global _stemmer
-    if _stemmer is None:
-        with _stemmer_lock:
-            if _stemmer is None:
-                t0 = time.perf_counter()
-                from nltk.stem import porter
-
-                _stemmer = porter.PorterStemmer()
-                logger.debug("nltk Porter stemmer loaded in %.3f s", time.perf_counter() - t0)
-    return _stemmer
-
-
-def warm_up() -> threading.Thread:
-    """Load the stemmer in a background thread (a run that will score responses can call this while it
-    reads its eval files). Returns the started thread."""
-    thread = threading.Thread(target=porter_stemmer, name="tui-eval-porter-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
 # --- rouge-score's DefaultTokenizer(use_stemmer=True), on one ASCII word ---------------------------
+# rouge-score stems with nltk's PorterStemmer(); `porter.stem` is the same algorithm without nltk
+# (importing nltk cost ~0.5 s of CPU and ~40 MB per run). Stems are cached per word below.
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 
@@ -68,8 +33,7 @@ _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 def rouge_default_tokens(text: str) -> list[str]:
     """rouge_score.tokenize.tokenize(text, PorterStemmer()), step for step."""
     pieces = re.split(r"\s+", _NON_ALNUM.sub(" ", text.lower()))
-    stemmer = porter_stemmer()
-    pieces = [stemmer.stem(p) if len(p) > 3 else p for p in pieces]
+    pieces = [porter_stem(p) if len(p) > 3 else p for p in pieces]
     return [p for p in pieces if _VALID_TOKEN.match(p)]
 
 
@@ -263,6 +227,18 @@ def token_overlap(candidate: str, reference: str) -> dict[str, list[list[str | b
 
 
 # --- the metric -------------------------------------------------------------------------------------
+# A turn whose response equals its reference (an unchanged answer, common) scores from the token count
+# alone: one shared, read-only result per (count, status) instead of two objects per turn.
+_same_text_turns: dict[tuple[int, EvalStatus], InvocationMetricResult] = {}
+
+
+def _turn(precision: float, recall: float, score: float, shared: int, cand_total: int, ref_total: int,
+          status: EvalStatus) -> InvocationMetricResult:
+    details = trusted(RougeDetails, kind="rouge", precision=precision, recall=recall, shared_tokens=shared,
+                      candidate_tokens=cand_total, reference_tokens=ref_total)
+    return trusted(InvocationMetricResult, score=score, status=status, reason=None, details=details)
+
+
 def evaluate(inp: MetricInput) -> MetricResult:
     """Score each turn's final response against its reference; the case score is their mean."""
     threshold = inp.criterion.threshold
@@ -273,14 +249,24 @@ def evaluate(inp: MetricInput) -> MetricResult:
     progress = inp.progress
     per_invocation = []
     for i, (actual, expected) in enumerate(zip(inp.actual, inp.expected)):
-        precision, recall, score, shared, cand_total, ref_total = rouge1_details(
-            content_text(actual.final_response), content_text(expected.final_response))
-        details = trusted(RougeDetails, kind="rouge", precision=precision, recall=recall, shared_tokens=shared,
-                          candidate_tokens=cand_total, reference_tokens=ref_total)
-        per_invocation.append(trusted(InvocationMetricResult, score=score,
-                                      status=passed if score >= threshold else failed, reason=None, details=details))
+        candidate, reference = content_text(actual.final_response), content_text(expected.final_response)
+        if candidate == reference:
+            ref_total = _counts(reference)[1]
+            score = 1.0 if ref_total else 0.0
+            status = passed if score >= threshold else failed
+            turn = _same_text_turns.get((ref_total, status))
+            if turn is None:
+                turn = _turn(score, score, score, ref_total, ref_total, ref_total, status)
+                if len(_same_text_turns) < _MAX_WORDS:
+                    _same_text_turns[(ref_total, status)] = turn
+        else:
+            precision, recall, score, shared, cand_total, ref_total = rouge1_details(candidate, reference)
+            turn = _turn(precision, recall, score, shared, cand_total, ref_total,
+                         passed if score >= threshold else failed)
+        per_invocation.append(turn)
         progress(i)
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
+
 
 SPEC = register(
     MetricSpec(

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 from ..schema.config import MatchType
 from ..schema.details import Alignment, TrajectoryDetails, trusted
-from ..schema.results import InvocationMetricResult, MetricResult, status_for
-from .alignment import align_trajectory, exact_match, in_order_match
+from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from .alignment import align_all, exact_match
 from .base import MetricInput, MetricSpec, register
 
 METRIC_NAME = "tool_trajectory_avg_score"
 _EXACT, _IN_ORDER, _ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
 
-# An EXACT pass pairs call k with call k, so its details depend only on the call names, the match type
-# and ignore_args: one shared (read-only) details object per distinct trajectory instead of one per turn.
-# Most turns pass and eval sets repeat their trajectories: on bench/headless_run.py's 5,000 cases the
-# metric's CPU went from 0.50 to 0.44-0.47 s, and no step dicts are kept per passed turn. Bounded for
-# long-lived dashboards.
+# An EXACT pass pairs call k with call k, so its verdict and details depend only on the call names, the
+# match type, ignore_args and the status a pass gets: one shared (read-only) result per distinct
+# trajectory instead of one per turn. Most turns pass and eval sets repeat their trajectories: on
+# bench/headless_run.py's 5,000 cases no step dicts and no result objects are built per passed turn.
+# Bounded for long-lived dashboards.
 _MAX_SHARED = 20_000
-_passed_details: dict[tuple[str, bool, tuple[str | None, ...]], TrajectoryDetails] = {}
+_passed_turns: dict[tuple[str, bool, EvalStatus, tuple[str | None, ...]], InvocationMetricResult] = {}
 
 
-def _passed_exact(names: tuple[str | None, ...], match_type_name: str, ignore_args: bool) -> TrajectoryDetails:
-    key = (match_type_name, ignore_args, names)
-    details = _passed_details.get(key)
-    if details is None:
+def _passed_exact(names: tuple[str | None, ...], match_type_name: str, ignore_args: bool,
+                  status: EvalStatus) -> InvocationMetricResult:
+    key = (match_type_name, ignore_args, status, names)
+    turn = _passed_turns.get(key)
+    if turn is None:
         alignment: Alignment = {
             "passed": True,
             "expected": [{"index": k, "name": n, "status": "matched", "actual_index": k} for k, n in enumerate(names)],
@@ -31,10 +32,11 @@ def _passed_exact(names: tuple[str | None, ...], match_type_name: str, ignore_ar
         }
         details = trusted(TrajectoryDetails, kind="trajectory", match_type=match_type_name, ignore_args=ignore_args,
                           exact=alignment, in_order=None, any_order=None)
-        if len(_passed_details) >= _MAX_SHARED:
-            _passed_details.clear()
-        _passed_details[key] = details
-    return details
+        turn = trusted(InvocationMetricResult, score=1.0, status=status, reason=None, details=details)
+        if len(_passed_turns) >= _MAX_SHARED:
+            _passed_turns.clear()
+        _passed_turns[key] = turn
+    return turn
 
 
 def evaluate(inp: MetricInput) -> MetricResult:
@@ -56,17 +58,15 @@ def evaluate(inp: MetricInput) -> MetricResult:
         if exact_match(exp_calls, act_calls, ignore_args):
             # Every call paired in place: IN_ORDER and ANY_ORDER pair them the same way (stored once),
             # and every match type passes.
-            details = _passed_exact(tuple([c.name for c in exp_calls]), match_type_name, ignore_args)
-            per_invocation.append(trusted(InvocationMetricResult, score=1.0, status=status_if_passed, reason=None,
-                                          details=details))
+            per_invocation.append(_passed_exact(tuple([c.name for c in exp_calls]), match_type_name, ignore_args,
+                                                status_if_passed))
             progress(i)
             continue
-        exact = align_trajectory(exp_calls, act_calls, _EXACT, ignore_args)
-        # A failed IN_ORDER pairs along the same longest in-order pairing as a failed EXACT: the same
-        # steps, stored once (None), and not computed again unless IN_ORDER is the verdict.
-        shared = match_type is not _IN_ORDER and not in_order_match(exp_calls, act_calls, ignore_args)
-        in_order = exact if shared else align_trajectory(exp_calls, act_calls, _IN_ORDER, ignore_args)
-        any_order = align_trajectory(exp_calls, act_calls, _ANY_ORDER, ignore_args)
+        # One match matrix and one arg diff per pair of calls for all three match types.
+        exact, in_order, any_order = align_all(exp_calls, act_calls, ignore_args)
+        # A failed IN_ORDER pairs along the same longest in-order pairing as the failed EXACT: the same
+        # steps, stored once (None) unless IN_ORDER is the verdict.
+        shared = match_type is not _IN_ORDER and not in_order.passed
         chosen = in_order if match_type is _IN_ORDER else any_order if match_type is _ANY_ORDER else exact
         details = trusted(TrajectoryDetails, kind="trajectory", match_type=match_type_name, ignore_args=ignore_args,
                           exact=exact.as_details(), in_order=None if shared else in_order.as_details(),

@@ -1,0 +1,105 @@
+"""Work the scoring path shares instead of repeating: one comparison per pair of calls across the three
+trajectory alignments, and shared read-only results for turns that score alike."""
+
+from __future__ import annotations
+
+from tui_eval.metrics import efficiency
+from tui_eval.metrics import response_match as rm
+from tui_eval.metrics.alignment import align_all, align_trajectory
+from tui_eval.metrics.base import MetricInput
+from tui_eval.schema.config import Criterion, EvalConfig, MatchType
+from tui_eval.schema.model import Content, EvalCase, FunctionCall, IntermediateData, Invocation, Part
+from tui_eval.schema.results import EvalStatus
+
+EXACT, IN_ORDER, ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
+
+
+class Probe:
+    """An argument value that counts how often it is compared (every call comparison compares args)."""
+
+    compared = 0
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        Probe.compared += 1
+        return isinstance(other, Probe) and other.value == self.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Probe({self.value})"
+
+
+def call(name: str, value: int) -> FunctionCall:
+    return FunctionCall(name=name, args={"v": Probe(value)})
+
+
+def test_a_failing_turn_compares_each_pair_of_calls_once_for_all_three_match_types() -> None:
+    expected = [call("f", 1), call("g", 2), call("h", 3)]
+    actual = [call("g", 2), call("f", 9), call("h", 3)]
+    Probe.compared = 0
+    exact, in_order, any_order = align_all(expected, actual)
+    shared = Probe.compared
+    # 1 for EXACT's in-place check (h against h), 3 same-name pairs in the match matrix, 1 to find where
+    # f's args differ. Aligning the match types one by one (as the metric did) compared args 20 times.
+    assert shared == 5
+    Probe.compared = 0
+    separately = [align_trajectory(expected, actual, mt) for mt in (EXACT, IN_ORDER, ANY_ORDER)]
+    assert Probe.compared > shared
+    for together, alone in zip((exact, in_order, any_order), separately):
+        assert (together.match_type, together.passed, together.expected, together.actual) == (
+            alone.match_type, alone.passed, alone.expected, alone.actual)
+    # EXACT and IN_ORDER fail along the same pairing: one set of steps, held by both.
+    assert in_order.expected is exact.expected and in_order.actual is exact.actual
+    assert exact.expected[0]["arg_diffs"] == [{"path": "v", "kind": "changed", "expected": "Probe(1)",
+                                               "actual": "Probe(9)"}]
+
+
+def turn(text: str, calls: int = 0) -> Invocation:
+    return Invocation(
+        user_content=Content.from_text("q"),
+        final_response=Content(parts=[Part(text=text)], role="model"),
+        intermediate_data=IntermediateData(tool_uses=[FunctionCall(name="t", args={}) for _ in range(calls)]),
+    )
+
+
+def test_turns_with_the_same_tool_counts_share_their_efficiency_results() -> None:
+    first = efficiency.efficiency_results([turn("a", 2), turn("b", 1)])
+    second = efficiency.efficiency_results([turn("c", 2), turn("d", 1)])
+    other = efficiency.efficiency_results([turn("c", 1), turn("d", 2)])
+    assert all(a is b for a, b in zip(first, second))
+    assert first is not second  # each case gets its own list
+    tool_calls = {m.metric_name: m for m in first}[efficiency.TOOL_CALL_COUNT]
+    assert tool_calls.score == 1.5 and [t.score for t in tool_calls.per_invocation] == [2.0, 1.0]
+    assert {m.metric_name: m for m in other}[efficiency.TOOL_CALL_COUNT] is not tool_calls
+    # A timed turn is computed for itself, never shared.
+    timed = turn("e", 2)
+    timed.duration = 1.5
+    results = {m.metric_name: m for m in efficiency.efficiency_results([timed, turn("f", 1)])}
+    assert results[efficiency.INVOCATION_DURATION].score == 1.5
+    assert results[efficiency.TOOL_CALL_COUNT] is not tool_calls
+
+
+def _rouge_input(actual: list[Invocation], expected: list[Invocation], threshold: float) -> MetricInput:
+    crit = Criterion("response_match_score", threshold, raw={"threshold": threshold})
+    return MetricInput(criterion=crit, case=EvalCase(eval_id="c", conversation=expected), actual=actual,
+                       expected=expected, config=EvalConfig(criteria={"response_match_score": crit}))
+
+
+def test_unchanged_responses_share_one_rouge_result_with_the_computed_values() -> None:
+    texts = ["the dogs were running home", "two cats ran away", "", "the dogs were running home"]
+    result = rm.evaluate(_rouge_input([turn(t) for t in texts], [turn(t) for t in texts], 0.5))
+    first, second, empty, again = result.per_invocation
+    assert again is first and second is not first
+    # Each equals what the general arithmetic gives for that text against itself.
+    for inv, text in zip(result.per_invocation, texts):
+        precision, recall, score, shared, cand, ref = rm.rouge1_details(text, text + " ")
+        assert (inv.score, inv.details.precision, inv.details.recall) == (score, precision, recall)  # type: ignore[union-attr]
+        assert (inv.details.shared_tokens, inv.details.reference_tokens) == (shared, ref)  # type: ignore[union-attr]
+    assert first.status is EvalStatus.PASSED and empty.status is EvalStatus.FAILED and empty.score == 0.0
+    # Another threshold's verdict is another result.
+    strict = rm.evaluate(_rouge_input([turn(texts[0])], [turn(texts[0])], 1.5)).per_invocation[0]
+    assert strict.status is EvalStatus.FAILED and strict is not first
+
