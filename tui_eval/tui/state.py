@@ -138,6 +138,8 @@ class RunSnapshot:
     finished: list[tuple[Any, Any]]
     errors: list[str]
     saved: list[str]
+    #: Finished cases being saved now that no case runs any more (None until then, and once saved).
+    saving: int | None = None
 
 
 class RunState:
@@ -162,6 +164,10 @@ class RunState:
         self._finished: list[tuple[Any, Any]] = []
         self.errors: list[str] = []
         self.saved: list[str] = []
+        # Engine runs started and stopped (each says when its cases stop, before it saves them).
+        self._runs_started = 0
+        self._runs_stopped = 0
+        self._stopped_cases = 0
         self._cancel: Callable[[], None] | None = None
         self.cancel_requested = False
 
@@ -191,8 +197,12 @@ class RunState:
                 if self.phase == "starting":
                     self.phase = "running"
                 self.cases_total += event.total_cases
+                self._runs_started += 1
                 for name, total in event.metric_totals.items():
                     self._metric_total[name] += total
+            elif isinstance(event, ev.CasesStopped):
+                self._runs_stopped += 1
+                self._stopped_cases += event.finished
             elif isinstance(event, ev.RunFinished):
                 self.saved.extend(event.saved)
             elif isinstance(event, ev.RunError):
@@ -254,4 +264,11 @@ class RunState:
                 finished=finished,
                 errors=list(self.errors),
                 saved=list(self.saved),
+                saving=self._saving(),
             )
+
+    def _saving(self) -> int | None:
+        """Cases being saved: every engine run feeding this state has stopped running cases (under the lock)."""
+        if self.active and self._runs_started and self._runs_stopped >= self._runs_started:
+            return self._stopped_cases
+        return None
