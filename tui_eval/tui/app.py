@@ -14,13 +14,14 @@ import functools
 import gc
 import logging
 import os
+import sys
 import time
 from collections import deque
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -36,12 +37,13 @@ from .commands import CaseCommands
 from .keymap import UserKeymap, load_keymap
 from .screens.main import MainScreen
 from .session import SessionBridge
-from .state import Inbox, RunState
+from .state import Inbox, RunState, UiPriority
 from .text import one_line, plain
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.events import CaseKey
+    from ..engine.events import CaseKey, Event
+    from ..engine.live import LiveEvent
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,9 @@ FOLD_PER_TICK = 4000
 #: milliseconds and keys waited behind it (bench/tui_scale.py: a key not painted within 5 s).
 FOLD_BUDGET = 0.012
 FOLD_CHUNK = 200
+
+#: The GIL switch interval the dashboard's entry point sets (seconds; Python's default is 0.005).
+SWITCH_INTERVAL = 0.001
 
 _M = TypeVar("_M", bound=Message)
 HeapPhase = Literal["run", "settled"]
@@ -110,6 +115,8 @@ class EvalApp(App[int]):
         self.agent_ref = agent
         self.watch_files = watch
         self.inbox = Inbox()
+        #: Held while a key is handled and painted during a run: the engine thread pauses meanwhile.
+        self.priority = UiPriority()
         self.bridge = SessionBridge(self.inbox, live=live)
         self.run_options = run_options
         self.store = store
@@ -247,7 +254,7 @@ class EvalApp(App[int]):
                 agent_ref=self.agent_ref,
                 options=self.run_options or RunOptions(),
                 store=self.store if self.store is not None else ResultStore(),
-                on_event=self.bridge.on_event,
+                on_event=self._engine_event,
                 rerun_on_agent_change=self.bridge.agent_reruns,
             )
             self.catalog.workspace = session.workspace
@@ -260,6 +267,26 @@ class EvalApp(App[int]):
                     self.bridge.start_watching()
         finally:
             self.inbox.loading = False
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self.bridge.busy:
+            self._take_priority()
+        await super().on_event(event)
+
+    def _take_priority(self) -> None:
+        """Pause the engine thread until the screen has been painted (see UiPriority). Keys only: holding
+        the engine through every tick too (5 ms of folding took 40-90 ms of wall time beside a scoring
+        engine) halved the run's pace for no better keys. bench/tui_scale.py, 20,000 cases on the
+        shared 2-core machine (load ~5): keys p50 37 ms, p95 84 ms with it, at the run's full pace;
+        112 / 438 ms without."""
+        if not self.priority.held:
+            self.priority.hold()
+            self.call_after_refresh(self.priority.release)
+
+    def _engine_event(self, event: Event | LiveEvent) -> None:
+        """Engine thread: fold an event into plain state, first waiting while the UI has the priority."""
+        self.priority.wait()
+        self.bridge.on_event(event)
 
     # ---- the pull loop -----------------------------------------------------------------------
 
@@ -682,14 +709,20 @@ def _gc_policy(phase: HeapPhase) -> None:
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
-    The entry point owns the process, so the GC policy is set here. bench/tui_latency.py, A/B on a
-    shared 2-core machine (load ~6), two rounds each: key-to-paint during a run p95 83 / 101 ms and max
+    The entry point owns the process, so the GC policy and the GIL switch interval are set here.
+    GC policy, bench/tui_latency.py, A/B on a shared 2-core machine (load ~6), two rounds each: key-to-paint during a run p95 83 / 101 ms and max
     185 / 228 ms with it, against 92 / 133 ms and 335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
+    TUI_EVAL_DEFAULT_SWITCH=1 keeps Python's 5 ms switch interval (see SWITCH_INTERVAL).
     """
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
-    import sys
-    if os.environ.get("XSW"):
-        sys.setswitchinterval(float(os.environ["XSW"]))
+    switch_interval = sys.getswitchinterval()
+    if not os.environ.get("TUI_EVAL_DEFAULT_SWITCH"):
+        # The engine thread scores CPU-bound (a replay run) while the UI thread hands the GIL back at
+        # every select, terminal write and syscall, then waits up to the switch interval (5 ms) to get
+        # it again: a key crosses dozens of such waits. At 1 ms, bench/tui_scale.py with 20,000 cases on
+        # the shared 2-core machine (load 4-5), three rounds each: keys p50 58-66 ms against 68-177 ms;
+        # a CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
+        sys.setswitchinterval(SWITCH_INTERVAL)
     app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
@@ -701,4 +734,5 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         app.run(mouse=mouse)
     finally:
         gc.enable()  # quitting during a run leaves it off
+        sys.setswitchinterval(switch_interval)
     return app.return_code or 0

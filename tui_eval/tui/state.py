@@ -7,6 +7,7 @@ Textual, so it is cheap to import and easy to test.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -47,6 +48,45 @@ class Inbox:
             removed, self._removed = self._removed, []
             messages, self._messages = self._messages, []
         return results, removed, messages
+
+
+class UiPriority:
+    """Lets the UI thread ask the engine thread to pause while it handles a key.
+
+    Both are Python threads of one process: while a CPU-bound run (a replay) scores, the UI thread gets
+    the GIL back only after a switch interval, again and again within one key, and on a loaded machine
+    each wait is longer still. Held, the engine waits at its next event (the events of a case come every
+    few hundred microseconds) until the UI released it after its next paint, or `MAX_PAUSE` at most,
+    so a UI that never releases only slows a run, never stops it.
+    """
+
+    #: Seconds the engine waits at most for one hold.
+    MAX_PAUSE = 0.1
+
+    def __init__(self) -> None:
+        self._free = threading.Event()
+        self._free.set()
+        self._until = 0.0
+
+    def hold(self) -> None:
+        """UI thread: pause the engine until `release` (or MAX_PAUSE from now)."""
+        self._until = time.monotonic() + self.MAX_PAUSE
+        self._free.clear()
+
+    def release(self) -> None:
+        self._free.set()
+
+    @property
+    def held(self) -> bool:
+        return not self._free.is_set()
+
+    def wait(self) -> None:
+        """Engine thread: return at once unless held; then wait (without the GIL) for the release."""
+        if self._free.is_set():
+            return
+        left = self._until - time.monotonic()
+        if left > 0:
+            self._free.wait(left)
 
 
 class Results:
