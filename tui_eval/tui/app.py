@@ -58,6 +58,8 @@ FOLD_PER_TICK = 4000
 FOLD_BUDGET = 0.012
 FOLD_CHUNK = 200
 
+#: Seconds after a key during which the pull timer's ticks pause the engine too (see _take_priority).
+KEYS_RECENT = 1.0
 #: The GIL switch interval the dashboard's entry point sets (seconds; Python's default is 0.005).
 SWITCH_INTERVAL = 0.001
 
@@ -117,6 +119,7 @@ class EvalApp(App[int]):
         self.inbox = Inbox()
         #: Held while a key is handled and painted during a run: the engine thread pauses meanwhile.
         self.priority = UiPriority()
+        self._last_key = float("-inf")  # when the last key came during a run
         self.bridge = SessionBridge(self.inbox, live=live)
         self.run_options = run_options
         self.store = store
@@ -270,6 +273,7 @@ class EvalApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and self.bridge.busy:
+            self._last_key = time.monotonic()
             self._take_priority()
         await super().on_event(event)
 
@@ -306,6 +310,8 @@ class EvalApp(App[int]):
         if self._exit or not self.is_running or not stack or not isinstance(stack[0], MainScreen) \
                 or not stack[0].is_attached:
             return
+        if self.bridge.busy and time.monotonic() - self._last_key < KEYS_RECENT:
+            self._take_priority()  # the user is at the keyboard: a key must not wait behind this tick
         try:
             self._fold(stack[0])
         except Exception as exc:  # noqa: BLE001 - reported (once per distinct error) and logged
