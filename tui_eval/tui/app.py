@@ -278,11 +278,12 @@ class EvalApp(App[int]):
         await super().on_event(event)
 
     def _take_priority(self) -> None:
-        """Pause the engine thread until the screen has been painted (see UiPriority). Keys only: holding
-        the engine through every tick too (5 ms of folding took 40-90 ms of wall time beside a scoring
-        engine) halved the run's pace for no better keys. bench/tui_scale.py, 20,000 cases on the
-        shared 2-core machine (load ~5): keys p50 37 ms, p95 84 ms with it, at the run's full pace;
-        112 / 438 ms without."""
+        """Pause the engine thread until the screen has been painted (see UiPriority): on a key during a
+        run, and on each tick for KEYS_RECENT seconds after one (5 ms of folding took 40-90 ms of wall
+        time beside a scoring engine, and a key waited behind it). While nobody types, the run keeps its
+        full pace; while keys come, it scores 850-1,050 cases/s instead of 1,200-1,450. bench/tui_scale.py,
+        100,000 cases on the shared 2-core machine (load 4-5), two rounds each: keys p95 122-140 ms and
+        max 192-233 ms, against 399-435 ms and 0.5-1.1 s before (20,000 cases: p95 88-91 ms)."""
         if not self.priority.held:
             self.priority.hold()
             self.call_after_refresh(self.priority.release)
@@ -716,8 +717,9 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy and the GIL switch interval are set here.
-    GC policy, bench/tui_latency.py, A/B on a shared 2-core machine (load ~6), two rounds each: key-to-paint during a run p95 83 / 101 ms and max
-    185 / 228 ms with it, against 92 / 133 ms and 335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
+    GC policy, bench/tui_latency.py, A/B on a shared 2-core machine (load ~6), two rounds each:
+    key-to-paint during a run p95 83 / 101 ms and max 185 / 228 ms with it, against 92 / 133 ms and
+    335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
     TUI_EVAL_DEFAULT_SWITCH=1 keeps Python's 5 ms switch interval (see SWITCH_INTERVAL).
     """
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
@@ -726,8 +728,9 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         # The engine thread scores CPU-bound (a replay run) while the UI thread hands the GIL back at
         # every select, terminal write and syscall, then waits up to the switch interval (5 ms) to get
         # it again: a key crosses dozens of such waits. At 1 ms, bench/tui_scale.py with 20,000 cases on
-        # the shared 2-core machine (load 4-5), three rounds each: keys p50 58-66 ms against 68-177 ms;
-        # a CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
+        # the shared 2-core machine (load 4-5, before keys paused the engine for good), two rounds each:
+        # keys p50 43-51 ms against 67-106 ms at 5 ms (p95 195-219 against 175-314 ms: noisy); a
+        # CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
         sys.setswitchinterval(SWITCH_INTERVAL)
     app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy)
     if policy is not None:
