@@ -248,8 +248,22 @@ def test_the_engine_waits_while_the_ui_holds_the_priority() -> None:
 def test_a_hold_the_ui_never_releases_only_pauses_the_engine() -> None:
     from tui_eval.tui.state import UiPriority
 
+    import threading
+
     priority = UiPriority()
     priority.MAX_PAUSE = 0.0
     priority.hold()
-    priority.wait()  # returns: the cap is over
+    engine = threading.Thread(target=priority.wait)  # the engine thread: returns, the cap is over
+    engine.start()
+    engine.join(10)
+    assert not engine.is_alive() and priority.held
+
+
+def test_the_thread_holding_the_priority_never_waits_for_itself() -> None:
+    from tui_eval.tui.state import UiPriority
+
+    priority = UiPriority()
+    priority.MAX_PAUSE = 60.0
+    priority.hold()
+    priority.wait()  # returns at once: the holder delivering an event must not stall itself
     assert priority.held

@@ -67,10 +67,12 @@ class UiPriority:
         self._free = threading.Event()
         self._free.set()
         self._until = 0.0
+        self._holder: int | None = None
 
     def hold(self) -> None:
         """UI thread: pause the engine until `release` (or MAX_PAUSE from now)."""
         self._until = time.monotonic() + self.MAX_PAUSE
+        self._holder = threading.get_ident()
         self._free.clear()
 
     def release(self) -> None:
@@ -82,8 +84,8 @@ class UiPriority:
 
     def wait(self) -> None:
         """Engine thread: return at once unless held; then wait (without the GIL) for the release."""
-        if self._free.is_set():
-            return
+        if self._free.is_set() or threading.get_ident() == self._holder:
+            return  # (an event the UI thread itself delivers never waits for the UI)
         left = self._until - time.monotonic()
         if left > 0:
             self._free.wait(left)
