@@ -7,7 +7,8 @@ holding one eval file of `--cases` one-turn cases (replayed from itself, scored 
 tool_trajectory_avg_score) and two idle two-case files. Prints the time to the first frame, to the whole
 folder being loaded, the key-to-paint p50/p95 of cursor moves between the idle files while the big file
 runs, how many cases the run finished meanwhile, and the time from `x` to the run panel saying
-`cancelled`. Goals: keys p95 under 100 ms during the run, `x` honoured within 2 s.
+`cancelled` (the run stopped; its finished cases are then saved, which takes seconds for tens of
+thousands). Goals: first paint under 1 s, keys p95 under 100 ms during the run, `x` honoured within 2 s.
 """
 
 from __future__ import annotations
@@ -84,8 +85,16 @@ def main() -> None:
         since = len(app.out)
         t_x = time.perf_counter()
         app.send(b"x")
-        app.wait_for(b"cancelled", since=since, timeout=120)
+        # A small run may finish before `x` lands: then there is nothing to cancel.
+        deadline = t_x + 120
+        # (`Cancelling: finished cases are kept.` is the notification, not the run panel.)
+        finished = re.compile(rb"(?<!Cancelling): finished")
+        while b"cancelled" not in app.out[since:] and not finished.search(app.out[since:]):
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the run was neither cancelled nor finished within 120 s")
+            app.read(0.01)
         cancel = time.perf_counter() - t_x
+        cancelled = b"cancelled" in app.out[since:]
     finally:
         app.stop()
     print(f"dashboard with {args.cases} cases ({args.size}; 2 shared cores, figures vary with the load)")
@@ -94,7 +103,10 @@ def main() -> None:
     print("  " + report("keys during the run", busy))
     print(f"  r to the first finished case {planned * 1000:7.0f} ms (the engine plans and starts the run)")
     print(f"  the run meanwhile: {done} cases in {elapsed:.1f} s")
-    print(f"  x to 'cancelled' on screen   {cancel * 1000:7.0f} ms")
+    if cancelled:
+        print(f"  x to 'cancelled' on screen   {cancel * 1000:7.0f} ms")
+    else:
+        print(f"  x came too late: the run finished {cancel * 1000:.0f} ms after it (use more --cases)")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,16 @@ class CaseFinished:
 
 
 @dataclass(slots=True)
+class CasesStopped:
+    """No case of the run runs any more (each finished or was cancelled): what remains is recording and
+    saving the `finished` cases, which takes seconds for many thousands of them, until RunFinished."""
+
+    run_id: str
+    finished: int
+    cancelled: bool = False
+
+
+@dataclass(slots=True)
 class RunFinished:
     run_id: str
     counts: dict[EvalStatus, int]
@@ -104,7 +114,8 @@ class Log:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-Event = RunStarted | RunNotice | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | RunFinished | RunError | Log
+Event = (RunStarted | RunNotice | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | CasesStopped
+         | RunFinished | RunError | Log)
 
 
 _E = TypeVar("_E")

@@ -37,6 +37,7 @@ from .events import (
     CaseFinished,
     CaseKey,
     CaseStarted,
+    CasesStopped,
     Event,
     InvocationInferred,
     MetricProgress,
@@ -423,6 +424,9 @@ class Run:
         self.record.cancelled = self._cancelled or any(t.cancelled() for t in self._tasks)
         if self.record.cancelled:
             self.record.coverage = "cancelled"
+        # Saving thousands of cases takes seconds: say now that nothing runs any more (x is honoured).
+        self.emit(CasesStopped(self.run_id, sum(r is not None for _t, rs, _r in slots for r in rs),
+                               self.record.cancelled))
         created = time.time()
         for target, results, rep in slots:
             finished = [r for r in results if r is not None]

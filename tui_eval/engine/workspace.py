@@ -243,7 +243,10 @@ class Workspace:
     def config_state_for(self, eval_file: Path) -> ConfigState | None:
         if self.config_override is not None:
             return self.configs.get(self.config_override)
-        return self.configs.get(resolve_path(eval_file).parent / CONFIG_FILE_NAME)
+        # A loaded eval file's path is resolved already: the dashboard asks on every cursor move, and
+        # resolving costs a syscall per folder (each one a chance for a busy engine thread to take the GIL).
+        path = eval_file if eval_file in self.eval_files else resolve_path(eval_file)
+        return self.configs.get(path.parent / CONFIG_FILE_NAME)
 
     def config_for(self, eval_file: Path) -> EvalConfig:
         """The config an eval file runs with (last good version if the file is broken now)."""

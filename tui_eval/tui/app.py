@@ -14,13 +14,14 @@ import functools
 import gc
 import logging
 import os
+import sys
 import time
 from collections import deque
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -36,12 +37,13 @@ from .commands import CaseCommands
 from .keymap import UserKeymap, load_keymap
 from .screens.main import MainScreen
 from .session import SessionBridge
-from .state import Inbox, RunState
+from .state import Inbox, RunState, UiPriority
 from .text import one_line, plain
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.events import CaseKey
+    from ..engine.events import CaseKey, Event
+    from ..engine.live import LiveEvent
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,11 @@ FOLD_PER_TICK = 4000
 #: milliseconds and keys waited behind it (bench/tui_scale.py: a key not painted within 5 s).
 FOLD_BUDGET = 0.012
 FOLD_CHUNK = 200
+
+#: Seconds after a key during which the pull timer's ticks pause the engine too (see _take_priority).
+KEYS_RECENT = 1.0
+#: The GIL switch interval the dashboard's entry point sets (seconds; Python's default is 0.005).
+SWITCH_INTERVAL = 0.001
 
 _M = TypeVar("_M", bound=Message)
 HeapPhase = Literal["run", "settled"]
@@ -110,6 +117,9 @@ class EvalApp(App[int]):
         self.agent_ref = agent
         self.watch_files = watch
         self.inbox = Inbox()
+        #: Held while a key is handled and painted during a run: the engine thread pauses meanwhile.
+        self.priority = UiPriority()
+        self._last_key = float("-inf")  # when the last key came during a run
         self.bridge = SessionBridge(self.inbox, live=live)
         self.run_options = run_options
         self.store = store
@@ -247,7 +257,7 @@ class EvalApp(App[int]):
                 agent_ref=self.agent_ref,
                 options=self.run_options or RunOptions(),
                 store=self.store if self.store is not None else ResultStore(),
-                on_event=self.bridge.on_event,
+                on_event=self._engine_event,
                 rerun_on_agent_change=self.bridge.agent_reruns,
             )
             self.catalog.workspace = session.workspace
@@ -260,6 +270,29 @@ class EvalApp(App[int]):
                     self.bridge.start_watching()
         finally:
             self.inbox.loading = False
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self.bridge.busy:
+            self._last_key = time.monotonic()
+            self._take_priority()
+        await super().on_event(event)
+
+    def _take_priority(self) -> None:
+        """Pause the engine thread until the screen has been painted (see UiPriority): on a key during a
+        run, and on each tick for KEYS_RECENT seconds after one (5 ms of folding took 40-90 ms of wall
+        time beside a scoring engine, and a key waited behind it). While nobody types, the run keeps its
+        full pace; while keys come, it scores 850-1,200 cases/s instead of 1,200-1,450. bench/tui_scale.py,
+        100,000 cases on the shared 2-core machine (load 4-5), two rounds each: keys p95 122-140 ms and
+        max 192-233 ms, against 399-435 ms and 0.5-1.1 s before (with the catalog's per-key lookups
+        cached too: p95 99-100 ms, max 129-134 ms)."""
+        if not self.priority.held:
+            self.priority.hold()
+            self.call_after_refresh(self.priority.release)
+
+    def _engine_event(self, event: Event | LiveEvent) -> None:
+        """Engine thread: fold an event into plain state, first waiting while the UI has the priority."""
+        self.priority.wait()
+        self.bridge.on_event(event)
 
     # ---- the pull loop -----------------------------------------------------------------------
 
@@ -279,6 +312,8 @@ class EvalApp(App[int]):
         if self._exit or not self.is_running or not stack or not isinstance(stack[0], MainScreen) \
                 or not stack[0].is_attached:
             return
+        if self.bridge.busy and time.monotonic() - self._last_key < KEYS_RECENT:
+            self._take_priority()  # the user is at the keyboard: a key must not wait behind this tick
         try:
             self._fold(stack[0])
         except Exception as exc:  # noqa: BLE001 - reported (once per distinct error) and logged
@@ -656,26 +691,48 @@ def _confirm_screen() -> type[Screen[Any]]:
     return ConfirmScreen
 
 
+#: Young objects above which settling freezes the heap without collecting it first. A full collection
+#: runs on the UI thread: after a 20,000-case replay run (1.2 million young objects, 2,140 of them cyclic
+#: garbage) it took 1.5 s, after 100,000 cases several seconds, and the run panel's last frame and every
+#: key waited behind it. Freezing instead keeps that run's few cycles for good (a few hundred KB).
+COLLECT_AT_MOST = 250_000
+
+
 def _gc_policy(phase: HeapPhase) -> None:
     """The dashboard process's cyclic-GC policy: no collections while a run streams (a full one stalls
-    the UI and the engine alike), then collect once and freeze what is left (the loaded eval sets and
-    results) so later collections skip it."""
+    the UI and the engine alike), then collect once, if that is quick, and freeze what is left (the
+    loaded eval sets and results) so later collections skip it."""
     if phase == "run":
         gc.disable()
-    else:
-        gc.enable()
+        return
+    young = gc.get_count()[0]
+    if young <= COLLECT_AT_MOST:
         gc.collect()
-        gc.freeze()
+    else:
+        log.debug("heap settled with %d young objects: frozen without a full collection", young)
+    gc.freeze()
+    gc.enable()
 
 
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
-    The entry point owns the process, so the GC policy is set here. bench/tui_latency.py, A/B on a
-    shared 2-core machine (load ~6), two rounds each: key-to-paint during a run p95 83 / 101 ms and max
-    185 / 228 ms with it, against 92 / 133 ms and 335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
+    The entry point owns the process, so the GC policy and the GIL switch interval are set here.
+    GC policy, bench/tui_latency.py, A/B on a shared 2-core machine (load ~6), two rounds each:
+    key-to-paint during a run p95 83 / 101 ms and max 185 / 228 ms with it, against 92 / 133 ms and
+    335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
+    TUI_EVAL_DEFAULT_SWITCH=1 keeps Python's 5 ms switch interval (see SWITCH_INTERVAL).
     """
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
+    switch_interval = sys.getswitchinterval()
+    if not os.environ.get("TUI_EVAL_DEFAULT_SWITCH"):
+        # The engine thread scores CPU-bound (a replay run) while the UI thread hands the GIL back at
+        # every select, terminal write and syscall, then waits up to the switch interval (5 ms) to get
+        # it again: a key crosses dozens of such waits. At 1 ms, bench/tui_scale.py with 20,000 cases on
+        # the shared 2-core machine (load 4-5, before keys paused the engine for good), two rounds each:
+        # keys p50 43-51 ms against 67-106 ms at 5 ms (p95 195-219 against 175-314 ms: noisy); a
+        # CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
+        sys.setswitchinterval(SWITCH_INTERVAL)
     app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
@@ -687,4 +744,5 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         app.run(mouse=mouse)
     finally:
         gc.enable()  # quitting during a run leaves it off
+        sys.setswitchinterval(switch_interval)
     return app.return_code or 0

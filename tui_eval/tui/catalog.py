@@ -92,6 +92,9 @@ class Catalog:
     _case_index: dict[Path, tuple[tuple[int, int], dict[str, EvalCase]]] = field(default_factory=dict)
     # CaseKey.eval_file -> Path: building a Path costs microseconds, paid per finished case otherwise.
     _paths: dict[str, Path] = field(default_factory=dict)
+    # The folder paths are shown relative to (the root, or a root file's folder), once looked up.
+    _base: Path | None = None
+    _agents_shown: dict[str, str] = field(default_factory=dict)
 
     def poll(self) -> WorkspaceDelta:
         """Compare the workspace with what was seen last time (cheap identity checks: a reload makes new
@@ -149,8 +152,18 @@ class Catalog:
         return self.workspace.eval_files.get(path)
 
     def relpath(self, path: Path) -> str:
+        base = self._base
+        if base is None:
+            # Asked on every cursor move: the root's kind is looked up once it exists (a stat is a
+            # syscall, and each syscall lets a busy engine thread take the GIL).
+            if self.root.is_dir():
+                base = self._base = self.root
+            else:
+                base = self.root.parent
+                if self.root.is_file():
+                    self._base = base
         try:
-            rel = Path(path).relative_to(self.root if self.root.is_dir() else self.root.parent)
+            rel = Path(path).relative_to(base)
         except ValueError:
             return str(path)
         return str(rel)
@@ -176,7 +189,10 @@ class Catalog:
         if ref is None:
             return "none (start with --agent)"
         if ref.startswith("replay:"):
-            return "replay:" + self.relpath(Path(ref.removeprefix("replay:")).resolve())
+            shown = self._agents_shown.get(ref)
+            if shown is None:  # resolved once per reference, not on every cursor move
+                shown = self._agents_shown[ref] = "replay:" + self.relpath(Path(ref.removeprefix("replay:")).resolve())
+            return shown
         return self.relpath(Path(ref))
 
     def error_text(self, error: object) -> str:
@@ -273,8 +289,13 @@ class Catalog:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         out: dict[int | None, int] = {PASSED: 0, FAILED: 0, NOT_EVALUATED: 0, None: 0}
-        for case in cases:
-            out[self.case_status(self.key(path, case.eval_id))] += 1
+        if len(self.results):
+            make_key, name = _case_key(), str(path)
+            for case in cases:
+                out[self.case_status(make_key(name, case.eval_id))] += 1
+        else:
+            # Nothing run or saved yet: no key to build per case (100,000 of them took a quarter second).
+            out[None] = len(cases)
         self._counts[path] = (stamp, out)
         return out
 

@@ -7,6 +7,7 @@ Textual, so it is cheap to import and easy to test.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -47,6 +48,47 @@ class Inbox:
             removed, self._removed = self._removed, []
             messages, self._messages = self._messages, []
         return results, removed, messages
+
+
+class UiPriority:
+    """Lets the UI thread ask the engine thread to pause while it handles a key.
+
+    Both are Python threads of one process: while a CPU-bound run (a replay) scores, the UI thread gets
+    the GIL back only after a switch interval, again and again within one key, and on a loaded machine
+    each wait is longer still. Held, the engine waits at its next event (the events of a case come every
+    few hundred microseconds) until the UI released it after its next paint, or `MAX_PAUSE` at most,
+    so a UI that never releases only slows a run, never stops it.
+    """
+
+    #: Seconds the engine waits at most for one hold.
+    MAX_PAUSE = 0.1
+
+    def __init__(self) -> None:
+        self._free = threading.Event()
+        self._free.set()
+        self._until = 0.0
+        self._holder: int | None = None
+
+    def hold(self) -> None:
+        """UI thread: pause the engine until `release` (or MAX_PAUSE from now)."""
+        self._until = time.monotonic() + self.MAX_PAUSE
+        self._holder = threading.get_ident()
+        self._free.clear()
+
+    def release(self) -> None:
+        self._free.set()
+
+    @property
+    def held(self) -> bool:
+        return not self._free.is_set()
+
+    def wait(self) -> None:
+        """Engine thread: return at once unless held; then wait (without the GIL) for the release."""
+        if self._free.is_set() or threading.get_ident() == self._holder:
+            return  # (an event the UI thread itself delivers never waits for the UI)
+        left = self._until - time.monotonic()
+        if left > 0:
+            self._free.wait(left)
 
 
 class Results:
@@ -138,6 +180,8 @@ class RunSnapshot:
     finished: list[tuple[Any, Any]]
     errors: list[str]
     saved: list[str]
+    #: Finished cases being saved now that no case runs any more (None until then, and once saved).
+    saving: int | None = None
 
 
 class RunState:
@@ -162,6 +206,10 @@ class RunState:
         self._finished: list[tuple[Any, Any]] = []
         self.errors: list[str] = []
         self.saved: list[str] = []
+        # Engine runs started and stopped (each says when its cases stop, before it saves them).
+        self._runs_started = 0
+        self._runs_stopped = 0
+        self._stopped_cases = 0
         self._cancel: Callable[[], None] | None = None
         self.cancel_requested = False
 
@@ -191,8 +239,12 @@ class RunState:
                 if self.phase == "starting":
                     self.phase = "running"
                 self.cases_total += event.total_cases
+                self._runs_started += 1
                 for name, total in event.metric_totals.items():
                     self._metric_total[name] += total
+            elif isinstance(event, ev.CasesStopped):
+                self._runs_stopped += 1
+                self._stopped_cases += event.finished
             elif isinstance(event, ev.RunFinished):
                 self.saved.extend(event.saved)
             elif isinstance(event, ev.RunError):
@@ -254,4 +306,11 @@ class RunState:
                 finished=finished,
                 errors=list(self.errors),
                 saved=list(self.saved),
+                saving=self._saving(),
             )
+
+    def _saving(self) -> int | None:
+        """Cases being saved: every engine run feeding this state has stopped running cases (under the lock)."""
+        if self.active and self._runs_started and self._runs_stopped >= self._runs_started:
+            return self._stopped_cases
+        return None

@@ -103,15 +103,19 @@ class RunPanel(Vertical):
 
     @staticmethod
     def _status_line(snap: RunSnapshot) -> Content:
+        phase = _PHASE_WORDS.get(snap.phase, snap.phase)
+        if snap.saving is not None:
+            # Nothing runs any more: a cancel is honoured though thousands of cases take seconds to save.
+            phase = f"{'cancelled' if snap.phase == 'cancelling' else phase} · saving {snap.saving:,} cases…"
         parts: list[tuple[str, str] | str] = [
-            (f"{snap.label}: {_PHASE_WORDS.get(snap.phase, snap.phase)}", "bold"),
+            (f"{snap.label}: {phase}", "bold"),
             # Until the engine has planned the run there is no total: never show `0/0`.
             f"  {snap.cases_done}/{snap.cases_total} cases  " if snap.cases_total else "  ",
         ]
         if snap.cases_total:
             for status in (1, 2, 3):
                 parts.append((f"{STATUS_GLYPH[status]} {snap.counts.get(status, 0)}  ", STATUS_STYLE[status]))
-        if snap.phase in ("starting", "running"):
+        if snap.phase in ("starting", "running") and snap.saving is None:
             parts.append(("x cancels", "$text-muted"))
         elif snap.phase in ("finished", "cancelled", "failed"):
             # The bars are hidden once the run is over (the panel shrinks to this line): name the metrics

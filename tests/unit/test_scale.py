@@ -1,0 +1,269 @@
+"""The dashboard at scale (issue 9, item 15): a cancel is honoured before thousands of cases are saved,
+the heap settles without a full collection on the UI thread, replay files load case by case."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.support.evalfiles import case, turn, write_set
+from tui_eval.agents.base import Agent, AgentSession, CaseContext
+from tui_eval.agents.replay import ReplayAgent
+from tui_eval.engine.events import CaseFinished, CaseKey, CasesStopped, RunFinished, RunStarted
+from tui_eval.engine.plan import plan_run
+from tui_eval.engine.runner import Run, RunOptions
+from tui_eval.engine.store import ResultStore
+from tui_eval.schema.errors import LoadError
+from tui_eval.schema.load import load_eval_set
+from tui_eval.schema.model import Content, EvalCase, Invocation
+from tui_eval.schema.results import CaseResult, EvalStatus
+from tui_eval.tui.state import RunState
+from tui_eval.tui.widgets.run_panel import RunPanel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class SlowEcho(Agent):
+    """Answers each turn with its expected response after a delay (a real Agent, no mock)."""
+
+    def __init__(self, delay: float) -> None:
+        self.name = "slow-echo"
+        self.delay = delay
+
+    async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:
+        delay = self.delay
+
+        class Session(AgentSession):
+            async def turn(self, user_content: Content, index: int) -> Invocation:
+                await asyncio.sleep(delay)
+                expected = (case.conversation or [])[index]
+                return Invocation(user_content=user_content, final_response=expected.final_response,
+                                  intermediate_data=expected.intermediate_data)
+
+        return Session()
+
+
+def _cases(tmp_path: Path, n: int) -> Path:
+    return write_set(tmp_path / "many.evalset.json", "many",
+                     *[case(f"c{i:02d}", turn(f"q{i}", "same answer", [("f", {"i": i})])) for i in range(n)])
+
+
+# ---- the engine says when its cases stop, before it saves them ---------------------------------
+
+
+async def test_a_cancelled_run_says_its_cases_stopped_before_it_saves(tmp_path: Path) -> None:
+    events: list[object] = []
+    run = Run(plan_run([str(_cases(tmp_path, 20))]), SlowEcho(0.05), options=RunOptions(concurrency=2),
+              store=ResultStore(tmp_path / "hist"), on_event=events.append)
+
+    async def cancel_soon() -> None:
+        while sum(isinstance(e, CaseFinished) for e in events) < 3:
+            await asyncio.sleep(0.01)
+        run.cancel()
+
+    record, _ = await asyncio.gather(run.execute(), cancel_soon())
+    kinds = [type(e) for e in events]
+    [stopped] = [e for e in events if isinstance(e, CasesStopped)]
+    # After the last finished case, before the end (whose `saved` names the files written).
+    assert kinds.index(CasesStopped) > max(i for i, k in enumerate(kinds) if k is CaseFinished)
+    assert kinds.index(CasesStopped) < kinds.index(RunFinished)
+    assert stopped.cancelled and stopped.run_id == record.run_id
+    assert stopped.finished == len(record.results[0].case_results) == kinds.count(CaseFinished)
+    assert isinstance(events[-1], RunFinished) and events[-1].saved
+
+
+async def test_a_finished_run_says_so_too(tmp_path: Path) -> None:
+    events: list[object] = []
+    await Run(plan_run([str(_cases(tmp_path, 3))]), SlowEcho(0.0), on_event=events.append).execute()
+    [stopped] = [e for e in events if isinstance(e, CasesStopped)]
+    assert stopped.finished == 3 and not stopped.cancelled
+
+
+# ---- the run panel: `x` is honoured at once, saving is shown -----------------------------------
+
+
+def _finished(key: CaseKey) -> CaseFinished:
+    result = CaseResult(eval_set_id="s", eval_id=key.eval_id, status=EvalStatus.PASSED, metrics=[], actual=[])
+    return CaseFinished(key, result)
+
+
+def _status(state: RunState) -> str:
+    return str(RunPanel._status_line(state.drain()))
+
+
+def test_the_panel_says_cancelled_once_no_case_runs_while_the_finished_ones_save() -> None:
+    state = RunState("run all")
+    state.apply(RunStarted("r1", 10, {"m": 10}))
+    for i in range(3):
+        state.apply(_finished(CaseKey("f.evalset.json", f"c{i}")))
+    state.cancel()
+    assert "cancelling" in _status(state)
+    state.apply(CasesStopped("r1", 3, cancelled=True))
+    snap = state.drain()
+    assert snap.saving == 3
+    line = str(RunPanel._status_line(snap))
+    assert "cancelled · saving 3 cases…" in line and "x cancels" not in line
+    # Still busy: no new run starts before the finished cases are saved.
+    assert state.active
+    state.apply(RunFinished("r1", {}, cancelled=True, saved=("h.json",)))
+    state.finish("cancelled")
+    snap = state.drain()
+    assert snap.saving is None and snap.saved == ["h.json"]
+    assert "saving" not in str(RunPanel._status_line(snap))
+
+
+def test_saving_is_shown_only_once_every_engine_run_of_the_state_stopped() -> None:
+    state = RunState("run all")  # one engine run per agent feeds one state
+    state.apply(RunStarted("a", 2, {}))
+    state.apply(RunStarted("b", 5, {}))
+    state.apply(CasesStopped("a", 2))
+    assert state.drain().saving is None
+    line = _status(state)
+    assert "saving" not in line and "x cancels" in line
+    state.apply(CasesStopped("b", 5))
+    assert state.drain().saving == 7
+    assert "running · saving 7 cases…" in _status(state)
+
+
+# ---- the heap settles without a full collection on the UI thread -------------------------------
+
+
+def _settle_in_a_fresh_process(young: int) -> dict[str, int]:
+    """Run the dashboard's GC policy in a child process (it changes process-wide GC state) after
+    `young` objects were made with the GC off, as a run makes them; report what it did."""
+    script = textwrap.dedent(f"""
+        import gc, json
+        from tui_eval.tui.app import _gc_policy
+        _gc_policy("run")
+        keep = [[i] for i in range({young})]
+        collections = []
+        gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
+        _gc_policy("settled")
+        print(json.dumps({{"full": collections.count(2), "frozen": gc.get_freeze_count(),
+                          "enabled": int(gc.isenabled())}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return json.loads(out.stdout)
+
+
+def test_a_big_settled_heap_is_frozen_without_a_full_collection() -> None:
+    from tui_eval.tui.app import COLLECT_AT_MOST
+
+    done = _settle_in_a_fresh_process(COLLECT_AT_MOST + 100_000)
+    assert done["full"] == 0
+    assert done["frozen"] > COLLECT_AT_MOST and done["enabled"] == 1
+
+
+def test_a_small_settled_heap_is_collected_then_frozen() -> None:
+    done = _settle_in_a_fresh_process(1_000)
+    assert done["full"] == 1 and done["frozen"] > 1_000 and done["enabled"] == 1
+
+
+# ---- replay files: case by case, with the full loader's errors ---------------------------------
+
+
+def test_replay_loads_every_case_as_the_full_loader_does(tmp_path: Path) -> None:
+    path = _cases(tmp_path, 30)
+    agent = ReplayAgent(path)
+    expected = load_eval_set(path).eval_cases
+    assert sorted(agent._cases) == sorted(c.eval_id for c in expected)
+    assert all(agent._cases[c.eval_id] == c for c in expected)
+
+
+def _faulty(tmp_path: Path, name: str) -> Path:
+    good = case("a", turn("q", "r", [("f", {})]))
+    path = tmp_path / f"{name}.evalset.json"
+    if name == "invalid_case":
+        bad = case("b", turn("q", "r"))
+        bad["conversation"][0]["user_content"] = "not content"
+        data: object = {"eval_set_id": "s", "eval_cases": [good, bad]}
+    elif name == "duplicate_ids":
+        data = {"eval_set_id": "s", "eval_cases": [good, good]}
+    elif name == "no_set_id":
+        data = {"eval_cases": [good]}
+    elif name == "cases_not_a_list":
+        data = {"eval_set_id": "s", "eval_cases": {"a": good}}
+    else:
+        path.write_text('{"eval_set_id": "s", "eval_cases": [')
+        return path
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("name", ["invalid_case", "duplicate_ids", "no_set_id", "cases_not_a_list", "bad_json"])
+def test_a_faulty_replay_file_reports_what_the_full_loader_reports(tmp_path: Path, name: str) -> None:
+    path = _faulty(tmp_path, name)
+    with pytest.raises(LoadError) as full:
+        load_eval_set(path)
+    with pytest.raises(LoadError) as replay:
+        ReplayAgent(path)
+    assert str(replay.value) == str(full.value) and str(path) in str(replay.value)
+
+
+def test_replay_files_the_fast_path_leaves_to_the_full_loader_still_load(tmp_path: Path) -> None:
+    good = case("a", turn("q", "r", [("f", {})]))
+    # An unknown top-level key (ADK ignores it; the full loader warns) and a legacy list file.
+    extra = tmp_path / "extra.evalset.json"
+    extra.write_text(json.dumps({"eval_set_id": "s", "eval_cases": [good], "owner": "me"}))
+    assert list(ReplayAgent(extra)._cases) == ["a"]
+    legacy = tmp_path / "old.test.json"
+    legacy.write_text(json.dumps([{"query": "hi", "expected_tool_use": [], "reference": "hello"}]))
+    assert len(ReplayAgent(legacy)._cases) == len(load_eval_set(legacy).eval_cases) == 1
+
+
+# ---- keys during a run: the engine thread pauses while the UI handles one ----------------------
+
+
+def test_the_engine_waits_while_the_ui_holds_the_priority() -> None:
+    import threading
+
+    from tui_eval.tui.state import UiPriority
+
+    priority = UiPriority()
+    priority.MAX_PAUSE = 60.0  # the test must not race the cap
+    passed = threading.Event()
+
+    def engine() -> None:
+        priority.wait()
+        passed.set()
+
+    priority.wait()  # free: returns at once
+    priority.hold()
+    assert priority.held
+    thread = threading.Thread(target=engine)
+    thread.start()
+    assert not passed.wait(0.05)  # still held: the engine waits
+    priority.release()
+    thread.join(10)
+    assert passed.is_set() and not priority.held
+
+
+def test_a_hold_the_ui_never_releases_only_pauses_the_engine() -> None:
+    from tui_eval.tui.state import UiPriority
+
+    import threading
+
+    priority = UiPriority()
+    priority.MAX_PAUSE = 0.0
+    priority.hold()
+    engine = threading.Thread(target=priority.wait)  # the engine thread: returns, the cap is over
+    engine.start()
+    engine.join(10)
+    assert not engine.is_alive() and priority.held
+
+
+def test_the_thread_holding_the_priority_never_waits_for_itself() -> None:
+    from tui_eval.tui.state import UiPriority
+
+    priority = UiPriority()
+    priority.MAX_PAUSE = 60.0
+    priority.hold()
+    priority.wait()  # returns at once: the holder delivering an event must not stall itself
+    assert priority.held
