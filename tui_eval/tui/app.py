@@ -102,11 +102,13 @@ class EvalApp(App[int]):
         keymap: UserKeymap | None = None,
         on_heap_phase: Callable[[HeapPhase], None] | None = None,
         clock: Callable[[], float] | None = None,
+        num_runs: int = 1,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
         if clock is not None:
             self.catalog.clock = clock
+        self.catalog.run_book.num_runs = num_runs
         self.agent_ref = agent
         self.watch_files = watch
         self.inbox = Inbox()
@@ -249,6 +251,7 @@ class EvalApp(App[int]):
                 store=self.store if self.store is not None else ResultStore(),
                 on_event=self.bridge.on_event,
                 rerun_on_agent_change=self.bridge.agent_reruns,
+                num_runs=self.catalog.run_book.num_runs,
             )
             self.catalog.workspace = session.workspace
             load_workspace(session.workspace, cancelled=current_worker_cancelled)
@@ -323,8 +326,14 @@ class EvalApp(App[int]):
             if state is not self._shown_run:
                 self._shown_run = state
                 main.run_panel.reset()
+                cat.run_book.start(state.label)
             snap = state.drain()
+            # Before the results are stored: the book reads the results they replace (broke / fixed).
+            cat.run_book.feed(snap.finished, snap.repetitions, cat.result)
+            if snap.phase in ("finished", "cancelled", "failed"):
+                cat.run_book.finish(snap.phase)  # once per run
             main.run_panel.show(snap)
+            main.run_panel.show_insight(cat.run_book)
             backlog = self._finished_backlog
             backlog.extend(snap.finished)
             deadline = time.perf_counter() + FOLD_BUDGET
@@ -668,7 +677,8 @@ def _gc_policy(phase: HeapPhase) -> None:
         gc.freeze()
 
 
-def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False) -> int:
+def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
+            num_runs: int = 1) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy is set here. bench/tui_latency.py, A/B on a
@@ -676,7 +686,7 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     185 / 228 ms with it, against 92 / 133 ms and 335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
     """
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
-    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy)
+    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, num_runs=num_runs)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
         # GC would rescan again and again: no collections until the loaded folder settles (the app

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,6 +138,8 @@ class RunSnapshot:
     finished: list[tuple[Any, Any]]
     errors: list[str]
     saved: list[str]
+    #: The repetition (1-based, --num-runs) of each entry of `finished`, in the same order.
+    repetitions: list[int] = field(default_factory=list)
 
 
 class RunState:
@@ -160,6 +162,7 @@ class RunState:
         self._metric_evaluated: dict[str, int] = defaultdict(int)
         self.running: set[Any] = set()
         self._finished: list[tuple[Any, Any]] = []
+        self._repetitions: list[int] = []
         self.errors: list[str] = []
         self.saved: list[str] = []
         self._cancel: Callable[[], None] | None = None
@@ -184,6 +187,7 @@ class RunState:
                 self.cases_done += 1
                 self.counts[int(event.result.status)] += 1
                 self._finished.append((event.key, event.result))
+                self._repetitions.append(event.repetition)
                 for m in event.result.metrics:
                     # A judge with no credentials fills its bar all the same: count what it decided.
                     self._metric_evaluated[m.metric_name] += int(m.status) != _NOT_EVALUATED
@@ -240,6 +244,7 @@ class RunState:
     def drain(self) -> RunSnapshot:
         with self._lock:
             finished, self._finished = self._finished, []
+            repetitions, self._repetitions = self._repetitions, []
             return RunSnapshot(
                 version=self.version,
                 phase=self.phase,
@@ -254,4 +259,5 @@ class RunState:
                 finished=finished,
                 errors=list(self.errors),
                 saved=list(self.saved),
+                repetitions=repetitions,
             )

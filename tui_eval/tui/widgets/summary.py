@@ -10,8 +10,12 @@ from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
 from .browser import CaseEntry, Entry, MoreEntry, SetEntry, TurnEntry
+from .marks import cost_text, latency_rows, marks, tokens_text
+from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.events import CaseKey
+    from ...schema.results import CaseResult
     from ..catalog import Catalog
 
 
@@ -35,13 +39,24 @@ class Summary(Static):
         self.catalog = catalog
         self.entry: Entry = None
         self._height = self._width = -1
+        self._trends: CaseTrends | None = None
+
+    def on_mount(self) -> None:
+        # The trend sparklines are widgets, not text: they sit right under this pane in its scroll view.
+        if self.parent is not None:
+            self._trends = CaseTrends(self.catalog, id="case-trends")
+            self.parent.mount(self._trends, after=self)
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
         self._update(self.render_entry(entry))
+        if self._trends is not None and self._trends.is_mounted:
+            self._trends.show(entry)
 
     def refresh_entry(self) -> None:
         self._update(self.render_entry(self.entry))
+        if self._trends is not None and self._trends.is_mounted:
+            self._trends.refresh_if_stale()
 
     def _update(self, content: Content) -> None:
         """Update, with a layout pass only when the height changes (a layout costs more than the
@@ -163,9 +178,30 @@ class Summary(Static):
             for i in range(n):
                 chips.extend([f"{i + 1}", status_content(cat.turn_status(key, i)), " "])
             lines.append(Content.assemble(*chips))
+            lines.extend(self._insight_lines(key, result))
         lines.append(Content(""))
         lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
         return joined(lines)
+
+    def _insight_lines(self, key: CaseKey, result: CaseResult) -> list[Content]:
+        """This run's repetitions as marks, the case's tokens and estimated cost, and per-tool latency."""
+        from ...engine.trends import case_tool_latency, case_usage
+
+        lines: list[Content] = []
+        runs = self.catalog.run_book.runs_of(key)
+        if runs:
+            lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
+        usage = case_usage(result)
+        if usage:
+            from ...engine.pricing import UsageKey, estimate_cost, sum_usage
+
+            cost = estimate_cost({UsageKey("agent", m): u for m, u in usage.items()}, self.catalog.run_book.prices)
+            lines.append(Content.styled(f"agent {tokens_text(sum_usage(usage.values()))} · {cost_text(cost)}",
+                                        "$text-muted"))
+        tools = case_tool_latency(result)
+        if tools:
+            lines.extend(latency_rows(tools))
+        return lines
 
     # ---- a turn ----------------------------------------------------------------------------
 
