@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..schema.results import CaseResult, EvalStatus
+from ..schema.results import CaseResult, EvalSetResult, EvalStatus
 from .insight import UNKNOWN_MODEL, invocation_usage
 from .latency import ToolCallTiming, ToolLatency, tool_latencies
 from .pricing import TokenUsage, sum_usage
@@ -95,19 +95,26 @@ def load_run_scores(entries: Sequence[HistoryEntry], eval_set_id: str, *, limit:
     run_ids = list(dict.fromkeys(e.run_id for e in mine))[-limit:] if limit > 0 else []
     runs = {rid: RunScores(rid, 0.0) for rid in run_ids}
     sums: dict[str, dict[str, dict[str, list[float]]]] = {rid: {} for rid in run_ids}
+    loaded: list[tuple[str, int, EvalSetResult]] = []
     for e in mine:
         run = runs.get(e.run_id)
         if run is None:
             continue
         try:
-            _meta, result = load_record(Path(e.path), with_turns=False)
+            meta, result = load_record(Path(e.path), with_turns=False)
         except (OSError, ValueError) as exc:
             log.warning("trends: could not read %s: %s", e.path, exc)
             continue
         run.timestamp = run.timestamp or e.creation_timestamp
+        rep = meta.get("repetition")
+        loaded.append((e.run_id, rep if isinstance(rep, int) else 1, result))
+    # The repetitions of a run share its timestamp: their record says which is which.
+    loaded.sort(key=lambda item: (run_ids.index(item[0]), item[1]))
+    for run_id, _rep, result in loaded:
+        run = runs[run_id]
         for case in result.case_results:
             run.statuses.setdefault(case.eval_id, []).append(case.status)
-            per_metric = sums[e.run_id].setdefault(case.eval_id, {})
+            per_metric = sums[run_id].setdefault(case.eval_id, {})
             for m in case.metrics:
                 if m.score is not None:
                     per_metric.setdefault(m.metric_name, []).append(m.score)

@@ -331,7 +331,8 @@ class EvalApp(App[int]):
             # Before the results are stored: the book reads the results they replace (broke / fixed).
             cat.run_book.feed(snap.finished, snap.repetitions, cat.result)
             if snap.phase in ("finished", "cancelled", "failed"):
-                cat.run_book.finish(snap.phase)  # once per run
+                if cat.run_book.finish(snap.phase, cat.clock()) is not None:  # once per run: its record is saved now
+                    main.summary.refresh_entry()
             main.run_panel.show(snap)
             main.run_panel.show_insight(cat.run_book)
             backlog = self._finished_backlog
@@ -474,6 +475,14 @@ class EvalApp(App[int]):
         from .screens.history import HistoryScreen
 
         self.push_screen(HistoryScreen(self.catalog))
+
+    @on(msg.OpenTimeline)
+    @_reported
+    def _open_timeline(self, message: msg.OpenTimeline) -> None:
+        from .screens.timeline import TimelineScreen
+
+        if not isinstance(self.screen, TimelineScreen):
+            self.push_screen(TimelineScreen(self.catalog))
 
     @on(msg.JumpTo)
     @_reported
