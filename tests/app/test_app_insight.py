@@ -82,7 +82,7 @@ async def test_single_runs_show_no_marks_and_no_run_key(tmp_path: Path, make_app
         assert "runs  " not in summary_text(app)
         await pilot.press("enter", "down", "enter")
         assert isinstance(app.screen, TurnScreen)
-        assert app.screen.check_action("cycle_repetition", ()) is None
+        assert app.screen.check_action("cycle_repetition", ()) is False
         assert "run 1 of" not in text_of(app, "#turn-title")
 
 
@@ -190,7 +190,7 @@ async def test_compare_of_old_records_says_the_code_state_is_unknown(workspace: 
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
         assert "code state unknown" in text_of(app, "#compare-code-text")
-        assert app.screen.check_action("open_diff", ()) is None
+        assert app.screen.check_action("open_diff", ()) is False
         await pilot.press("g")
         assert isinstance(app.screen, CompareScreen)
 

@@ -82,6 +82,9 @@ def test_case_series_over_saved_runs(flaky_history: Path) -> None:
     assert case_series(runs, "broken")["response_match_score"] == pytest.approx([0.4, 0.4])
     assert case_series(runs, "no such case") == {}
     assert len(load_run_scores(entries, "flaky", limit=1)) == 1
+    # A byte budget keeps the newest record and drops older ones once spent.
+    (newest,) = load_run_scores(entries, "flaky", max_bytes=1)
+    assert newest.run_id == runs[1].run_id and case_status_series([newest], "flip") == [P]
 
 
 def _invocation() -> Invocation:

@@ -7,20 +7,23 @@ through `store`'s public functions only.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..schema.results import CaseResult, EvalSetResult, EvalStatus
+from ..schema.results import CaseResult, EvalStatus
 from .insight import UNKNOWN_MODEL, invocation_usage
 from .latency import ToolCallTiming, ToolLatency, tool_latencies
 from .pricing import TokenUsage, sum_usage
-from .store import HistoryEntry, load_record
+from .store import CaseScores, HistoryEntry, record_case_scores
 
 log = logging.getLogger(__name__)
 
 #: How many of the newest runs a case's score trend covers (a sparkline at 80 columns has room for few).
 TREND_RUNS = 12
+#: Bytes of run records a trend reads at most (a 5,000-case record is ~25 MB, ~0.5 s CPU to parse).
+TREND_BYTES = 32 * 1024 * 1024
 _FULL = (None, "all")
 
 
@@ -88,40 +91,46 @@ class RunScores:
     statuses: dict[str, list[EvalStatus]] = field(default_factory=dict)
 
 
-def load_run_scores(entries: Sequence[HistoryEntry], eval_set_id: str, *, limit: int = TREND_RUNS) -> list[RunScores]:
-    """The newest `limit` runs of an eval set, oldest first, read from their records (without turns).
+def load_run_scores(entries: Sequence[HistoryEntry], eval_set_id: str, *, limit: int = TREND_RUNS,
+                    max_bytes: int = TREND_BYTES) -> list[RunScores]:
+    """The newest `limit` runs of an eval set, oldest first, from their records' case statuses and scores.
+    Reading stops at `max_bytes` of records (newest first): a big eval set's trend covers fewer runs.
     A record that cannot be read is logged and left out."""
     mine = sorted((e for e in entries if e.eval_set_id == eval_set_id), key=lambda e: e.creation_timestamp)
     run_ids = list(dict.fromkeys(e.run_id for e in mine))[-limit:] if limit > 0 else []
-    runs = {rid: RunScores(rid, 0.0) for rid in run_ids}
-    sums: dict[str, dict[str, dict[str, list[float]]]] = {rid: {} for rid in run_ids}
-    loaded: list[tuple[str, int, EvalSetResult]] = []
-    for e in mine:
-        run = runs.get(e.run_id)
-        if run is None:
+    wanted = set(run_ids)
+    loaded: list[tuple[str, int, float, list[CaseScores]]] = []
+    budget = max_bytes
+    for e in reversed(mine):  # newest first, so a budget cut drops the oldest runs
+        if e.run_id not in wanted:
             continue
         try:
-            meta, result = load_record(Path(e.path), with_turns=False)
-        except (OSError, ValueError) as exc:
+            size = Path(e.path).stat().st_size
+            if size > budget and loaded:
+                break
+            budget -= size
+            rep, cases = record_case_scores(Path(e.path))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("trends: could not read %s: %s", e.path, exc)
             continue
-        run.timestamp = run.timestamp or e.creation_timestamp
-        rep = meta.get("repetition")
-        loaded.append((e.run_id, rep if isinstance(rep, int) else 1, result))
+        loaded.append((e.run_id, rep, e.creation_timestamp, cases))
     # The repetitions of a run share its timestamp: their record says which is which.
     loaded.sort(key=lambda item: (run_ids.index(item[0]), item[1]))
-    for run_id, _rep, result in loaded:
-        run = runs[run_id]
-        for case in result.case_results:
+    runs: dict[str, RunScores] = {}
+    sums: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for run_id, _rep, timestamp, cases in loaded:
+        run = runs.setdefault(run_id, RunScores(run_id, timestamp))
+        per_case = sums.setdefault(run_id, {})
+        for case in cases:
             run.statuses.setdefault(case.eval_id, []).append(case.status)
-            per_metric = sums[run_id].setdefault(case.eval_id, {})
-            for m in case.metrics:
-                if m.score is not None:
-                    per_metric.setdefault(m.metric_name, []).append(m.score)
-    for rid, cases in sums.items():
-        runs[rid].scores = {cid: {name: sum(v) / len(v) for name, v in metrics.items()}
-                            for cid, metrics in cases.items()}
-    return [runs[rid] for rid in run_ids]
+            per_metric = per_case.setdefault(case.eval_id, {})
+            for name, score in case.scores.items():
+                if score is not None:
+                    per_metric.setdefault(name, []).append(score)
+    for run_id, per_case in sums.items():
+        runs[run_id].scores = {cid: {name: math.fsum(v) / len(v) for name, v in metrics.items()}
+                               for cid, metrics in per_case.items()}
+    return [runs[rid] for rid in run_ids if rid in runs]
 
 
 def case_series(runs: Iterable[RunScores], eval_id: str) -> dict[str, list[float]]:

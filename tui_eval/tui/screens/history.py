@@ -338,7 +338,9 @@ class CompareScreen(Screen[None]):
 
     def show_code_change(self) -> None:
         """Beside the regressions: the commit range and files, or agent files changed (not committed)."""
-        lines = [plain(line) for line in self.code_lines]  # paths are file names: literal, never markup
+        # Paths are file names: literal, never markup.
+        lines = [Content.assemble(("code: " if i == 0 else "      ", "bold $text-muted"), plain(line))
+                 for i, line in enumerate(self.code_lines)]
         if self.diff_path is not None:
             lines.append(Content.assemble(("g", "bold $accent"), (" shows the later run's uncommitted diff", "$text-muted")))
         box = self.query_one("#compare-code", VerticalScroll)
@@ -349,7 +351,7 @@ class CompareScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_diff":
-            return self.diff_path is not None or None
+            return self.diff_path is not None  # hidden unless the later run saved a diff
         return True
 
     def action_open_diff(self) -> None:

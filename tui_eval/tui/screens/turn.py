@@ -259,7 +259,7 @@ class TurnScreen(Screen[None]):
         if action == "rerun":
             return (self.app.ready and not self.app.busy) or None
         if action == "cycle_repetition":
-            return bool(self.catalog.run_book.runs_of(self.key)) or None
+            return bool(self.catalog.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
         return True
 
     def action_step(self, delta: int) -> None:

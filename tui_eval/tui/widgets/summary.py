@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
@@ -14,7 +15,6 @@ from .marks import cost_text, latency_rows, marks, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...engine.events import CaseKey
     from ...schema.results import CaseResult
     from ..catalog import Catalog
 
@@ -43,9 +43,10 @@ class Summary(Static):
 
     def on_mount(self) -> None:
         # The trend sparklines are widgets, not text: they sit right under this pane in its scroll view.
-        if self.parent is not None:
+        parent = self.parent
+        if isinstance(parent, Widget):
             self._trends = CaseTrends(self.catalog, id="case-trends")
-            self.parent.mount(self._trends, after=self)
+            parent.mount(self._trends, after=self)
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
@@ -170,6 +171,9 @@ class Summary(Static):
                 # At 80x24 the date and age would wrap and push a metric line off the pane.
                 origin = f"   {cat.origin_text(key, short=True)}"
             lines.append(Content.assemble(status, (origin, "$text-muted")))
+            runs = cat.run_book.runs_of(key)
+            if runs:  # this session's --num-runs repetitions, right under the latest one's status
+                lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 
             lines.extend(case_metric_lines(result))
             lines.append(Content(""))
@@ -178,19 +182,16 @@ class Summary(Static):
             for i in range(n):
                 chips.extend([f"{i + 1}", status_content(cat.turn_status(key, i)), " "])
             lines.append(Content.assemble(*chips))
-            lines.extend(self._insight_lines(key, result))
+            lines.extend(self._insight_lines(result))
         lines.append(Content(""))
         lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
         return joined(lines)
 
-    def _insight_lines(self, key: CaseKey, result: CaseResult) -> list[Content]:
-        """This run's repetitions as marks, the case's tokens and estimated cost, and per-tool latency."""
+    def _insight_lines(self, result: CaseResult) -> list[Content]:
+        """The case's tokens and estimated cost, and its per-tool count, pass/fail, mean and p95 latency."""
         from ...engine.trends import case_tool_latency, case_usage
 
         lines: list[Content] = []
-        runs = self.catalog.run_book.runs_of(key)
-        if runs:
-            lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
         usage = case_usage(result)
         if usage:
             from ...engine.pricing import UsageKey, estimate_cost, sum_usage
