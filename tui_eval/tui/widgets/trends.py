@@ -113,6 +113,8 @@ class CaseTrends(Vertical):
         return None
 
     def _load(self, path: Path) -> None:
+        if not self.catalog.loaded:
+            return  # never compete with the start-up scan: the summary refreshes once it is done
         ws = self.catalog.workspace
         state = self.catalog.file_state(path)
         if ws is None or state is None or state.eval_set is None or path in self._loading:
