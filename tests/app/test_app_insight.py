@@ -104,6 +104,9 @@ async def test_run_panel_and_summary_show_tokens_cost_and_tool_latency(tmp_path:
         assert "agent 120 tok (in 100 · out 20 · cached 10) · est. $" in text
         row = next(line for line in text.splitlines() if line.strip().startswith("lookup"))
         assert row.split() == ["lookup", "1", "0", "1", "0.30s", "0.30s"]
+        await pilot.press("enter", "down")  # flip's turn 1: its own tokens
+        assert "Turn 1 of flip" in summary_text(app)
+        assert "agent 120 tok (in 100 · out 20 · cached 10) · est. $" in summary_text(app)
 
 
 async def test_case_and_set_trends_from_saved_runs(workspace: Path, make_app) -> None:

@@ -15,6 +15,7 @@ from .marks import cost_text, latency_rows, marks, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...schema.model import Invocation
     from ...schema.results import CaseResult
     from ..catalog import Catalog
 
@@ -204,6 +205,21 @@ class Summary(Static):
             lines.extend(latency_rows(tools))
         return lines
 
+    def _turn_usage(self, actual: Invocation) -> list[Content]:
+        """The turn's tokens and estimated cost (agent model calls recorded in its events)."""
+        from ...engine.insight import invocation_usage
+        from ...engine.pricing import TokenUsage, UsageKey, estimate_cost
+
+        per_model: dict[UsageKey, TokenUsage] = {}
+        for model, usage in invocation_usage(actual):
+            key = UsageKey("agent", model)
+            per_model[key] = per_model.get(key, TokenUsage()) + usage
+        if not per_model:
+            return []
+        cost = estimate_cost(per_model, self.catalog.run_book.prices)
+        total = sum(per_model.values(), TokenUsage())
+        return [Content.styled(f"agent {tokens_text(total)} · {cost_text(cost)}", "$text-muted")]
+
     # ---- a turn ----------------------------------------------------------------------------
 
     def _turn(self, entry: TurnEntry) -> Content:
@@ -230,6 +246,8 @@ class Summary(Static):
             lines.extend(turn_metric_lines(result, i))
             if actual is not None and actual.duration is not None:
                 lines.append(plain(f"took {actual.duration:.2f} s", "$text-muted"))
+            if actual is not None:
+                lines.extend(self._turn_usage(actual))
         else:
             lines.append(_hint("No result yet: r runs this case."))
         lines.append(Content(""))
