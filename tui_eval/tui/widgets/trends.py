@@ -187,6 +187,7 @@ class CaseTrends(Vertical):
         glyphs: list[tuple[str, str] | str] = [("Trend ", "bold $text-muted")]
         for s in statuses[-SPARK_WIDTH:]:
             glyphs.append((STATUS_GLYPH[int(s)], STATUS_STYLE[int(s)]))
-        glyphs.append((f" last {len(trends.runs)} saved runs", "$text-muted"))
+        n = len(trends.runs)
+        glyphs.append((f" last {n} saved run{'s' if n != 1 else ''}", "$text-muted"))
         rows = [spark_row(name, values) for name, values in list(series.items())[:MAX_METRICS]]
         return rows, Content.assemble(*glyphs)
