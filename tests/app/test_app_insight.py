@@ -217,15 +217,25 @@ async def test_timeline_lists_runs_newest_first_with_flips(tmp_path: Path, make_
         assert lines[1].strip() == "✔ fixed flip"
 
 
-@pytest.mark.parametrize("live", [True])
-async def test_live_save_adds_a_timeline_entry(tmp_path: Path, make_app, live: bool) -> None:
-    app, root = flaky_app(make_app, tmp_path, watch=True, live=live)
+async def test_live_saves_add_timeline_entries_with_the_cases_they_flipped(tmp_path: Path, make_app) -> None:
+    app, root = flaky_app(make_app, tmp_path, watch=True, live=True)
     agent = root / "flaky" / "agent.py"
+    source = agent.read_text()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await wait_until(pilot, app.bridge.watch_ready.is_set)
-        agent.write_text(agent.read_text() + "\n# saved\n")
-        await wait_until(pilot, lambda: bool(app.catalog.run_book.timeline), timeout=30)
+        await pilot.press("R")  # flip passes (its first call says heads)
+        await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 1 and not app.busy, timeout=30)
+        # Saved with a bug: flip always says tails. The live re-run breaks it.
+        agent.write_text(source.replace('"heads" if n % 2 else "tails"', '"tails"'))
+        await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 2 and not app.busy, timeout=30)
+        # Saved again, fixed.
+        agent.write_text(source)
+        await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 3, timeout=30)
         await pilot.press("t")
-        head = text_of(app, "#timeline-text").splitlines()[0]
-        assert head.startswith("agent flaky: agent.py") and "→ no case changed · 3 ran" in head
+        lines = text_of(app, "#timeline-text").splitlines()
+        heads = [line for line in lines if not line.startswith(" ")]
+        assert heads[0].startswith("agent flaky: agent.py") and "→ 1 fixed · 3 ran" in heads[0]
+        assert heads[1].startswith("agent flaky: agent.py") and "→ 1 case broke · 3 ran" in heads[1]
+        assert heads[2].startswith("Run all") and "→ no case changed" in heads[2]
+        assert lines[1].strip() == "✔ fixed flip" and lines[3].strip() == "✘ broke flip"
