@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.scalar import Scalar
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 from textual.worker import Worker, WorkerState
@@ -23,11 +24,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-#: Cells a sparkline may take (one value a cell): the newest values when there are more.
-SPARK_WIDTH = 24
+#: Cells a sparkline may take (one value a cell): the newest values when there are more. With the name
+#: and the tail a row fits the summary pane's ~40 columns at 80x24.
+SPARK_WIDTH = 12
 #: Metrics a case's trend shows at most (the pane is short at 80x24).
 MAX_METRICS = 4
-_NAME_WIDTH = 16
+_NAME_WIDTH = 14
 
 
 class FileTrends:
@@ -48,16 +50,47 @@ def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry]
     return FileTrends(run_points(entries, eval_set_id), load_run_scores(entries, eval_set_id))
 
 
-def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> Horizontal:
-    """`name  ▁▃█  first→last (n)`: one row, the sparkline one cell a value."""
+def _parts(name: str, values: Sequence[float], rate: bool) -> tuple[str, list[float], str]:
+    """The label, the values drawn (the newest SPARK_WIDTH) and the `last (n)` tail of a row."""
     shown = list(values)[-SPARK_WIDTH:]
     label = name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
-    spark = Sparkline(shown, classes="trend-spark")
-    spark.styles.width = max(1, len(shown))
     fmt = (lambda v: f"{v:.0%}") if rate else fmt_score
-    tail = f" {fmt(shown[0])}→{fmt(shown[-1])} ({len(values)})" if len(shown) > 1 else f" {fmt(shown[0])} (1)"
-    return Horizontal(Label(plain(f"{label:<{_NAME_WIDTH}} "), classes="trend-name"), spark,
-                      Label(Content.styled(tail, "$text-muted"), classes="trend-tail"), classes="trend-row")
+    return f"{label:<{_NAME_WIDTH}} ", shown, f" {fmt(shown[-1])} ({len(values)})"
+
+
+class TrendRow(Horizontal):
+    """`name  ▁▃█  last (n)`: one row, the sparkline one cell a value; `set` redraws it in place."""
+
+    def __init__(self, name: str = "", values: Sequence[float] = (0.0,), *, rate: bool = False) -> None:
+        super().__init__(classes="trend-row")
+        self._name_label = Label(classes="trend-name")
+        self._spark_line = Sparkline(classes="trend-spark")
+        self._tail_label = Label(classes="trend-tail")
+        self._shown: tuple[str, tuple[float, ...], str] | None = None
+        self.set(name, values, rate=rate)
+
+    def compose(self) -> ComposeResult:
+        yield self._name_label
+        yield self._spark_line
+        yield self._tail_label
+
+    def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
+        label, shown, tail = _parts(name, values, rate)
+        key = (label, tuple(shown), tail)
+        if key == self._shown:
+            return  # moving between cases with the same trend repaints nothing
+        self._shown = key
+        # The name is padded to a fixed width and the tail fills the rest: neither changes the layout.
+        self._name_label.update(plain(label), layout=False)
+        self._spark_line.data = shown
+        width = Scalar.parse(str(max(1, len(shown))))
+        if self._spark_line.styles.width != width:
+            self._spark_line.styles.width = width
+        self._tail_label.update(Content.styled(tail, "$text-muted"), layout=False)
+
+
+def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> TrendRow:
+    return TrendRow(name, values, rate=rate)
 
 
 class CaseTrends(Vertical):
@@ -66,7 +99,8 @@ class CaseTrends(Vertical):
     DEFAULT_CSS = """
     CaseTrends { height: auto; margin-top: 1; }
     CaseTrends .trend-row { height: 1; }
-    CaseTrends .trend-name, CaseTrends .trend-tail { width: auto; }
+    CaseTrends .trend-name { width: auto; }
+    CaseTrends .trend-tail { width: 1fr; }
     """
 
     def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
@@ -76,11 +110,17 @@ class CaseTrends(Vertical):
         # eval file -> (generation, trends); the generation counts this session's finished runs.
         self._cache: dict[Path, tuple[int, FileTrends]] = {}
         self._loading: set[Path] = set()
+        self._heading: Content | None = None
         # history folder -> (generation, its listing)
         self._listings: dict[Path, tuple[int, list[HistoryEntry]]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="trends-title")
+        # A fixed pool of rows, updated in place: mounting rows on every cursor move cost a layout a key.
+        for _ in range(MAX_METRICS):
+            row = TrendRow()
+            row.display = False
+            yield row
 
     def _generation(self) -> int:
         return len(self.catalog.run_book.timeline)
@@ -157,16 +197,21 @@ class CaseTrends(Vertical):
     # ---- rendering ---------------------------------------------------------------------------
 
     def _draw(self, trends: FileTrends | None) -> None:
-        for row in self.query(".trend-row"):
-            row.remove()
-        title = self.query_one("#trends-title", Static)
         rows, heading = self._rows(trends)
-        title.update(heading if heading is not None else "")
-        self.display = heading is not None
-        if rows:
-            self.mount_all(rows)
+        if heading != self._heading:
+            self._heading = heading
+            # One line always (the glyphs are capped): no layout needed for a new heading.
+            self.query_one("#trends-title", Static).update(heading if heading is not None else "", layout=False)
+        if self.display != (heading is not None):
+            self.display = heading is not None
+        for i, row in enumerate(self.query(TrendRow)):
+            if i < len(rows):
+                name, values, rate = rows[i]
+                row.set(name, values, rate=rate)
+            if row.display != (i < len(rows)):
+                row.display = i < len(rows)
 
-    def _rows(self, trends: FileTrends | None) -> tuple[list[Any], Content | None]:
+    def _rows(self, trends: FileTrends | None) -> tuple[list[tuple[str, list[float], bool]], Content | None]:
         entry = self.entry
         if trends is None:
             return [], None
@@ -176,7 +221,7 @@ class CaseTrends(Vertical):
             rates = pass_rate_series(trends.points)
             if not rates:
                 return [], None
-            return [spark_row("pass rate", rates, rate=True)], Content.styled("Trend (full runs)", "bold $text-muted")
+            return [("pass rate", rates, True)], Content.styled("Trend (full runs)", "bold $text-muted")
         if not isinstance(entry, (CaseEntry, TurnEntry)):
             return [], None
         eval_id = entry.key.eval_id
@@ -189,5 +234,5 @@ class CaseTrends(Vertical):
             glyphs.append((STATUS_GLYPH[int(s)], STATUS_STYLE[int(s)]))
         n = len(trends.runs)
         glyphs.append((f" last {n} saved run{'s' if n != 1 else ''}", "$text-muted"))
-        rows = [spark_row(name, values) for name, values in list(series.items())[:MAX_METRICS]]
+        rows = [(name, values, False) for name, values in list(series.items())[:MAX_METRICS]]
         return rows, Content.assemble(*glyphs)
