@@ -157,6 +157,8 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", help="agent folder or replay:PATH to run the eval files with")
     p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
+    p.add_argument("--num-runs", type=int, default=1, metavar="N",
+                   help="run each case N times (the summary shows each case's N runs as marks)")
 
 
 def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
@@ -404,7 +406,9 @@ def cmd_open(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.path}: no such file or folder")
     from .tui.app import run_app
 
-    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live) or 0
+    if args.num_runs < 1:
+        raise UsageError("--num-runs must be at least 1")
+    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:

@@ -76,6 +76,8 @@ class MetricProgress:
 class CaseFinished:
     key: CaseKey
     result: CaseResult
+    # Which of the run's --num-runs repetitions this is (1-based): a case finishes once per repetition.
+    repetition: int = 1
 
 
 @dataclass(slots=True)

@@ -173,6 +173,7 @@ class LiveSession:
         rerun_on_agent_change: bool = True,
         debounce: float = DEFAULT_DEBOUNCE,
         only_files: Iterable[str | Path] | None = None,
+        num_runs: int = 1,
     ) -> None:
         if agent_ref is not None and not agent_ref.startswith("replay:"):
             agent_ref = str(Path(agent_ref).resolve())
@@ -185,6 +186,8 @@ class LiveSession:
         self.rerun = rerun
         self.rerun_on_agent_change = rerun_on_agent_change
         self.debounce = debounce
+        #: Every run repeats each case this many times (--num-runs).
+        self.num_runs = max(1, num_runs)
         self.only_files = {resolve_path(p) for p in only_files} if only_files is not None else None
         #: The latest result of every case (a re-run replaces only the cases it ran).
         self.results: dict[CaseKey, CaseResult] = {}
@@ -306,6 +309,7 @@ class LiveSession:
             return None
         if not plan.targets:
             return None
+        plan.num_runs = self.num_runs
         # A pure re-score never touches the agent (not even to load it).
         needs_agent = any(CaseKey(str(t.eval_file), c.eval_id) not in inferences
                           for t in plan.targets for c in t.cases)

@@ -405,13 +405,13 @@ class Run:
         if notice is not None:
             self.emit(notice)
         slots: list[tuple[EvalTarget, list[CaseResult | None], int]] = []
-        jobs: list[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]] = []
+        jobs: list[tuple[EvalTarget, EvalCase, list[CaseResult | None], int, int]] = []
         for rep in range(plan.num_runs):
             for target in plan.targets:
                 cases = target.cases
                 results: list[CaseResult | None] = [None] * len(cases)
                 slots.append((target, results, rep))
-                jobs.extend((target, case, results, i) for i, case in enumerate(cases))
+                jobs.extend((target, case, results, i, rep + 1) for i, case in enumerate(cases))
         # A fixed pool of workers pulling from one iterator: thousands of cases cost thousands of
         # loop iterations, not thousands of Tasks queued on a semaphore.
         pending = iter(jobs)
@@ -516,13 +516,13 @@ class Run:
 
     async def _worker(
         self,
-        pending: Iterator[tuple[EvalTarget, EvalCase, list[CaseResult | None], int]],
+        pending: Iterator[tuple[EvalTarget, EvalCase, list[CaseResult | None], int, int]],
         progress: ScoreProgress,
     ) -> None:
-        for target, case, results, index in pending:
+        for target, case, results, index, repetition in pending:
             if self._cancelled:
                 return
-            results[index] = await self._run_case(target, case, progress)
+            results[index] = await self._run_case(target, case, progress, repetition)
             # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
             # run of 100k cases would hold the loop for a minute and Ctrl-C (a loop callback) would wait.
             now = time.perf_counter()
@@ -591,7 +591,8 @@ class Run:
                 logger.warning("closing the session of %s failed: %s", key.eval_id, _error_text(exc))
         return actual, None, session_id
 
-    async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress) -> CaseResult:
+    async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress,
+                        repetition: int = 1) -> CaseResult:
         key = target.key(case)
         self.emit(CaseStarted(key))
         t0 = time.perf_counter()
@@ -641,7 +642,7 @@ class Run:
             error=error,
             wall_seconds=time.perf_counter() - t0,
         )
-        self.emit(CaseFinished(key, result))
+        self.emit(CaseFinished(key, result, repetition))
         return result
 
 

@@ -349,3 +349,29 @@ def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseCha
         changes.append(CaseChange(eval_id, a.status if a else None, b.status if b else None, deltas))
     changes.sort(key=lambda c: (_ORDER[c.kind], c.eval_id))
     return changes
+
+
+@dataclass(frozen=True, slots=True)
+class CaseScores:
+    """One case of a run record as trends read it: its status and each metric's score (None: no score)."""
+
+    eval_id: str
+    status: EvalStatus
+    scores: dict[str, float | None]
+
+
+def record_case_scores(path: Path) -> tuple[int, list[CaseScores]]:
+    """A run record's repetition and each case's status and metric scores, without building its results
+    (`load_record` validates every case: ~4 s CPU for a 5,000-case record, against ~0.5 s here)."""
+    data = orjson.loads(Path(path).read_bytes())
+    if data.get("format") not in (RECORD_FORMAT, *_OLD_RECORD_FORMATS):
+        raise ValueError(f"{path}: not a tui-eval run record")
+    rep = data.get("repetition")
+    out = []
+    for case in data.get("cases", []):
+        scores: dict[str, float | None] = {}
+        for metric in case.get("metrics", []):
+            score = metric.get("score")
+            scores[str(metric["metric_name"])] = float(score) if isinstance(score, int | float) else None
+        out.append(CaseScores(str(case["eval_id"]), EvalStatus(int(case["status"])), scores))
+    return (rep if isinstance(rep, int) else 1), out

@@ -109,11 +109,13 @@ class EvalApp(App[int]):
         keymap: UserKeymap | None = None,
         on_heap_phase: Callable[[HeapPhase], None] | None = None,
         clock: Callable[[], float] | None = None,
+        num_runs: int = 1,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
         if clock is not None:
             self.catalog.clock = clock
+        self.catalog.run_book.num_runs = num_runs
         self.agent_ref = agent
         self.watch_files = watch
         self.inbox = Inbox()
@@ -259,6 +261,7 @@ class EvalApp(App[int]):
                 store=self.store if self.store is not None else ResultStore(),
                 on_event=self._engine_event,
                 rerun_on_agent_change=self.bridge.agent_reruns,
+                num_runs=self.catalog.run_book.num_runs,
             )
             self.catalog.workspace = session.workspace
             load_workspace(session.workspace, cancelled=current_worker_cancelled)
@@ -358,8 +361,15 @@ class EvalApp(App[int]):
             if state is not self._shown_run:
                 self._shown_run = state
                 main.run_panel.reset()
+                cat.run_book.start(state.label)
             snap = state.drain()
+            # Before the results are stored: the book reads the results they replace (broke / fixed).
+            cat.run_book.feed(snap.finished, snap.repetitions, cat.result)
+            if snap.phase in ("finished", "cancelled", "failed"):
+                if cat.run_book.finish(snap.phase, cat.clock()) is not None:  # once per run: its record is saved now
+                    main.summary.refresh_entry()
             main.run_panel.show(snap)
+            main.run_panel.show_insight(cat.run_book)
             backlog = self._finished_backlog
             backlog.extend(snap.finished)
             deadline = time.perf_counter() + FOLD_BUDGET
@@ -500,6 +510,14 @@ class EvalApp(App[int]):
         from .screens.history import HistoryScreen
 
         self.push_screen(HistoryScreen(self.catalog))
+
+    @on(msg.OpenTimeline)
+    @_reported
+    def _open_timeline(self, message: msg.OpenTimeline) -> None:
+        from .screens.timeline import TimelineScreen
+
+        if not isinstance(self.screen, TimelineScreen):
+            self.push_screen(TimelineScreen(self.catalog))
 
     @on(msg.JumpTo)
     @_reported
@@ -714,7 +732,8 @@ def _gc_policy(phase: HeapPhase) -> None:
     gc.enable()
 
 
-def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False) -> int:
+def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
+            num_runs: int = 1) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy and the GIL switch interval are set here.
@@ -733,7 +752,7 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         # keys p50 43-51 ms against 67-106 ms at 5 ms (p95 195-219 against 175-314 ms: noisy); a
         # CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
         sys.setswitchinterval(SWITCH_INTERVAL)
-    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy)
+    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, num_runs=num_runs)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
         # GC would rescan again and again: no collections until the loaded folder settles (the app

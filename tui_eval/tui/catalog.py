@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .runbook import RunBook
 from .state import Results
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,6 +85,8 @@ class Catalog:
     loaded: bool = False
     #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
     clock: Callable[[], float] = time.time
+    #: This session's repetitions, live usage and latency, and timeline of runs (see runbook.py).
+    run_book: RunBook = field(default_factory=RunBook)
     _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)

@@ -63,6 +63,11 @@ class OpenHistory(Message):
 
 
 @dataclass
+class OpenTimeline(Message):
+    """Show this session's timeline of runs and the cases each flipped."""
+
+
+@dataclass
 class LiveToggled(Message):
     """Switch live mode (re-run what a saved file changed) on or off."""
 

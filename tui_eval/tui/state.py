@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,6 +182,8 @@ class RunSnapshot:
     saved: list[str]
     #: Finished cases being saved now that no case runs any more (None until then, and once saved).
     saving: int | None = None
+    #: The repetition (1-based, --num-runs) of each entry of `finished`, in the same order.
+    repetitions: list[int] = field(default_factory=list)
 
 
 class RunState:
@@ -204,6 +206,7 @@ class RunState:
         self._metric_evaluated: dict[str, int] = defaultdict(int)
         self.running: set[Any] = set()
         self._finished: list[tuple[Any, Any]] = []
+        self._repetitions: list[int] = []
         self.errors: list[str] = []
         self.saved: list[str] = []
         # Engine runs started and stopped (each says when its cases stop, before it saves them).
@@ -232,6 +235,7 @@ class RunState:
                 self.cases_done += 1
                 self.counts[int(event.result.status)] += 1
                 self._finished.append((event.key, event.result))
+                self._repetitions.append(event.repetition)
                 for m in event.result.metrics:
                     # A judge with no credentials fills its bar all the same: count what it decided.
                     self._metric_evaluated[m.metric_name] += int(m.status) != _NOT_EVALUATED
@@ -292,6 +296,7 @@ class RunState:
     def drain(self) -> RunSnapshot:
         with self._lock:
             finished, self._finished = self._finished, []
+            repetitions, self._repetitions = self._repetitions, []
             return RunSnapshot(
                 version=self.version,
                 phase=self.phase,
@@ -307,6 +312,7 @@ class RunState:
                 errors=list(self.errors),
                 saved=list(self.saved),
                 saving=self._saving(),
+                repetitions=repetitions,
             )
 
     def _saving(self) -> int | None:

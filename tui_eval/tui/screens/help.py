@@ -36,8 +36,10 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from ..app import EvalApp
     from ..widgets.browser import EvalBrowser
     from .confirm import ConfirmScreen
+    from .diff import DiffScreen
     from .history import CompareScreen, HistoryScreen
     from .main import MainScreen
+    from .timeline import TimelineScreen
     from .turn import TurnScreen
 
     return [
@@ -45,6 +47,8 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Turn view", list(TurnScreen.BINDINGS)),
         ("History", list(HistoryScreen.BINDINGS)),
         ("Comparison", list(CompareScreen.BINDINGS)),
+        ("Code diff", list(DiffScreen.BINDINGS)),
+        ("Timeline", list(TimelineScreen.BINDINGS)),
         ("Everywhere", list(EvalApp.BINDINGS)),
         ("Questions", list(ConfirmScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),

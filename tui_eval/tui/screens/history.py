@@ -12,15 +12,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.containers import Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ..messages import JumpTo
-from ..text import STATUS_GLYPH, STATUS_WORD, fmt_score, literal, rich_style
+from ..text import STATUS_GLYPH, STATUS_WORD, fmt_score, literal, plain, rich_style
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.codestate import CodeChange
     from ...engine.store import CaseChange, HistoryEntry
     from ..app import EvalApp
     from ..catalog import Catalog
@@ -57,6 +59,28 @@ def coverage_of(entry: HistoryEntry, cases_in_set: int | None) -> str:
 _STATUS_VAR = {1: "text-success", 2: "text-error", 3: "text-warning"}
 
 
+#: Eval sets whose pass-rate trend the history shows above its table (the screen is short at 80x24).
+MAX_TREND_SETS = 3
+
+
+def duration_text(seconds: float) -> str:
+    """`0.8s`, `42s`, `3m05s`; `—` for records that did not say."""
+    if seconds <= 0:
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def code_lines(change: CodeChange | None) -> list[str]:
+    """What changed in the code between two runs, as plain lines (records without a code state say so)."""
+    if change is None:
+        return ["code state unknown (a run recorded before code states were saved)"]
+    return change.lines() or ["no code change (same commit, same agent files)"]
+
+
 def fmt_time(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
@@ -89,6 +113,9 @@ class HistoryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Loading run history…", "$text-muted"), id="history-status")
+        trends = Vertical(id="history-trends")
+        trends.display = False
+        yield trends
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -102,6 +129,7 @@ class HistoryScreen(Screen[None]):
         table.add_column("✘", key="failed")
         table.add_column("–", key="ne")
         table.add_column("run", key="run")
+        table.add_column("took", key="took")
         self.load_history()
 
     @work(thread=True, group="history", exclusive=True, exit_on_error=False)
@@ -154,12 +182,31 @@ class HistoryScreen(Screen[None]):
                 Text(""), Text(fmt_time(e.creation_timestamp)), Text(literal(e.eval_set_id)),
                 Text(str(e.counts.get("PASSED", 0)), style=rich_style(self.app, "text-success")),
                 Text(str(e.counts.get("FAILED", 0)), style=rich_style(self.app, "text-error")),
-                Text(str(e.counts.get("NOT_EVALUATED", 0)), style=rich_style(self.app, "text-warning")), run, key=key,
+                Text(str(e.counts.get("NOT_EVALUATED", 0)), style=rich_style(self.app, "text-warning")), run,
+                Text(duration_text(e.duration), style="dim"), key=key,
             )
+        self._show_pass_rates(entries)
         hint = "enter compares a run with the one before it; space marks a base run to compare against"
         self.query_one("#history-status", Static).update(
             Content.styled(f"{len(entries)} saved runs. {hint}" if entries else "No saved runs yet: run something (r).", "$text-muted"))
         table.focus()
+
+    def _show_pass_rates(self, entries: list[HistoryEntry]) -> None:
+        """Per eval set, the pass rate of its full runs over time (oldest first), as sparklines."""
+        from ...engine.trends import pass_rate_series, run_points
+        from ..widgets.trends import spark_row
+
+        box = self.query_one("#history-trends", Vertical)
+        box.remove_children()
+        ids = sorted({e.eval_set_id for e in entries})
+        rows = []
+        for eval_set_id in ids[:MAX_TREND_SETS]:
+            rates = pass_rate_series(run_points(entries, eval_set_id))
+            if rates:
+                rows.append(spark_row(eval_set_id, rates, rate=True))
+        box.display = bool(rows)
+        if rows:
+            box.mount_all(rows)
 
     def _selected(self) -> HistoryEntry | None:
         table = self.query_one(DataTable)
@@ -208,6 +255,7 @@ class CompareScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="compare.back"),
         Binding("enter", "open_case", "Show case", id="compare.open", priority=True),
         Binding("u", "toggle_unchanged", "Hide unchanged", id="compare.unchanged"),
+        Binding("g", "open_diff", "Code diff", id="compare.diff"),
     ]
 
     def __init__(self, catalog: Catalog, before: HistoryEntry, after: HistoryEntry) -> None:
@@ -217,9 +265,14 @@ class CompareScreen(Screen[None]):
         self.after = after
         self.changes: list[CaseChange] = []
         self.hide_unchanged = False
+        #: What changed in the code between the two runs (plain lines), and the later run's saved dirty diff.
+        self.code_lines: list[str] = []
+        self.diff_path: Path | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="compare-status")
+        with VerticalScroll(id="compare-code"):
+            yield Static(id="compare-code-text")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -239,10 +292,14 @@ class CompareScreen(Screen[None]):
 
     @work(thread=True, group="compare", exclusive=True, exit_on_error=False)
     def compare(self) -> list[CaseChange]:
-        from ...engine.store import compare_results, load_record
+        from ...engine.store import code_change, compare_results, load_record
 
-        _m1, before = load_record(self.before.path, with_turns=False)
-        _m2, after = load_record(self.after.path, with_turns=False)
+        m1, before = load_record(self.before.path, with_turns=False)
+        m2, after = load_record(self.after.path, with_turns=False)
+        # What changed in the code between the two runs (git runs here, off the UI thread).
+        self.code_lines = code_lines(code_change(m1, m2))
+        diff = m2.get("code_diff_file")
+        self.diff_path = self.after.path.parent / diff if isinstance(diff, str) and diff else None
         return compare_results(before, after)
 
     @on(Worker.StateChanged)
@@ -255,6 +312,7 @@ class CompareScreen(Screen[None]):
             status.update(Content.styled(f"Could not compare: {event.worker.error}", "$text-error"))
         elif event.state == WorkerState.SUCCESS:
             self.changes = event.worker.result or []
+            self.show_code_change()
             self.show_changes()
 
     def show_changes(self) -> None:
@@ -277,6 +335,30 @@ class CompareScreen(Screen[None]):
         self.query_one("#compare-status", Static).update(
             Content.styled((summary or "no cases") + ". enter shows a case in the browser.", "$text-muted"))
         table.focus()
+
+    def show_code_change(self) -> None:
+        """Beside the regressions: the commit range and files, or agent files changed (not committed)."""
+        # Paths are file names: literal, never markup.
+        lines = [Content.assemble(("code: " if i == 0 else "      ", "bold $text-muted"), plain(line))
+                 for i, line in enumerate(self.code_lines)]
+        if self.diff_path is not None:
+            lines.append(Content.assemble(("g", "bold $accent"), (" shows the later run's uncommitted diff", "$text-muted")))
+        box = self.query_one("#compare-code", VerticalScroll)
+        box.display = bool(lines)
+        box.border_title = "Code change"
+        self.query_one("#compare-code-text", Static).update(Content("\n").join(lines))
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_diff":
+            return self.diff_path is not None  # hidden unless the later run saved a diff
+        return True
+
+    def action_open_diff(self) -> None:
+        if self.diff_path is not None:
+            from .diff import DiffScreen
+
+            self.app.push_screen(DiffScreen(self.diff_path, title=f"Uncommitted diff of the run at {fmt_time(self.after.creation_timestamp)}"))
 
     def action_toggle_unchanged(self) -> None:
         self.hide_unchanged = not self.hide_unchanged

@@ -20,6 +20,7 @@ from ..messages import (
     EditRequested,
     LiveToggled,
     OpenHistory,
+    OpenTimeline,
     OpenTurn,
     RunRequested,
 )
@@ -57,6 +58,7 @@ class MainScreen(Screen[None]):
         Binding("A", "accept_whole_case", "Accept whole case", show=False, id="browser.accept_case"),
         Binding("D", "delete_whole_case", "Delete whole case", show=False, id="browser.delete_case"),
         Binding("h", "history", "History", id="history.open"),
+        Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
     ]
@@ -314,6 +316,9 @@ class MainScreen(Screen[None]):
 
     def action_history(self) -> None:
         self.post_message(OpenHistory())
+
+    def action_timeline(self) -> None:
+        self.post_message(OpenTimeline())
 
     def action_toggle_live(self) -> None:
         self.post_message(LiveToggled(not self.app.live))

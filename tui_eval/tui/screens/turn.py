@@ -29,12 +29,14 @@ from ..verdicts import (
     turn_metric_lines,
     vote_lines,
 )
+from ..widgets.marks import marks
 from ..widgets.trajectory import TrajectoryDiff
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
     from ...schema.details import Alignment
     from ...schema.model import Invocation
+    from ...schema.results import CaseResult
     from ..app import EvalApp
     from ..catalog import Catalog
 
@@ -56,6 +58,7 @@ class TurnScreen(Screen[None]):
         Binding("d", "delete_turn", "Delete turn", show=False, id="edit.delete_turn"),
         Binding("D", "delete_case", "Delete case", show=False, id="edit.delete_case"),
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
+        Binding("k", "cycle_repetition", "Run k of N", id="turn.repetition"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -66,6 +69,8 @@ class TurnScreen(Screen[None]):
         self.match_type: str | None = None
         self.sentence = 0
         self._alignments: dict[str, Alignment] = {}
+        #: Which repetition of a --num-runs run is shown (1-based); None: the latest result.
+        self.repetition: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="turn-title")
@@ -94,7 +99,7 @@ class TurnScreen(Screen[None]):
     def _turns(self) -> tuple[Invocation | None, Invocation | None, int]:
         cat = self.catalog
         case = cat.case(self.key)
-        result = cat.result(self.key)
+        result = self._result()
         expected_list = (result.expected if result is not None and result.expected is not None else None) or (
             case.conversation if case is not None else None) or []
         actual_list = result.actual if result is not None else []
@@ -103,8 +108,18 @@ class TurnScreen(Screen[None]):
         actual = actual_list[i] if i < len(actual_list) else None
         return expected, actual, max(len(expected_list), len(actual_list))
 
+    def _result(self) -> CaseResult | None:
+        """The result shown: the picked repetition of this session's run (k), else the latest."""
+        if self.repetition is not None:
+            runs = self.catalog.run_book.runs_of(self.key)
+            if 0 < self.repetition <= len(runs) and runs[self.repetition - 1] is not None:
+                return runs[self.repetition - 1]
+        return self.catalog.result(self.key)
+
     def show(self, key: CaseKey, index: int) -> None:
         """Show another turn in this screen."""
+        if key != self.key:
+            self.repetition = None
         self.key, self.index, self.sentence, self.match_type = key, index, 0, None
         self.render_turn()
         self.query_one("#turn-body", VerticalScroll).scroll_home(animate=False)
@@ -120,16 +135,21 @@ class TurnScreen(Screen[None]):
 
     def render_turn(self) -> None:
         cat = self.catalog
-        result = cat.result(self.key)
+        result = self._result()
         case = cat.case(self.key)
         expected, actual, n = self._turns()
-        status = cat.turn_status(self.key, self.index)
+        status = cat.turn_status(self.key, self.index) if self.repetition is None else _turn_status(result, self.index)
         title = Content.assemble(
             plain(cat.set_label(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
             (f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
         )
+        runs = cat.run_book.runs_of(self.key)
+        if runs:
+            shown_rep = self.repetition or len(runs)
+            title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),
+                                     marks(runs, current=shown_rep), ("   k: next run", "$text-muted"))
         self.query_one("#turn-title", Static).update(title)
 
         shown = expected or actual
@@ -238,6 +258,8 @@ class TurnScreen(Screen[None]):
             return self.catalog.result(self.key) is not None or None
         if action == "rerun":
             return (self.app.ready and not self.app.busy) or None
+        if action == "cycle_repetition":
+            return bool(self.catalog.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
         return True
 
     def action_step(self, delta: int) -> None:
@@ -251,13 +273,13 @@ class TurnScreen(Screen[None]):
 
     def action_cycle_match_type(self) -> None:
         names = [n for n in MATCH_TYPES if n in self._alignments] or list(MATCH_TYPES)
-        result = self.catalog.result(self.key)
+        result = self._result()
         current = self.match_type or configured_match_type(result, stored_trajectory(result, self.index))[0]
         self.match_type = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
         self.render_turn()
 
     def action_sentence(self, delta: int) -> None:
-        result = self.catalog.result(self.key)
+        result = self._result()
         found = details_of(result, self.index, HallucinationDetails) if result is not None else []
         details = found[0][1].details if found else None
         if not isinstance(details, HallucinationDetails) or not details.sentences:
@@ -268,6 +290,15 @@ class TurnScreen(Screen[None]):
             self.notify(f"No sentence labels: {why}.", markup=False)
             return
         self.sentence = max(0, self.sentence + delta)
+        self.render_turn()
+
+    def action_cycle_repetition(self) -> None:
+        """Show the next repetition (run k of N) of this session's --num-runs run."""
+        runs = self.catalog.run_book.runs_of(self.key)
+        if not runs:
+            return
+        current = self.repetition or len(runs)
+        self.repetition = current % len(runs) + 1
         self.render_turn()
 
     def action_accept_turn(self) -> None:
@@ -289,3 +320,13 @@ class TurnScreen(Screen[None]):
 def status_chip_text(inv: Any) -> Content:
     score = f" score {inv.score:.2f}  " if inv.score is not None else "  "
     return Content.assemble(status_content(int(inv.status)), (score, "$text-muted"))
+
+
+def _turn_status(result: CaseResult | None, index: int) -> int | None:
+    """A turn's status in one result (as the catalog reads the latest one): failed if any metric failed it."""
+    if result is None:
+        return None
+    statuses = [int(m.per_invocation[index].status) for m in result.metrics if index < len(m.per_invocation)]
+    if not statuses:
+        return 3 if result.metrics or result.error else None
+    return 2 if 2 in statuses else 1 if 1 in statuses else 3

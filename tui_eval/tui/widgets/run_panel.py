@@ -7,8 +7,10 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, ProgressBar, Static
 
+from ..runbook import RunBook
 from ..state import RunSnapshot
 from ..text import STATUS_GLYPH, STATUS_STYLE, plain
+from .marks import cost_text, latency_inline, tokens_text
 
 _PHASE_WORDS = {
     "starting": "starting",
@@ -63,9 +65,14 @@ class RunPanel(Vertical):
         super().__init__(id=id, classes="-idle")
         self._version = -1
         self._bars: dict[str, MetricBar] = {}
+        self._insight_stamp: object = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._idle_line(), id="run-status")
+        # Tokens, estimated cost and tool latency of the run (see show_insight); hidden until there are some.
+        insight = Static(id="run-insight")
+        insight.display = False
+        yield insight
         # Two bars a row: eight metrics take four lines, not eight, at 80x24.
         yield Grid(id="metric-bars")
 
@@ -94,6 +101,34 @@ class RunPanel(Vertical):
                 self.query_one("#metric-bars", Grid).mount(bar)
             bar.set_progress(snap.metric_done.get(name, 0), snap.metric_total[name],
                              evaluated=snap.metric_evaluated.get(name, 0))
+
+    # ---- tokens, cost and tool latency (issue 11) ---------------------------------------------
+
+    def show_insight(self, book: RunBook) -> None:
+        """Redraw the tokens / est. cost line and the tool latency line (at most two lines at 80 columns)."""
+        stamp = (id(book.usage), book.total_tokens(), len(book.timings))
+        if stamp == self._insight_stamp:
+            return
+        self._insight_stamp = stamp
+        widget = self.query_one("#run-insight", Static)
+        content = self._insight_content(book, self.content_region.width or 78)
+        widget.display = content is not None
+        if content is not None:
+            widget.update(content)
+
+    @staticmethod
+    def _insight_content(book: RunBook, width: int) -> Content | None:
+        tokens = book.total_tokens()
+        tools = book.tool_latency()
+        if tokens is None and not tools:
+            return None
+        lines: list[Content] = []
+        if tokens is not None:
+            line = f"agent {tokens_text(tokens)} · {cost_text(book.cost())}"
+            lines.append(Content.styled(_cut(line, width), "$text-muted"))
+        if tools:
+            lines.append(Content.assemble(("tools ", "$text-muted"), plain(_cut(latency_inline(tools), width - 6))))
+        return Content("\n").join(lines)
 
     def reset(self) -> None:
         for bar in self._bars.values():
@@ -130,3 +165,8 @@ class RunPanel(Vertical):
         # Errors come from the engine and agents: literal text, never markup.
         errors = [plain(f"⚠ {e}", "$text-error") for e in snap.errors[-3:]]
         return Content("\n").join([line, *errors]) if errors else line
+
+
+def _cut(text: str, width: int) -> str:
+    """One line of at most `width` cells (an ellipsis marks the cut)."""
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"

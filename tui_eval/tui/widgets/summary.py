@@ -6,12 +6,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
 from .browser import CaseEntry, Entry, MoreEntry, SetEntry, TurnEntry
+from .marks import cost_text, latency_rows, marks, tokens_text
+from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...schema.model import Invocation
+    from ...schema.results import CaseResult
     from ..catalog import Catalog
 
 
@@ -35,13 +40,25 @@ class Summary(Static):
         self.catalog = catalog
         self.entry: Entry = None
         self._height = self._width = -1
+        self._trends: CaseTrends | None = None
+
+    def on_mount(self) -> None:
+        # The trend sparklines are widgets, not text: they sit right under this pane in its scroll view.
+        parent = self.parent
+        if isinstance(parent, Widget):
+            self._trends = CaseTrends(self.catalog, id="case-trends")
+            parent.mount(self._trends, after=self)
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
         self._update(self.render_entry(entry))
+        if self._trends is not None and self._trends.is_mounted:
+            self._trends.show(entry)
 
     def refresh_entry(self) -> None:
         self._update(self.render_entry(self.entry))
+        if self._trends is not None and self._trends.is_mounted:
+            self._trends.refresh_if_stale()
 
     def _update(self, content: Content) -> None:
         """Update, with a layout pass only when the height changes (a layout costs more than the
@@ -155,6 +172,9 @@ class Summary(Static):
                 # At 80x24 the date and age would wrap and push a metric line off the pane.
                 origin = f"   {cat.origin_text(key, short=True)}"
             lines.append(Content.assemble(status, (origin, "$text-muted")))
+            runs = cat.run_book.runs_of(key)
+            if runs:  # this session's --num-runs repetitions, right under the latest one's status
+                lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 
             lines.extend(case_metric_lines(result))
             lines.append(Content(""))
@@ -163,9 +183,42 @@ class Summary(Static):
             for i in range(n):
                 chips.extend([f"{i + 1}", status_content(cat.turn_status(key, i)), " "])
             lines.append(Content.assemble(*chips))
+            lines.extend(self._insight_lines(result))
         lines.append(Content(""))
         lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
         return joined(lines)
+
+    def _insight_lines(self, result: CaseResult) -> list[Content]:
+        """The case's tokens and estimated cost, and its per-tool count, pass/fail, mean and p95 latency."""
+        from ...engine.trends import case_tool_latency, case_usage
+
+        lines: list[Content] = []
+        usage = case_usage(result)
+        if usage:
+            from ...engine.pricing import UsageKey, estimate_cost, sum_usage
+
+            cost = estimate_cost({UsageKey("agent", m): u for m, u in usage.items()}, self.catalog.run_book.prices)
+            lines.append(Content.styled(f"agent {tokens_text(sum_usage(usage.values()))} · {cost_text(cost)}",
+                                        "$text-muted"))
+        tools = case_tool_latency(result)
+        if tools:
+            lines.extend(latency_rows(tools))
+        return lines
+
+    def _turn_usage(self, actual: Invocation) -> list[Content]:
+        """The turn's tokens and estimated cost (agent model calls recorded in its events)."""
+        from ...engine.insight import invocation_usage
+        from ...engine.pricing import TokenUsage, UsageKey, estimate_cost
+
+        per_model: dict[UsageKey, TokenUsage] = {}
+        for model, usage in invocation_usage(actual):
+            key = UsageKey("agent", model)
+            per_model[key] = per_model.get(key, TokenUsage()) + usage
+        if not per_model:
+            return []
+        cost = estimate_cost(per_model, self.catalog.run_book.prices)
+        total = sum(per_model.values(), TokenUsage())
+        return [Content.styled(f"agent {tokens_text(total)} · {cost_text(cost)}", "$text-muted")]
 
     # ---- a turn ----------------------------------------------------------------------------
 
@@ -193,6 +246,8 @@ class Summary(Static):
             lines.extend(turn_metric_lines(result, i))
             if actual is not None and actual.duration is not None:
                 lines.append(plain(f"took {actual.duration:.2f} s", "$text-muted"))
+            if actual is not None:
+                lines.extend(self._turn_usage(actual))
         else:
             lines.append(_hint("No result yet: r runs this case."))
         lines.append(Content(""))

@@ -1,0 +1,174 @@
+"""What this session's runs add up to beyond each case's latest result: every repetition's result
+(--num-runs), the agent's tokens and tool latency as a run streams, and which cases each run flipped.
+
+Plain state on the UI thread (fed by the app's pull loop from run snapshots, read by the summary, the
+run panel, the turn view and the timeline). Engine modules are imported on first use, not at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.events import CaseKey
+    from ..engine.latency import ToolCallTiming, ToolLatency
+    from ..engine.pricing import CostEstimate, PriceTable, TokenUsage, UsageKey
+    from ..schema.results import CaseResult
+
+log = logging.getLogger(__name__)
+
+_PASSED, _FAILED = 1, 2
+#: Runs the timeline keeps (newest first); older ones drop off.
+TIMELINE_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One finished run of this session: why it ran (a save, a key), when, and the cases it flipped."""
+
+    label: str
+    finished_at: float
+    broke: tuple[CaseKey, ...]
+    fixed: tuple[CaseKey, ...]
+    ran: int
+    phase: str
+
+    def summary(self) -> str:
+        """`2 cases broke, 1 fixed` (or `no case changed`)."""
+        parts = []
+        if self.broke:
+            parts.append(f"{len(self.broke)} case{'s' if len(self.broke) != 1 else ''} broke")
+        if self.fixed:
+            parts.append(f"{len(self.fixed)} fixed")
+        return ", ".join(parts) if parts else "no case changed"
+
+
+def flip(before: int | None, after: int) -> str | None:
+    """`broke`, `fixed` or None, as history compare reads a change (a case with no earlier result
+    neither broke nor was fixed)."""
+    if before is None or before == after:
+        return None
+    if after == _FAILED or before == _PASSED:
+        return "broke"
+    return "fixed" if after == _PASSED else None
+
+
+@dataclass(slots=True)
+class RunBook:
+    """The run in progress (or the last one) and this session's timeline of runs."""
+
+    #: Repetitions per run (the dashboard's --num-runs).
+    num_runs: int = 1
+    label: str = ""
+    #: case -> repetition (1-based) -> its result, for the current run (only kept when num_runs > 1).
+    repeats: dict[CaseKey, dict[int, CaseResult]] = field(default_factory=dict)
+    #: The agent's tokens per (who, model) in the current run.
+    usage: dict[UsageKey, TokenUsage] = field(default_factory=dict)
+    timings: list[ToolCallTiming] = field(default_factory=list)
+    #: Newest first.
+    timeline: list[TimelineEntry] = field(default_factory=list)
+    prices: PriceTable | None = None
+    _before: dict[CaseKey, int | None] = field(default_factory=dict)
+    _after: dict[CaseKey, int] = field(default_factory=dict)
+    _latency: tuple[int, list[ToolLatency]] = (0, [])
+    _cost: tuple[int, CostEstimate | None] = (-1, None)
+    _usage_version: int = 0
+    _open: bool = False
+
+    def start(self, label: str) -> None:
+        """A new run: forget the last run's repetitions, usage and timings (the timeline stays)."""
+        self.label = label
+        self.repeats = {}
+        self.usage = {}
+        self.timings = []
+        self._before, self._after = {}, {}
+        self._latency = (0, [])
+        self._cost = (-1, None)
+        self._usage_version = 0
+        self._open = True
+
+    def feed(self, finished: list[tuple[Any, Any]], repetitions: list[int], latest: Any) -> None:
+        """Fold finished cases (before the app stores them as latest: `latest(key)` still gives the
+        result they replace, for the timeline's broke / fixed)."""
+        if not finished:
+            return
+        from ..engine.insight import invocation_usage
+        from ..engine.pricing import TokenUsage, UsageKey
+        from ..engine.trends import case_tool_timings
+
+        for i, (key, result) in enumerate(finished):
+            rep = repetitions[i] if i < len(repetitions) else 1
+            if self.num_runs > 1:
+                self.repeats.setdefault(key, {})[rep] = result
+            if key not in self._before:
+                old = latest(key)
+                self._before[key] = int(old.status) if old is not None else None
+            self._after[key] = int(result.status)
+            for inv in result.actual:
+                for model, usage in invocation_usage(inv):
+                    k = UsageKey("agent", model)
+                    self.usage[k] = self.usage.get(k, TokenUsage()) + usage
+                    self._usage_version += 1
+            self.timings.extend(case_tool_timings(result))
+
+    def finish(self, phase: str, now: float | None = None) -> TimelineEntry | None:
+        """The run ended: add it to the timeline (once)."""
+        if not self._open:
+            return None
+        self._open = False
+        broke, fixed = [], []
+        for key, after in self._after.items():
+            kind = flip(self._before.get(key), after)
+            if kind == "broke":
+                broke.append(key)
+            elif kind == "fixed":
+                fixed.append(key)
+        entry = TimelineEntry(self.label, now if now is not None else time.time(), tuple(broke), tuple(fixed),
+                              len(self._after), phase)
+        self.timeline.insert(0, entry)
+        del self.timeline[TIMELINE_LIMIT:]
+        return entry
+
+    # ---- what the views read -----------------------------------------------------------------
+
+    def runs_of(self, key: CaseKey) -> list[CaseResult | None]:
+        """A case's result in each repetition 1..N of the current run (None: not finished)."""
+        mine = self.repeats.get(key)
+        if not mine:
+            return []
+        return [mine.get(rep) for rep in range(1, self.num_runs + 1)]
+
+    def total_tokens(self) -> TokenUsage | None:
+        if not self.usage:
+            return None
+        from ..engine.pricing import sum_usage
+
+        return sum_usage(self.usage.values())
+
+    def cost(self) -> CostEstimate | None:
+        """The agent's estimated cost so far (recomputed only when the usage changed)."""
+        if not self.usage:
+            return None
+        if self._cost[0] != self._usage_version:
+            from ..engine.pricing import DEFAULT_PRICES, PriceFileError, PriceTable, estimate_cost, load_price_table
+
+            if self.prices is None:
+                # Built-in prices and the $TUI_EVAL_PRICES file (the run record's cost also reads the config's).
+                try:
+                    self.prices = load_price_table()
+                except PriceFileError as exc:
+                    log.warning("price table: %s (built-in prices used)", exc)
+                    self.prices = PriceTable(prices=dict(DEFAULT_PRICES))
+            self._cost = (self._usage_version, estimate_cost(self.usage, self.prices))
+        return self._cost[1]
+
+    def tool_latency(self) -> list[ToolLatency]:
+        """Per tool count, pass/fail, mean and p95 so far (recomputed only when calls were added)."""
+        if self._latency[0] != len(self.timings):
+            from ..engine.latency import tool_latencies
+
+            self._latency = (len(self.timings), tool_latencies(self.timings))
+        return self._latency[1]

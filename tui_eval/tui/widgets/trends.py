@@ -1,0 +1,238 @@
+"""Trends under the summary: a case's score per metric over its last saved runs, an eval set's pass rate
+over time, as Textual Sparklines. History is read in a thread worker and cached per eval file."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.css.scalar import Scalar
+from textual.content import Content
+from textual.widgets import Label, Sparkline, Static
+from textual.worker import Worker, WorkerState
+
+from ..text import STATUS_GLYPH, STATUS_STYLE, fmt_score, plain
+from .browser import CaseEntry, Entry, SetEntry, TurnEntry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.store import HistoryEntry
+    from ...engine.trends import RunPoint, RunScores
+    from ..catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+#: Cells a sparkline may take (one value a cell): the newest values when there are more. With the name
+#: and the tail a row fits the summary pane's ~40 columns at 80x24.
+SPARK_WIDTH = 12
+#: Metrics a case's trend shows at most (the pane is short at 80x24).
+MAX_METRICS = 4
+_NAME_WIDTH = 14
+
+
+class FileTrends:
+    """One eval file's history, as the trend rows need it (built in a worker thread)."""
+
+    def __init__(self, points: list[RunPoint], runs: list[RunScores]) -> None:
+        self.points = points
+        self.runs = runs
+
+
+def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry] | None = None) -> FileTrends:
+    """Read an eval file's history folder (or use its listing, `listed`): pass rate per run, and
+    scores of its newest runs."""
+    from ...engine.store import list_history
+    from ...engine.trends import load_run_scores, run_points
+
+    entries = [e for e in (listed if listed is not None else list_history(history)) if e.eval_set_id == eval_set_id]
+    return FileTrends(run_points(entries, eval_set_id), load_run_scores(entries, eval_set_id))
+
+
+def _parts(name: str, values: Sequence[float], rate: bool) -> tuple[str, list[float], str]:
+    """The label, the values drawn (the newest SPARK_WIDTH) and the `last (n)` tail of a row."""
+    shown = list(values)[-SPARK_WIDTH:]
+    label = name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+    fmt = (lambda v: f"{v:.0%}") if rate else fmt_score
+    return f"{label:<{_NAME_WIDTH}} ", shown, f" {fmt(shown[-1])} ({len(values)})"
+
+
+class TrendRow(Horizontal):
+    """`name  ▁▃█  last (n)`: one row, the sparkline one cell a value; `set` redraws it in place."""
+
+    def __init__(self, name: str = "", values: Sequence[float] = (0.0,), *, rate: bool = False) -> None:
+        super().__init__(classes="trend-row")
+        self._name_label = Label(classes="trend-name")
+        self._spark_line = Sparkline(classes="trend-spark")
+        self._tail_label = Label(classes="trend-tail")
+        self._shown: tuple[str, tuple[float, ...], str] | None = None
+        self.set(name, values, rate=rate)
+
+    def compose(self) -> ComposeResult:
+        yield self._name_label
+        yield self._spark_line
+        yield self._tail_label
+
+    def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
+        label, shown, tail = _parts(name, values, rate)
+        key = (label, tuple(shown), tail)
+        if key == self._shown:
+            return  # moving between cases with the same trend repaints nothing
+        self._shown = key
+        # The name is padded to a fixed width and the tail fills the rest: neither changes the layout.
+        self._name_label.update(plain(label), layout=False)
+        self._spark_line.data = shown
+        width = Scalar.parse(str(max(1, len(shown))))
+        if self._spark_line.styles.width != width:
+            self._spark_line.styles.width = width
+        self._tail_label.update(Content.styled(tail, "$text-muted"), layout=False)
+
+
+def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> TrendRow:
+    return TrendRow(name, values, rate=rate)
+
+
+class CaseTrends(Vertical):
+    """Shown under the summary: the highlighted case's (or eval set's) trend over its saved runs."""
+
+    DEFAULT_CSS = """
+    CaseTrends { height: auto; margin-top: 1; }
+    CaseTrends .trend-row { height: 1; }
+    CaseTrends .trend-name { width: auto; }
+    CaseTrends .trend-tail { width: 1fr; }
+    """
+
+    def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.catalog = catalog
+        self.entry: Entry = None
+        # eval file -> (generation, trends); the generation counts this session's finished runs.
+        self._cache: dict[Path, tuple[int, FileTrends]] = {}
+        self._loading: set[Path] = set()
+        self._heading: Content | None = None
+        # history folder -> (generation, its listing)
+        self._listings: dict[Path, tuple[int, list[HistoryEntry]]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="trends-title")
+        # A fixed pool of rows, updated in place: mounting rows on every cursor move cost a layout a key.
+        for _ in range(MAX_METRICS):
+            row = TrendRow()
+            row.display = False
+            yield row
+
+    def _generation(self) -> int:
+        return len(self.catalog.run_book.timeline)
+
+    def show(self, entry: Entry) -> None:
+        self.entry = entry
+        path = self._path(entry)
+        if path is None:
+            self._draw(None)
+            return
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == self._generation():
+            self._draw(cached[1])
+        else:
+            self._draw(cached[1] if cached is not None else None)
+            self._load(path)
+
+    def refresh_if_stale(self) -> None:
+        """A run finished since the trend was read: read the history again (its record is new)."""
+        path = self._path(self.entry)
+        cached = self._cache.get(path) if path is not None else None
+        if path is not None and (cached is None or cached[0] != self._generation()):
+            self._load(path)
+
+    def _path(self, entry: Entry) -> Path | None:
+        if isinstance(entry, SetEntry):
+            return entry.path
+        if isinstance(entry, (CaseEntry, TurnEntry)):
+            return self.catalog.path_of(entry.key)
+        return None
+
+    def _load(self, path: Path) -> None:
+        if not self.catalog.loaded:
+            return  # never compete with the start-up scan: the summary refreshes once it is done
+        ws = self.catalog.workspace
+        state = self.catalog.file_state(path)
+        if ws is None or state is None or state.eval_set is None or path in self._loading:
+            return
+        from ..loader import history_dir_for
+
+        history = history_dir_for(ws, path)
+        eval_set_id = state.eval_set.eval_set_id
+        generation = self._generation()
+        self._loading.add(path)
+
+        # Eval files often share one history folder: it is listed once per generation, not once per file
+        # (listing parses every record: ~0.7 s CPU for a 5,000-case one).
+        cached = self._listings.get(history)
+        listed = cached[1] if cached is not None and cached[0] == generation else None
+
+        def work() -> tuple[Path, int, FileTrends]:
+            from ...engine.store import list_history
+
+            entries = listed if listed is not None else list_history(history)
+            self._listings[history] = (generation, entries)  # a dict store: atomic under the GIL
+            return path, generation, load_file_trends(history, eval_set_id, entries)
+
+        self.run_worker(work, thread=True, group="trends", name=f"trends {path.name}", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "trends":
+            return
+        event.stop()
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            path, generation, trends = event.worker.result
+            self._loading.discard(path)
+            self._cache[path] = (generation, trends)
+            if self._path(self.entry) == path:
+                self._draw(trends)
+        elif event.state == WorkerState.ERROR:
+            log.warning("could not read the trends: %s", event.worker.error)
+            self._loading.clear()
+
+    # ---- rendering ---------------------------------------------------------------------------
+
+    def _draw(self, trends: FileTrends | None) -> None:
+        rows, heading = self._rows(trends)
+        if heading != self._heading:
+            self._heading = heading
+            # One line always (the glyphs are capped): no layout needed for a new heading.
+            self.query_one("#trends-title", Static).update(heading if heading is not None else "", layout=False)
+        if self.display != (heading is not None):
+            self.display = heading is not None
+        for i, row in enumerate(self.query(TrendRow)):
+            if i < len(rows):
+                name, values, rate = rows[i]
+                row.set(name, values, rate=rate)
+            if row.display != (i < len(rows)):
+                row.display = i < len(rows)
+
+    def _rows(self, trends: FileTrends | None) -> tuple[list[tuple[str, list[float], bool]], Content | None]:
+        entry = self.entry
+        if trends is None:
+            return [], None
+        from ...engine.trends import case_series, case_status_series, pass_rate_series
+
+        if isinstance(entry, SetEntry):
+            rates = pass_rate_series(trends.points)
+            if not rates:
+                return [], None
+            return [("pass rate", rates, True)], Content.styled("Trend (full runs)", "bold $text-muted")
+        if not isinstance(entry, (CaseEntry, TurnEntry)):
+            return [], None
+        eval_id = entry.key.eval_id
+        statuses = case_status_series(trends.runs, eval_id)
+        series = case_series(trends.runs, eval_id)
+        if not statuses and not series:
+            return [], None
+        glyphs: list[tuple[str, str] | str] = [("Trend ", "bold $text-muted")]
+        for s in statuses[-SPARK_WIDTH:]:
+            glyphs.append((STATUS_GLYPH[int(s)], STATUS_STYLE[int(s)]))
+        n = len(trends.runs)
+        glyphs.append((f" last {n} saved run{'s' if n != 1 else ''}", "$text-muted"))
+        rows = [(name, values, False) for name, values in list(series.items())[:MAX_METRICS]]
+        return rows, Content.assemble(*glyphs)
