@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tui_eval.engine.store import adk_result_chunks, record_json
+from tui_eval.engine.store import adk_result_chunks, record_chunks, record_json
 from tui_eval.schema.load import load_eval_set, read_invocation
 from tui_eval.schema.model import (
     AgentDetails,
@@ -149,3 +149,12 @@ def test_google_adk_reads_the_history_file() -> None:
     [case] = parsed.eval_case_results
     assert len(case.eval_metric_result_per_invocation) == len(turns)
     assert case.eval_metric_result_per_invocation[-1].expected_invocation is None
+
+
+def test_the_record_is_streamed_case_by_case_as_record_json_writes_it_whole() -> None:
+    cases = _cases()
+    meta = {"format": "tui-eval.run/2", "run_id": "r", "counts": {"PASSED": 1}}
+    streamed = b"".join(record_chunks(meta, cases))
+    assert json.loads(streamed) == json.loads(record_json({**meta, "cases": cases}))
+    assert list(json.loads(streamed)) == [*meta, "cases"]  # the cases come last, as before
+    assert json.loads(b"".join(record_chunks({}, []))) == {"cases": []}

@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_snake
 
 from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, json_type_name, schema_error, syntax_error
 from .legacy import is_legacy, read_legacy
-from .model import Content, EvalCase, EvalSet, Invocation, LoadContext, Rubric
+from .model import Content, EvalCase, EvalSet, Invocation, LoadContext, Rubric, share_loaded_fields_sets
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,7 @@ def read_eval_set(data: Any) -> EvalSet:
         keys = ", ".join(sorted(context.ignored_event_keys))
         warnings.append(f"invocation_events: unknown event key(s) {keys} ignored (as ADK does)")
     eval_set.load_warnings = warnings
+    share_loaded_fields_sets(eval_set)
     return eval_set
 
 

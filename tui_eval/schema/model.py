@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .base import EvalBaseModel
+from .base import EvalBaseModel, share_fields_sets
 
 # Values a genai field holds that we carry without reading (arbitrary JSON).
 JsonAny = Any
@@ -620,3 +620,39 @@ class EvalSet(BaseModel):
             "eval_cases": [c.to_dict() for c in self.eval_cases],
             "creation_timestamp": self.creation_timestamp,
         }
+
+
+def share_loaded_fields_sets(eval_set: EvalSet) -> None:
+    """Let the models of a just-loaded eval set share their fields-sets (`base.SharedFieldsSet`): most
+    of a turn's models were given the same keys as every other turn's."""
+    models: list[BaseModel] = []
+    add = models.append
+    for case in eval_set.eval_cases:
+        add(case)
+        if case.session_input is not None:
+            add(case.session_input)
+        for turn in case.conversation or ():
+            add(turn)
+            contents = [turn.user_content, turn.final_response]
+            data = turn.intermediate_data
+            if isinstance(data, IntermediateData):
+                add(data)
+                models += data.tool_uses
+                models += data.tool_responses
+                for _author, parts in data.intermediate_responses:
+                    contents.append(Content.model_construct(parts=parts))  # only its parts are shared
+            elif isinstance(data, InvocationEvents):
+                add(data)
+                models += data.invocation_events
+                contents += [event.content for event in data.invocation_events]
+            for content in contents:
+                if content is None:
+                    continue
+                add(content)
+                for part in content.parts or ():
+                    add(part)
+                    if part.function_call is not None:
+                        add(part.function_call)
+                    if part.function_response is not None:
+                        add(part.function_response)
+    share_fields_sets(models)
