@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -29,30 +31,23 @@ class SharedFieldsSet(set[str]):
 # past the bound models simply keep their own sets.
 _SHARED: dict[tuple[type, frozenset[str]], SharedFieldsSet] = {}
 _SHARED_MAX = 4096
-_FULL: dict[type, SharedFieldsSet] = {}
 
 
 def share_fields_sets(models: list[BaseModel]) -> None:
-    """Give each freshly loaded model the shared fields-set equal to its own (one loop: a turn has ~10)."""
-    full_sets, shared_sets, set_fields_set = _FULL, _SHARED, _set_fields_set
-    for model in models:
-        fields = model.__pydantic_fields_set__
-        cls = type(model)
-        full = full_sets.get(cls)
-        if full is None:
-            full = full_sets[cls] = SharedFieldsSet(cls.__pydantic_fields__)
-        if len(fields) == len(full) and fields == full:  # every field given: the common case, no hashing
-            set_fields_set(model, full)
-            continue
-        if type(fields) is SharedFieldsSet:
-            continue
-        key = (cls, frozenset(fields))
-        shared = shared_sets.get(key)
-        if shared is None:
-            if len(shared_sets) >= _SHARED_MAX:
-                continue
-            shared = shared_sets[key] = SharedFieldsSet(fields)
-        set_fields_set(model, shared)
+    """Give each freshly loaded model the shared fields-set equal to its own.
+
+    Written as C-level map()s over the whole list, not a Python loop: a 5,000-case file has ~130,000
+    models, and a loop body per model cost a tenth of the file's parse."""
+    keys = list(zip(map(type, models), map(frozenset, map(_fields_set_of, models))))
+    new = set(keys).difference(_SHARED)
+    if len(_SHARED) + len(new) > _SHARED_MAX:
+        return  # a file with unusually many key combinations keeps its own sets
+    for key in new:
+        _SHARED[key] = SharedFieldsSet(key[1])
+    deque(map(_set_fields_set, models, map(_SHARED.__getitem__, keys)), maxlen=0)
+
+
+_fields_set_of = attrgetter("__pydantic_fields_set__")
 
 
 class EvalBaseModel(BaseModel):
