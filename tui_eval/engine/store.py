@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
-from ..schema.model import Invocation
+from ..schema.model import Invocation, adk_json_default
 from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,16 +59,29 @@ def dump_json(obj: Any, *, indent: bool = True) -> bytes:
 
 
 def _model_fields(obj: object) -> dict[str, Any]:
+    if isinstance(obj, CaseResult):
+        return obj.record_fields()
     if isinstance(obj, BaseModel):
         return obj.__dict__
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
-def record_json(record: dict[str, Any]) -> bytes:
+def record_json(record: dict[str, Any] | BaseModel) -> bytes:
     """A run record as JSON. Result models are written field by field by orjson: our result and
     details models have no aliases, serialisers or computed fields, so this equals `model_dump(mode=
-    "json")` (a test checks it) at a third of the cost for 5,000 cases."""
+    "json")` (a test checks it) at a third of the cost for 5,000 cases. A CaseResult is written as its
+    CaseRecord (`CaseResult.record_fields`), without building one."""
     return orjson.dumps(record, default=_model_fields, option=orjson.OPT_NON_STR_KEYS)
+
+
+def record_chunks(meta: dict[str, Any], cases: list[CaseResult]) -> Iterator[bytes]:
+    """A run record (`meta` plus its "cases", last), case by case, as `record_json` writes it whole:
+    streamed like the ADK file, so a 5,000-case record is never one 25 MB buffer (and its copies)."""
+    head = record_json(meta)
+    yield (head[:-1] + b',"cases":[') if meta else b'{"cases":['
+    for i, case in enumerate(cases):
+        yield (b"," if i else b"") + record_json(case)
+    yield b"]}"
 
 
 def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
@@ -82,7 +95,9 @@ def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
     }
     yield dump_json(head, indent=False)[:-1] + b',"eval_case_results":['
     for i, case in enumerate(result.case_results):
-        yield (b"," if i else b"") + dump_json(case.to_adk(), indent=False)
+        # The turns go to orjson as models (`adk_json_default`): no dict tree per turn.
+        yield (b"," if i else b"") + orjson.dumps(case.adk_shallow(), default=adk_json_default,
+                                                  option=orjson.OPT_NON_STR_KEYS)
     yield b"]}"
 
 
@@ -155,8 +170,7 @@ class ResultStore:
                 "counts": {s.name: n for s, n in result.counts().items()},
             }
             rich.update(_insight_fields(record, index, directory, diffs))
-            rich["cases"] = [c.as_record() for c in result.case_results]
-            atomic_write(record_path, record_json(rich))
+            atomic_write(record_path, record_chunks(rich, result.case_results))
             saved.append(str(adk_path))
         return saved
 

@@ -514,7 +514,8 @@ class TokenUsageDetails(_Details):
 
     def to_adk(self) -> dict[str, float | None]:
         """ADK's TokenUsageDetails dict (no `kind`)."""
-        return {name: getattr(self, name) for name in TOKEN_USAGE_FIELDS}
+        values = self.__dict__  # (a run writes one per turn: plain dict reads, not attribute lookups)
+        return {name: values[name] for name in TOKEN_USAGE_FIELDS}
 
 
 TOKEN_USAGE_FIELDS: tuple[str, ...] = ("total_tokens", "input_tokens", "prompt_tokens", "cached_tokens",
@@ -535,7 +536,8 @@ class DurationDetails(_Details):
 
     def to_adk(self) -> dict[str, float | None]:
         """ADK's DurationDetails dict (no `kind`)."""
-        return {name: getattr(self, name) for name in DURATION_FIELDS}
+        values = self.__dict__
+        return {name: values[name] for name in DURATION_FIELDS}
 
 
 DURATION_FIELDS: tuple[str, ...] = ("total_seconds", "model_seconds", "tool_seconds", "framework_seconds")

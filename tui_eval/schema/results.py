@@ -8,7 +8,7 @@ richer record (`RunRecordFile`) that also keeps NOT_EVALUATED reasons and the ty
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
@@ -27,6 +27,13 @@ from .status import EvalStatus
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
            "RunRecordFile", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
+
+T = TypeVar("T")
+
+
+def _same(value: T) -> T:
+    return value
+
 
 # The user id google-adk 2.13 runs (and records) a case with when its session_input names none.
 ADK_DEFAULT_USER_ID = "test_user_id"
@@ -111,27 +118,16 @@ class MetricResult(_Result):
 
     def adk_metric(self, inv: InvocationMetricResult | None = None) -> dict[str, Any]:
         """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given)."""
-        src_score = self.score if inv is None else inv.score
-        src_status = self.status if inv is None else inv.status
-        details: dict[str, Any] = {}
         source = self.details if inv is None else inv.details
-        if isinstance(source, (RubricDetails, JudgeCaseDetails, VertexDetails, VertexCaseDetails)) and source.rubric_scores:
-            details["rubric_scores"] = [
-                {"rubric_id": r.rubric_id, "rationale": r.rationale, "score": r.score} for r in source.rubric_scores
-            ]
-        elif isinstance(source, TokenUsageDetails):
-            details["token_usage_details"] = source.to_adk()
-        elif isinstance(source, DurationDetails):
-            details["duration_details"] = source.to_adk()
         # ADK's informational metrics carry no threshold and no criterion.
         informational = self.status is EvalStatus.INFORMATIONAL and not self.criterion
         return {
             "metric_name": self.metric_name,
             "threshold": None if informational else self.threshold,
             "criterion": None if informational else self.criterion or {"threshold": self.threshold},
-            "score": src_score,
-            "eval_status": int(src_status),
-            "details": details,
+            "score": self.score if inv is None else inv.score,
+            "eval_status": int(self.status if inv is None else inv.status),
+            "details": {} if source is None else _adk_details(source),
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -140,6 +136,41 @@ class MetricResult(_Result):
     @classmethod
     def from_record(cls, d: dict[str, Any]) -> MetricResult:
         return cls.model_validate(d)
+
+
+def _adk_details(source: BaseModel) -> dict[str, Any]:
+    """ADK's EvalMetricResult `details` of one of our details models ({} for most)."""
+    write = _ADK_DETAILS.get(type(source))
+    if write is None:  # once per details class: which of ADK's details it fills
+        write = _ADK_DETAILS[type(source)] = (
+            _rubric_scores if isinstance(source, (RubricDetails, JudgeCaseDetails, VertexDetails, VertexCaseDetails))
+            else _token_usage if isinstance(source, TokenUsageDetails)
+            else _duration if isinstance(source, DurationDetails)
+            else _no_details
+        )
+    return write(source)
+
+
+def _rubric_scores(source: Any) -> dict[str, Any]:
+    scores = source.rubric_scores
+    if not scores:
+        return {}
+    return {"rubric_scores": [{"rubric_id": r.rubric_id, "rationale": r.rationale, "score": r.score} for r in scores]}
+
+
+def _token_usage(source: Any) -> dict[str, Any]:
+    return {"token_usage_details": source.to_adk()}
+
+
+def _duration(source: Any) -> dict[str, Any]:
+    return {"duration_details": source.to_adk()}
+
+
+def _no_details(source: Any) -> dict[str, Any]:
+    return {}
+
+
+_ADK_DETAILS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
 
 class ToolTimingRecord(BaseModel):
@@ -163,6 +194,22 @@ class _CaseFields(_Result):
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
+
+
+_CASE_FIELDS = tuple(_CaseFields.model_fields)
+
+
+def _record_metric(metric: MetricResult) -> dict[str, Any]:
+    """A MetricResult's fields with its turn verdicts and details as their own fields (see record_fields)."""
+    out = dict(metric.__dict__)
+    details = out["details"]
+    if details is not None:
+        out["details"] = details.__dict__
+    out["per_invocation"] = [
+        values if (values := inv.__dict__)["details"] is None else {**values, "details": values["details"].__dict__}
+        for inv in out["per_invocation"]
+    ]
+    return out
 
 
 class CaseRecord(_CaseFields):
@@ -217,18 +264,41 @@ class CaseResult(_CaseFields):
 
     def to_adk(self) -> dict[str, Any]:
         """An ADK EvalCaseResult dict."""
-        per_invocation = []
-        for i, actual in enumerate(self.actual):
-            expected = self.expected[i] if self.expected is not None and i < len(self.expected) else None
-            per_invocation.append(
-                {
-                    "actual_invocation": actual.to_dict(),
-                    "expected_invocation": expected.to_dict() if expected is not None else None,
-                    "eval_metric_results": [
-                        m.adk_metric(m.per_invocation[i]) for m in self.metrics if i < len(m.per_invocation)
-                    ],
-                }
-            )
+        return self._adk(Invocation.to_dict)
+
+    def adk_shallow(self) -> dict[str, Any]:
+        """`to_adk()` with the turns left as models, for `orjson.dumps(..., default=adk_json_default)`:
+        the same JSON without a dict tree per turn (the eval history writer)."""
+        return self._adk(_same)
+
+    def _adk(self, turn: Callable[[Invocation], Any]) -> dict[str, Any]:
+        actual_turns = self.actual
+        expected_turns = self.expected or ()
+        overall: list[dict[str, Any]] = []
+        per_turn: list[list[dict[str, Any]]] = [[] for _ in actual_turns]
+        # Metric by metric (what `adk_metric` gives, inlined: a 5,000-case run writes ~100k of these).
+        for m in self.metrics:
+            status = m.status
+            informational = status is EvalStatus.INFORMATIONAL and not m.criterion
+            threshold = None if informational else m.threshold
+            criterion = None if informational else m.criterion or {"threshold": m.threshold}
+            name = m.metric_name
+            details = m.details
+            overall.append({"metric_name": name, "threshold": threshold, "criterion": criterion, "score": m.score,
+                            "eval_status": int(status), "details": {} if details is None else _adk_details(details)})
+            for results, inv in zip(per_turn, m.per_invocation):
+                details = inv.details
+                results.append({"metric_name": name, "threshold": threshold, "criterion": criterion,
+                                "score": inv.score, "eval_status": int(inv.status),
+                                "details": {} if details is None else _adk_details(details)})
+        per_invocation = [
+            {
+                "actual_invocation": turn(actual),
+                "expected_invocation": turn(expected_turns[i]) if i < len(expected_turns) else None,
+                "eval_metric_results": per_turn[i],
+            }
+            for i, actual in enumerate(actual_turns)
+        ]
         return {
             # As google-adk 2.13's LocalEvalService writes them: its (deprecated) eval_set_file holds
             # the eval set id, and a case without a session user ran as "test_user_id".
@@ -236,7 +306,7 @@ class CaseResult(_CaseFields):
             "eval_set_id": self.eval_set_id,
             "eval_id": self.eval_id,
             "final_eval_status": int(self.status),
-            "overall_eval_metric_results": [m.adk_metric() for m in self.metrics],
+            "overall_eval_metric_results": overall,
             "eval_metric_result_per_invocation": per_invocation,
             "session_id": self.session_id,
             "user_id": self.user_id or ADK_DEFAULT_USER_ID,
@@ -246,6 +316,17 @@ class CaseResult(_CaseFields):
         """Our record of the case (a `CaseRecord` as JSON-ready dict). Turns are not repeated here: the
         ADK history file beside the record holds them (`from_record(..., actual=...)` joins them back)."""
         return self.as_record().model_dump(mode="json")
+
+    def record_fields(self) -> dict[str, Any]:
+        """`as_record()`'s fields as plain dicts one or two levels deep, for `orjson.dumps` with a
+        default that gives any other model's `__dict__` (the run record writer): no CaseRecord, and no
+        call from orjson back into Python per metric, turn verdict and details (~170k in a 5,000-case
+        run), which cost three times the dicts made here."""
+        d = self.__dict__
+        out = {name: d[name] for name in _CASE_FIELDS}
+        out["metrics"] = [_record_metric(m) for m in d["metrics"]]
+        out["tool_timings"] = [inv.tool_timings for inv in d["actual"]]
+        return out
 
     def as_record(self) -> CaseRecord:
         # Our own, already typed values: no second validation.
