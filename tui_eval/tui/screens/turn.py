@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..messages import EditKind, EditRequested, RunRequested
+from ..messages import EditKind, EditRequested, OpenCesHistory, RunRequested
 from ..text import one_line, plain, status_content, word_diff
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..verdicts import (
@@ -29,6 +29,7 @@ from ..verdicts import (
     turn_metric_lines,
     vote_lines,
 )
+from ..widgets.ces_result import CesTurnPanel
 from ..widgets.trajectory import TrajectoryDiff
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,6 +57,7 @@ class TurnScreen(Screen[None]):
         Binding("d", "delete_turn", "Delete turn", show=False, id="edit.delete_turn"),
         Binding("D", "delete_case", "Delete case", show=False, id="edit.delete_case"),
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
+        Binding("c", "ces_history", "CES history", id="ces.history"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -82,6 +84,7 @@ class TurnScreen(Screen[None]):
             yield Static(id="turn-judges", classes="section")
             yield Static("Not evaluated and errors", classes="section-title", id="problems-title")
             yield Static(id="turn-problems", classes="section")
+            yield CesTurnPanel(id="turn-ces")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -169,6 +172,9 @@ class TurnScreen(Screen[None]):
         if result is not None and result.error:
             problems.insert(0, plain(f"agent error: {result.error}", "$text-error"))
         self._section("problems", joined(problems) if problems else None)
+        if self.query_one(CesTurnPanel).show_case(case.model_extra if case is not None else None, self.index,
+                                                  scenario=case is not None and case.conversation_scenario is not None):
+            self.refresh_bindings()
 
     def _section(self, name: str, content: Content | None) -> None:
         body = self.query_one(f"#turn-{name}", Static)
@@ -238,6 +244,8 @@ class TurnScreen(Screen[None]):
             return self.catalog.result(self.key) is not None or None
         if action == "rerun":
             return (self.app.ready and not self.app.busy) or None
+        if action == "ces_history":
+            return self.query_one(CesTurnPanel).display
         return True
 
     def action_step(self, delta: int) -> None:
@@ -281,6 +289,9 @@ class TurnScreen(Screen[None]):
 
     def action_delete_case(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_CASE, self.key))
+
+    def action_ces_history(self) -> None:
+        self.post_message(OpenCesHistory(self.key))
 
     def action_rerun(self) -> None:
         self.post_message(RunRequested(f"Run {self.key.eval_id}", keys=(self.key,)))

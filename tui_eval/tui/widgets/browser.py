@@ -16,6 +16,7 @@ from textual.widgets.tree import TreeNode
 from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, fmt_score, literal, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...ces.caseview import CesMarker
     from ...engine.events import CaseKey
     from ..catalog import Catalog
 
@@ -359,6 +360,13 @@ class EvalBrowser(Tree[Entry]):
         score = catalog.case_score(key)
         if score is not None:
             text.append(f"  {fmt_score(score)}", self._style("browser--muted"))
+        ces = ces_marker_of(catalog, key)
+        if ces is not None:
+            # A case pulled from CES: its kind and its last CES verdict, apart from local results.
+            glyph = {"PASS": STATUS_GLYPH[1], "FAIL": STATUS_GLYPH[2]}.get(ces.status or "", NO_RESULT_GLYPH)
+            style = {"PASS": 1, "FAIL": 2}.get(ces.status or "")
+            text.append(f"  CES {ces.kind} ", self._style("browser--muted"))
+            text.append(glyph, self._style(_STATUS_CLASS[style]))
         result = catalog.result(key)
         if result is not None and result.error:
             text.append("  agent error", self._style("browser--error"))
@@ -384,3 +392,13 @@ class EvalBrowser(Tree[Entry]):
             if result is not None and entry.index < len(result.actual):
                 prompt = result.actual[entry.index].user_content.text
         return Text.assemble((glyph, gstyle), f" {entry.index + 1}. ", one_line(prompt, 48))
+
+
+def ces_marker_of(catalog: Catalog, key: CaseKey) -> CesMarker | None:
+    """The CES tag of a case (golden or scenario, last CES verdict), None for a case not from CES."""
+    case = catalog.case(key)
+    if case is None or not case.model_extra:
+        return None
+    from ...ces.caseview import marker
+
+    return marker(case.model_extra, scenario=case.conversation_scenario is not None)
