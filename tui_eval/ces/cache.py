@@ -164,7 +164,7 @@ def save_pull(eval_file: Path, app: str, evaluations: list[Evaluation], *, force
         saved.kept_for = unpushed_edits(eval_file, evaluations)
         if saved.kept_for:
             saved.written = False
-            logger.warning("not overwriting %s: unpushed edits to %s", eval_file, saved.kept_for)
+            logger.info("not overwriting %s: unpushed edits to %s", eval_file, saved.kept_for)
             return saved
     eval_file.parent.mkdir(parents=True, exist_ok=True)
     eval_set = evaluations_to_eval_set(evaluations, short_name(app), creation_timestamp=time.time())
