@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ces.dashboard import CesTarget
+    from ..ces.dashboard import Cancel, CesTarget
     from ..ces.model import EvaluationRun
     from ..engine.events import CaseKey
     from .app import EvalApp
@@ -105,11 +105,9 @@ class CesLink:
                             group="ces", name=label, exit_on_error=False)
         return True
 
-    def _run_work(self, state: RunState, target: CesTarget, evaluations: list[str] | None, cancel: object) -> None:
+    def _run_work(self, state: RunState, target: CesTarget, evaluations: list[str] | None, cancel: Cancel) -> None:
         from ..ces.client import CesError
-        from ..ces.dashboard import Cancel, run_app
-
-        assert isinstance(cancel, Cancel)
+        from ..ces.dashboard import run_app
 
         def on_progress(current: EvaluationRun) -> None:
             p = current.progress

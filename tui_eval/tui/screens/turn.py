@@ -57,7 +57,7 @@ class TurnScreen(Screen[None]):
         Binding("d", "delete_turn", "Delete turn", show=False, id="edit.delete_turn"),
         Binding("D", "delete_case", "Delete case", show=False, id="edit.delete_case"),
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
-        Binding("c", "ces_history", "CES history", id="ces.history"),
+        Binding("c", "ces_history", "CES history", id="turn.ces_history"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
