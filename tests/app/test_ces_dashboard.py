@@ -108,11 +108,11 @@ async def test_pull_shows_ces_cases_beside_local_sets(ces, tmp_path: Path, works
         await open_case(pilot, "weather-golden")
         browser = app.main.browser
         label = browser._case_label(app.catalog.key(ces_file(app), "weather-golden")).plain
-        assert "CES golden ✘" in label  # its last CES result failed
+        assert label.startswith("· CES ✘ weather-golden")  # its last CES result failed
         label = browser._case_label(app.catalog.key(ces_file(app), "refund-scenario")).plain
-        assert "CES scenario ✔" in label
+        assert label.startswith("· CES scenario ✔ refund-scenario")
         label = browser._case_label(app.catalog.key(ces_file(app), "fail-golden")).plain
-        assert "CES golden ·" in label  # never run in CES
+        assert label.startswith("· CES · fail-golden")  # never run in CES
         # A local case has no CES tag.
         travel = next(p for p in app.catalog.files if p.name == "travel.evalset.json")
         local = app.catalog.cases(travel)[0].eval_id
@@ -182,8 +182,13 @@ async def test_last_ten_results_are_the_history(ces, tmp_path: Path, make_app) -
         await pilot.pause()
         assert "Same facts as expected (older run)." in str(view.render())
         await pilot.press("escape")
-        # A local (non-CES) case has no CES history key.
         assert not isinstance(app.screen, CesHistoryScreen)
+        # From the browser too: c on a CES case.
+        await pilot.press("escape")
+        await open_case(pilot, "weather-golden")
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, CesHistoryScreen) and app.screen.key.eval_id == "weather-golden"
 
 
 async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_path: Path, make_app) -> None:
@@ -212,7 +217,7 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
         assert "CES run app1" in status_line and "3/3" in status_line
         await settle(pilot)
         # The new results were pulled into the file and are shown: fail-golden now failed in CES.
-        await wait_until(pilot, lambda: "CES golden ✘" in app.main.browser._case_label(
+        await wait_until(pilot, lambda: "CES ✘ fail-golden" in app.main.browser._case_label(
             app.catalog.key(ces_file(app), "fail-golden")).plain)
         data = orjson.loads(t.eval_file.read_bytes())
         fail = next(c for c in data["eval_cases"] if c["eval_id"] == "fail-golden")
@@ -315,3 +320,21 @@ def test_ces_result_view_snapshot(snap_compare, ces, tmp_path: Path, make_app) -
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
+
+
+async def test_an_unreachable_endpoint_is_one_line(ces, tmp_path: Path, make_app) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    t = target(url, tmp_path)
+    app = make_app(t.eval_file.parent, recording=None, ces=t)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: app.ces.last_error is not None)
+        line = app.ces.last_error
+        assert line is not None and "\n" not in line
+        assert line.startswith(f"CES pull of {APP} failed: cannot reach the CES MCP server at {url}")
+        assert app.is_running and app.catalog.files == []

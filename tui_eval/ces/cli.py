@@ -1,6 +1,7 @@
 """`tui-eval ces import|export|pull|run|push|show`: CES evaluations as ADK eval sets, and the CES app behind them.
 
-Exit codes: 0 done (run: every evaluation passed), 1 run with failures or a push with etag conflicts,
+Exit codes: 0 done (run: every evaluation passed), 1 run with failures, a push with etag conflicts or a
+pull that kept a file with unpushed edits,
 2 bad arguments, unreadable input, or CES unreachable / refusing. Errors print one line each, no traceback.
 Only argparse is imported here at start-up; the rest waits for a `ces` command.
 """

@@ -48,6 +48,8 @@ class MainScreen(Screen[None]):
         Binding("R", "run_all", "Run all", id="run.all"),
         Binding("F", "run_failed", "Run failed", id="run.failed"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        # Hidden unless the dashboard is on a CES app (check_action): other footers stay as they were.
+        Binding("C", "ces_run", "Run in CES", id="ces.run"),
         Binding("f", "toggle_failed", "Failed only", id="filter.failed"),
         Binding("m", "cycle_metric", "Metric", id="filter.metric"),
         Binding("slash", "search", "Search", id="filter.search"),
@@ -61,7 +63,6 @@ class MainScreen(Screen[None]):
         Binding("h", "history", "History", id="history.open"),
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
-        Binding("C", "ces_run", "Run in CES", id="ces.run"),
         Binding("c", "ces_history", "CES history", show=False, id="ces.history"),
     ]
 

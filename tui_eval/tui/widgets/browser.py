@@ -356,17 +356,19 @@ class EvalBrowser(Tree[Entry]):
     def _case_label(self, key: CaseKey) -> Text:
         catalog = self.catalog
         glyph, gstyle = self._glyph(catalog.case_status(key), key in catalog.running)
-        text = Text.assemble((glyph, gstyle), " ", literal(key.eval_id))
+        text = Text.assemble((glyph, gstyle), " ")
+        ces = ces_marker_of(catalog, key)
+        if ces is not None:
+            # A case pulled from CES: its last CES verdict (and the kind when it is a scenario), before the
+            # id so that a long CES id never pushes it out of a narrow tree.
+            status = {"PASS": 1, "FAIL": 2}.get(ces.status or "")
+            text.append("CES " if ces.kind == "golden" else "CES scenario ", self._style("browser--muted"))
+            text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
+            text.append(" ")
+        text.append(literal(key.eval_id))
         score = catalog.case_score(key)
         if score is not None:
             text.append(f"  {fmt_score(score)}", self._style("browser--muted"))
-        ces = ces_marker_of(catalog, key)
-        if ces is not None:
-            # A case pulled from CES: its kind and its last CES verdict, apart from local results.
-            glyph = {"PASS": STATUS_GLYPH[1], "FAIL": STATUS_GLYPH[2]}.get(ces.status or "", NO_RESULT_GLYPH)
-            style = {"PASS": 1, "FAIL": 2}.get(ces.status or "")
-            text.append(f"  CES {ces.kind} ", self._style("browser--muted"))
-            text.append(glyph, self._style(_STATUS_CLASS[style]))
         result = catalog.result(key)
         if result is not None and result.error:
             text.append("  agent error", self._style("browser--error"))
