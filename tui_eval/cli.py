@@ -157,7 +157,8 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
                    help="folder with agents and eval files (default: .), and/or a CES app "
                         "ces://projects/P/locations/L/apps/A")
     p.add_argument("--agent", help="agent folder or replay:PATH to run the eval files with")
-    p.add_argument("--endpoint", help="CES MCP endpoint URL for a ces:// app (default https://ces.googleapis.com/mcp)")
+    p.add_argument("--endpoint", help="CES MCP endpoint URL for a ces:// app or a pulled folder's runs in CES "
+                                      "(default https://ces.googleapis.com/mcp)")
     p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
 
@@ -413,7 +414,8 @@ def cmd_open(args: argparse.Namespace) -> int:
         raise UsageError(f"{local}: no such file or folder")
     from .tui.app import run_app
 
-    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, ces=ces) or 0
+    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, ces=ces,
+                   ces_endpoint=args.endpoint) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:

@@ -338,3 +338,32 @@ async def test_an_unreachable_endpoint_is_one_line(ces, tmp_path: Path, make_app
         assert line is not None and "\n" not in line
         assert line.startswith(f"CES pull of {APP} failed: cannot reach the CES MCP server at {url}")
         assert app.is_running and app.catalog.files == []
+
+
+async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Path, make_app) -> None:
+    import asyncio
+
+    from tui_eval.cli import main
+
+    url, state = ces
+    folder = tmp_path / "pulled"
+    # In a thread: the CLI runs its own event loop.
+    assert await asyncio.to_thread(main, ["ces", "pull", APP, "-o", str(folder), "--endpoint", url]) == 0
+    app = make_app(folder, recording=None, ces_endpoint=url)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        path = ces_file(app)
+        label = app.main.browser._case_label(app.catalog.key(path, "weather-golden")).plain
+        assert label.startswith("· CES ✘ weather-golden")
+        app.open_turn(app.catalog.key(path, "weather-golden"), 0)
+        await pilot.pause()
+        assert "semantic similarity 2/4" in str(app.screen.query_one(CesTurnPanel).query_one(CesResultView).render())
+        await pilot.press("escape")
+        await open_case(pilot, "fail-golden")
+        await pilot.press("C")  # the case names its app; its results come back to this file
+        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active, 20)
+        assert app.bridge.current.phase == "finished"
+        await wait_until(pilot, lambda: "CES ✘ fail-golden" in app.main.browser._case_label(
+            app.catalog.key(path, "fail-golden")).plain)
+        run_args = next(a for n, a in state.calls if n == "run_evaluation")
+        assert run_args == {"app": APP, "evaluations": [f"{APP}/evaluations/fail-golden"]}

@@ -108,5 +108,3 @@ def test_the_dashboards_command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         parse_app_url("ces://projects/p1/apps/a")
     with pytest.raises(ValueError, match="one folder or eval file at a time"):
         ces_target_of(["a", "b"], None)
-    with pytest.raises(ValueError, match="--endpoint is for a ces:// app"):
-        ces_target_of(["a"], "http://x")

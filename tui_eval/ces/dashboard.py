@@ -118,8 +118,6 @@ def ces_target_of(paths: list[str], endpoint: str | None) -> tuple[Path, CesTarg
     if len(local) > 1:
         raise ValueError(f"one folder or eval file at a time (got {', '.join(local)})")
     if not apps:
-        if endpoint:
-            raise ValueError("--endpoint is for a ces:// app")
         return Path(local[0] if local else "."), None
     app = parse_app_url(apps[0])
     directory = cache_dir_for(app)

@@ -105,6 +105,7 @@ class EvalApp(App[int]):
         on_heap_phase: Callable[[HeapPhase], None] | None = None,
         clock: Callable[[], float] | None = None,
         ces: CesTarget | None = None,
+        ces_endpoint: str | None = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
@@ -134,7 +135,7 @@ class EvalApp(App[int]):
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
         #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
-        self.ces = CesLink(self, ces)
+        self.ces = CesLink(self, ces, ces_endpoint)
         self.register_theme(TUI_EVAL_THEME)
         self.theme = theme or default_theme()
 
@@ -689,7 +690,7 @@ def _gc_policy(phase: HeapPhase) -> None:
 
 
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
-            ces: CesTarget | None = None) -> int:
+            ces: CesTarget | None = None, ces_endpoint: str | None = None) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy is set here. bench/tui_latency.py, A/B on a
@@ -697,7 +698,7 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     185 / 228 ms with it, against 92 / 133 ms and 335 / 311 ms without (TUI_EVAL_NOGC=1 turns it off).
     """
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
-    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, ces=ces)
+    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, ces=ces, ces_endpoint=ces_endpoint)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
         # GC would rescan again and again: no collections until the loaded folder settles (the app

@@ -33,9 +33,11 @@ ERROR_SECONDS = 30
 class CesLink:
     """Owned by the app; all methods but the workers run on the UI thread."""
 
-    def __init__(self, app: EvalApp, target: CesTarget | None) -> None:
+    def __init__(self, app: EvalApp, target: CesTarget | None, endpoint: str | None = None) -> None:
         self.app = app
         self.target = target
+        #: The endpoint runs of a pulled folder's cases use (`--endpoint`), when there is no target.
+        self.endpoint = endpoint
         #: The last CES failure, as shown (tests and the topbar read it).
         self.last_error: str | None = None
 
@@ -79,7 +81,7 @@ class CesLink:
         if self.target is not None and self.target.app == app:
             return self.target, [found.name]
         # A pulled folder opened as a plain path: the case names its app; the results go back to its file.
-        endpoint = self.target.endpoint if self.target is not None else None
+        endpoint = self.target.endpoint if self.target is not None else self.endpoint
         base = CesTarget(app, Path(key.eval_file))
         return (replace(base, endpoint=endpoint) if endpoint else base), [found.name]
 
