@@ -367,3 +367,21 @@ async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Pa
             app.catalog.key(path, "fail-golden")).plain)
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
         assert run_args == {"app": APP, "evaluations": [f"{APP}/evaluations/fail-golden"]}
+
+
+async def test_a_run_that_ends_in_error_shows_why(ces, tmp_path: Path, make_app) -> None:
+    url, state = ces
+    flaky = "projects/p1/locations/us/apps/flaky-app"
+    with state.lock:
+        state.add(golden_evaluation(app=flaky, eval_id="g1"))
+    t = target(url, tmp_path, app=flaky)
+    app = make_app(t.eval_file.parent, recording=None, ces=t)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: bool(app.catalog.files))
+        await pilot.press("C")
+        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active)
+        assert app.bridge.current.phase == "failed"
+        await wait_until(pilot, lambda: "INTERNAL: the simulator crashed" in str(
+            app.main.run_panel.query_one("#run-status").render()))
+        assert app.is_running

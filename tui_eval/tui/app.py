@@ -168,6 +168,7 @@ class EvalApp(App[int]):
         self.ces.start()
 
     def on_unmount(self) -> None:
+        self.ces.close()
         self.bridge.close()
 
     async def action_quit(self) -> None:

@@ -38,8 +38,16 @@ class CesLink:
         self.target = target
         #: The endpoint runs of a pulled folder's cases use (`--endpoint`), when there is no target.
         self.endpoint = endpoint
-        #: The last CES failure, as shown (tests and the topbar read it).
+        #: The last CES failure, as shown (tests read it).
         self.last_error: str | None = None
+        #: Work in flight, stopped on quit: the default executor's threads are joined at exit, and a
+        #: pull waiting on an unreachable endpoint would otherwise hold the exit for its timeout.
+        self._cancels: set[Cancel] = set()
+
+    def close(self) -> None:
+        """Stop every pull and run being followed (quitting)."""
+        for cancel in list(self._cancels):
+            cancel.cancel()
 
     # ---- pull --------------------------------------------------------------------------------
 
@@ -50,17 +58,24 @@ class CesLink:
 
     def _pull_work(self) -> None:
         from ..ces.client import CesError
-        from ..ces.dashboard import pull_app
+        from ..ces.dashboard import Cancel, pull_app
 
         target = self.target
         assert target is not None
+        cancel = Cancel()
+        self._cancels.add(cancel)
         try:
-            saved = pull_app(target)
+            saved = pull_app(target, cancel=cancel)
+        except asyncio.CancelledError:
+            log.info("CES pull of %s stopped (quitting)", target.app)
+            return
         except CesError as exc:
             cached = " (showing the copy pulled last)" if target.eval_file.exists() else ""
             self._say(f"CES pull of {target.app} failed{cached}: {exc}", "error")
         else:
             self._say(saved.line(target.app), "information" if saved.written else "warning")
+        finally:
+            self._cancels.discard(cancel)
         self._reload(target.eval_file)
 
     # ---- run ---------------------------------------------------------------------------------
@@ -103,6 +118,7 @@ class CesLink:
             return False
         cancel = Cancel()
         state.set_canceller(cancel.cancel)
+        self._cancels.add(cancel)
         self.app.run_worker(lambda: self._run_work(state, target, evaluations, cancel), thread=True,
                             group="ces", name=label, exit_on_error=False)
         return True
@@ -129,6 +145,8 @@ class CesLink:
             state.finish("failed", str(exc))
             self._say(f"CES run of {target.app} failed: {exc}", "error")
             return
+        finally:
+            self._cancels.discard(cancel)
         run = done.outcome.run
         if run.state == "ERROR":
             reason = (run.error.message if run.error else None) or (
