@@ -23,7 +23,8 @@ from tests.support.fake_ces import (
     serve,
 )
 from tui_eval.ces.dashboard import CesTarget
-from tui_eval.tui.widgets.ces_result import CesResultView, CesTurnPanel
+from tui_eval.tui.widgets.ces_panel import CesTurnPanel
+from tui_eval.tui.widgets.ces_result import CesResultView
 
 SMALL = (80, 24)
 
@@ -130,7 +131,7 @@ async def test_turn_view_shows_the_ces_result_literally(ces, tmp_path: Path, mak
         await pilot.pause()
         panel = app.screen.query_one(CesTurnPanel)
         assert panel.display
-        text = str(panel.query_one(CesResultView).render())
+        text = str(panel.query_one("#ces-turn-result").render())
         for expected in (
             "✘ FAIL r1  2026-02-01T10:00:00Z", "v7", "thresholds: semantic similarity >= 3",
             "turn 1", "tool invocation 0.50", "ordered 1.00", "latency 2.5s",
@@ -145,12 +146,12 @@ async def test_turn_view_shows_the_ces_result_literally(ces, tmp_path: Path, mak
             assert expected in text.replace("\u00a0", " "), (expected, text)
         assert "TIMEOUT" not in text  # turn 2's error shows on turn 2
         await pilot.press("n")
-        text = str(panel.query_one(CesResultView).render())
+        text = str(panel.query_one("#ces-turn-result").render())
         assert "turn 2" in text and "error TIMEOUT the agent did not answer in 30s" in text
 
         app.open_turn(app.catalog.key(ces_file(app), "refund-scenario"), 0)
         await pilot.pause()
-        text = str(app.screen.query_one(CesTurnPanel).query_one(CesResultView).render())
+        text = str(app.screen.query_one(CesTurnPanel).query_one("#ces-turn-result").render())
         for expected in ("task completion 1 Completed", "The refund was issued.", "user goal satisfaction 1 Satisfied",
                          "rubric 1.00 The agent confirms the order number.", "It repeated 123.",
                          "✔ PASS tool call", "expected refund(order=\"123\")"):
@@ -357,7 +358,7 @@ async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Pa
         assert label.startswith("· CES ✘ weather-golden")
         app.open_turn(app.catalog.key(path, "weather-golden"), 0)
         await pilot.pause()
-        assert "semantic similarity 2/4" in str(app.screen.query_one(CesTurnPanel).query_one(CesResultView).render())
+        assert "semantic similarity 2/4" in str(app.screen.query_one(CesTurnPanel).query_one("#ces-turn-result").render())
         await pilot.press("escape")
         await open_case(pilot, "fail-golden")
         await pilot.press("C")  # the case names its app; its results come back to this file

@@ -29,7 +29,7 @@ from ..verdicts import (
     turn_metric_lines,
     vote_lines,
 )
-from ..widgets.ces_result import CesTurnPanel
+from ..widgets.ces_panel import CesTurnPanel
 from ..widgets.trajectory import TrajectoryDiff
 
 if TYPE_CHECKING:  # pragma: no cover

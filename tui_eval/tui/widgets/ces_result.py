@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
@@ -254,33 +252,19 @@ class CesResultView(Static):
         self.update(Content("\n").join(result_lines(result, turn)))
 
 
-class CesTurnPanel(Vertical):
-    """The turn view's CES section: the case's last CES result for this turn; hidden for other cases."""
 
-    DEFAULT_CSS = """
-    CesTurnPanel { height: auto; }
-    CesTurnPanel > .ces-title { color: $text-accent; text-style: bold; margin-top: 1; }
-    """
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="ces-turn-title", classes="ces-title")
-        yield CesResultView(id="ces-turn-result")
-
-    def show_case(self, extra: Mapping[str, Any] | None, index: int, *, scenario: bool) -> bool:
-        """Show the CES result a case keeps (its `model_extra`); False, and hidden, if it is no CES case."""
-        results = results_of(extra)
-        self.display = results is not None
-        if results is None:
-            return False
-        count = len(results.history)
-        title = Content.assemble(
-            ("CES result", "bold $text-accent"),
-            ("  (scenario: the whole conversation)" if scenario else f"  (turn {index + 1})", "$text-muted"),
-            (f"  c: history of {count}" if count else "", "$text-muted"),
-        )
-        self.query_one("#ces-turn-title", Static).update(title)
-        view = self.query_one(CesResultView)
+def case_panel(extra: Mapping[str, Any] | None, index: int, *, scenario: bool) -> tuple[Content, Content] | None:
+    """The turn view's CES section for a case (its `model_extra`): (title, body); None if not from CES."""
+    results = results_of(extra)
+    if results is None:
+        return None
+    count = len(results.history)
+    title = Content.assemble(
+        ("CES result", "bold $text-accent"),
+        ("  (scenario: the whole conversation)" if scenario else f"  (turn {index + 1})", "$text-muted"),
+        (f"  c: history of {count}" if count else "", "$text-muted"),
+    )
+    if results.last is None:
         problems = "; ".join(results.problems)
-        view.show(results.last, None if scenario else index,
-                  empty=problems or "no completed CES result yet: C runs the case in CES")
-        return True
+        return title, Content.styled(problems or "no completed CES result yet: C runs the case in CES", _MUTED)
+    return title, Content("\n").join(result_lines(results.last, None if scenario else index))
