@@ -108,3 +108,10 @@ def test_the_dashboards_command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         parse_app_url("ces://projects/p1/apps/a")
     with pytest.raises(ValueError, match="one folder or eval file at a time"):
         ces_target_of(["a", "b"], None)
+
+
+def test_the_case_key_is_spelt_the_same_everywhere() -> None:
+    from tui_eval.ces import caseview, mapping
+    from tui_eval.tui.widgets import ces_panel
+
+    assert caseview.CES_KEY == mapping.CES_KEY == ces_panel.CES_KEY == "ces"

@@ -1,7 +1,8 @@
 """What a case pulled from CES says about itself: golden or scenario, and its last CES results.
 
 Read from the case's `ces` remainder (see mapping.py), where `pull` keeps `lastCompletedResult` and
-`lastTenResults`. `marker` is cheap (dict look-ups, for tree labels); `results_of` validates.
+`lastTenResults`. `marker` is cheap (dict look-ups, for tree labels: this module imports neither the
+CES models nor the mapping until `results_of` is called); `results_of` validates.
 """
 
 from __future__ import annotations
@@ -9,14 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from .mapping import CES_KEY
-from .model import EvaluationResult
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import EvaluationResult
 
 logger = logging.getLogger(__name__)
+
+#: mapping.CES_KEY, spelt out so that tagging a case in the tree imports no CES model (a test keeps them equal).
+CES_KEY = "ces"
 
 
 def _remainder(extra: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -62,6 +64,10 @@ class CesResults:
 
 
 def _result(raw: Any, where: str, problems: list[str]) -> EvaluationResult | None:
+    from pydantic import ValidationError
+
+    from .model import EvaluationResult
+
     if not isinstance(raw, dict):
         return None
     try:

@@ -172,8 +172,11 @@ class TurnScreen(Screen[None]):
         if result is not None and result.error:
             problems.insert(0, plain(f"agent error: {result.error}", "$text-error"))
         self._section("problems", joined(problems) if problems else None)
-        if self.query_one(CesTurnPanel).show_case(case.model_extra if case is not None else None, self.index,
-                                                  scenario=case is not None and case.conversation_scenario is not None):
+        ces = self.query_one(CesTurnPanel)
+        had_ces = ces.display
+        ces.show_case(case.model_extra if case is not None else None, self.index,
+                      scenario=case is not None and case.conversation_scenario is not None)
+        if ces.display != had_ces:  # the CES history key comes and goes with the section
             self.refresh_bindings()
 
     def _section(self, name: str, content: Content | None) -> None:
