@@ -153,8 +153,12 @@ def _add_adk_aliases(p: argparse.ArgumentParser) -> None:
 
 
 def _add_open_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", default=".", help="folder with agents and eval files (default: .)")
+    p.add_argument("path", nargs="*", default=["."], metavar="PATH",
+                   help="folder with agents and eval files (default: .), and/or a CES app "
+                        "ces://projects/P/locations/L/apps/A")
     p.add_argument("--agent", help="agent folder or replay:PATH to run the eval files with")
+    p.add_argument("--endpoint", help="CES MCP endpoint URL for a ces:// app or a pulled folder's runs in CES "
+                                      "(default https://ces.googleapis.com/mcp)")
     p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
     p.add_argument("--num-runs", type=int, default=1, metavar="N",
@@ -401,14 +405,21 @@ def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
-    path = Path(args.path)
+    from .ces.dashboard import ces_target_of
+
+    try:
+        local, ces = ces_target_of(args.path, args.endpoint)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    path = Path(local)
     if not path.exists():
-        raise UsageError(f"{args.path}: no such file or folder")
+        raise UsageError(f"{local}: no such file or folder")
     from .tui.app import run_app
 
     if args.num_runs < 1:
         raise UsageError("--num-runs must be at least 1")
-    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs) or 0
+    return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs,
+                   ces=ces, ces_endpoint=args.endpoint) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:

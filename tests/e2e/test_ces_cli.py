@@ -343,3 +343,18 @@ def test_application_default_credentials_are_used(ces: tuple[str, FakeCesState],
     code, out, err = _cli("ces", "pull", APP, "-o", str(tmp_path), "--endpoint", url)
     assert (code, err) == (0, "")
     assert state.quota_projects == {"billing-project"}
+
+
+def test_pull_keeps_a_file_with_unpushed_edits(ces: tuple[str, FakeCesState], tmp_path: Path) -> None:
+    url, _ = ces
+    path = _pull(url, tmp_path)
+    _edit_weather_question(path, "And in Lyon?")
+    edited = path.read_bytes()
+    code, out, err = _cli("ces", "pull", APP, "-o", str(tmp_path), "--endpoint", url)
+    assert (code, out) == (1, "")
+    assert err == (f"error: kept {path}: it has unpushed edits (weather-golden); push them "
+                   f"(`tui-eval ces push {path}`), or pull with --force to drop them\n")
+    assert path.read_bytes() == edited
+    code, out, err = _cli("ces", "pull", APP, "-o", str(tmp_path), "--endpoint", url, "--force")
+    assert code == 0 and out.startswith(f"wrote {path}: 3 evaluation(s)")
+    assert b"And in Lyon?" not in path.read_bytes()

@@ -303,9 +303,17 @@ class FakeCes:
             result_name = f"{evaluation['name']}/results/{run.name.rsplit('/', 1)[-1]}"
             result = {"name": result_name, "displayName": evaluation.get("displayName", ""),
                       "evaluationStatus": status, "executionState": "COMPLETED", "evaluationRun": run.name}
+            result["createTime"] = f"2026-03-01T00:00:{len(self.state.results):02d}Z"
+            if "golden" in evaluation:  # a replay result with a score, as CES gives one per golden turn
+                score = 1 if status == "FAIL" else 4
+                result["goldenResult"] = {"turnReplayResults": [{
+                    "semanticSimilarityResult": {"score": score, "outcome": status,
+                                                 "explanation": f"similarity {score} in {run.name}"}}]}
             self.state.results[result_name] = result
             run.results.append(result_name)
             evaluation["lastCompletedResult"] = copy.deepcopy(result)
+            # Newest first, at most ten: what `lastTenResults` lists.
+            evaluation["lastTenResults"] = [copy.deepcopy(result), *evaluation.get("lastTenResults", [])][:10]
         return self._run_view(run)
 
     def _list_evaluation_runs(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -390,3 +398,58 @@ def serve(state: FakeCesState, token: str = TOKEN) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def detailed_golden_result(app: str = APP, eval_id: str = "weather-golden", run: str = "r1",
+                           status: str = "FAIL", when: str = "2026-02-01T10:00:00Z") -> dict[str, Any]:
+    """A golden EvaluationResult with every detail the dashboard shows (and markup in CES's texts)."""
+    tools = f"{app}/tools"
+    return {
+        "name": f"{app}/evaluations/{eval_id}/results/{run}",
+        "createTime": when,
+        "evaluationStatus": status,
+        "executionState": "COMPLETED",
+        "appVersionDisplayName": "v7",
+        "evaluationMetricsThresholds": {"goldenEvaluationMetricsThresholds": {
+            "turnLevelMetricsThresholds": {"semanticSimilaritySuccessThreshold": 3}}},
+        "goldenResult": {"turnReplayResults": [
+            {
+                "semanticSimilarityResult": {"score": 2, "label": "Partially consistent", "outcome": "FAIL",
+                                             "explanation": "Says [bold]rain[/bold] where 21 degrees was expected."},
+                "hallucinationResult": {"score": 0, "label": "Not justified",
+                                        "explanation": "The forecast is not in the tool output."},
+                "overallToolInvocationResult": {"toolInvocationScore": 0.5, "outcome": "FAIL"},
+                "toolOrderedInvocationScore": 1.0,
+                "turnLatency": "2.5s",
+                "toolCallLatencies": [{"tool": f"{tools}/get_weather", "executionLatency": "0.4s"}],
+                "expectationOutcome": [
+                    {"outcome": "FAIL",
+                     "expectation": {"note": "Check_Weather_Tool_Called",
+                                     "toolCall": {"tool": f"{tools}/get_weather", "args": {"city": "Paris"}}},
+                     "observedToolCall": {"tool": f"{tools}/get_weather", "args": {"city": "Lyon"}},
+                     "toolInvocationResult": {"parameterCorrectnessScore": 0.0, "outcome": "FAIL",
+                                              "explanation": "city differs"}},
+                    {"outcome": "PASS",
+                     "expectation": {"agentResponse": {"role": "agent", "chunks": [{"text": "It is 21 degrees"}]}},
+                     "observedAgentResponse": {"role": "agent", "chunks": [{"text": "It will [red]rain[/red]"}]}},
+                ],
+            },
+            {"errorInfo": {"errorType": "TIMEOUT", "errorMessage": "the agent did not answer in 30s"}},
+        ]},
+    }
+
+
+def detailed_scenario_result(app: str = APP, eval_id: str = "refund-scenario") -> dict[str, Any]:
+    return {
+        "name": f"{app}/evaluations/{eval_id}/results/s1",
+        "createTime": "2026-02-02T10:00:00Z",
+        "evaluationStatus": "PASS",
+        "scenarioResult": {
+            "taskCompletionResult": {"score": 1, "label": "Completed", "explanation": "The refund was issued."},
+            "userGoalSatisfactionResult": {"score": 1, "label": "Satisfied"},
+            "rubricOutcomes": [{"rubric": "The agent confirms the order number.", "score": 1.0,
+                                "scoreExplanation": "It repeated 123."}],
+            "expectationOutcomes": [{"outcome": "PASS", "expectation": {"toolExpectation": {
+                "expectedToolCall": {"tool": f"{app}/tools/refund", "args": {"order": "123"}}}}}],
+        },
+    }

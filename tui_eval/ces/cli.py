@@ -1,6 +1,7 @@
 """`tui-eval ces import|export|pull|run|push|show`: CES evaluations as ADK eval sets, and the CES app behind them.
 
-Exit codes: 0 done (run: every evaluation passed), 1 run with failures or a push with etag conflicts,
+Exit codes: 0 done (run: every evaluation passed), 1 run with failures, a push with etag conflicts or a
+pull that kept a file with unpushed edits,
 2 bad arguments, unreadable input, or CES unreachable / refusing. Errors print one line each, no traceback.
 Only argparse is imported here at start-up; the rest waits for a `ces` command.
 """
@@ -47,6 +48,7 @@ def add_ces_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     pull = sub.add_parser("pull", help="save an app's evaluations and their last results as an eval set")
     pull.add_argument("app", metavar="APP_RESOURCE", help="projects/P/locations/L/apps/A")
     pull.add_argument("-o", "--output-dir", default=".", metavar="DIR")
+    pull.add_argument("--force", action="store_true", help="overwrite DIR/A.evalset.json even if it has unpushed edits")
     _add_endpoint(pull)
 
     run = sub.add_parser("run", help="run an app's evaluations in CES and follow the run until it is done")
@@ -181,10 +183,8 @@ def _safe(text: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
-def cmd_pull(args: argparse.Namespace, out: TextIO) -> int:
-    import time
-
-    from .mapping import evaluations_to_eval_set, short_name
+def cmd_pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .cache import eval_file_for, save_pull
     from .model import Evaluation
     from .remote import pull
 
@@ -192,12 +192,15 @@ def cmd_pull(args: argparse.Namespace, out: TextIO) -> int:
         return await pull(client, args.app)
 
     evaluations = _connect_and(args, work)
-    app_id = short_name(args.app)
-    dest = Path(args.output_dir) / f"{app_id}.evalset.json"
-    _write(dest, evaluations_to_eval_set(evaluations, app_id, creation_timestamp=time.time()))
-    with_results = sum(1 for e in evaluations if e.last_completed_result is not None)
-    print(f"wrote {dest}: {len(evaluations)} evaluation(s) of {_safe(args.app)}, "
-          f"{with_results} with a last result", file=out)
+    dest = eval_file_for(Path(args.output_dir), args.app)
+    try:
+        saved = save_pull(dest, args.app, evaluations, force=args.force)
+    except OSError as exc:
+        raise _Usage(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    if not saved.written:
+        print(f"error: {_safe(saved.line(args.app))}", file=err)
+        return EXIT_FAILED
+    print(_safe(saved.line(args.app)), file=out)
     return EXIT_OK
 
 
@@ -317,7 +320,7 @@ def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.ces_command == "export":
             return cmd_export(args, out)
         if args.ces_command == "pull":
-            return cmd_pull(args, out)
+            return cmd_pull(args, out, err)
         if args.ces_command == "run":
             return cmd_run(args, out, err)
         if args.ces_command == "show":

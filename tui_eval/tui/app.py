@@ -33,6 +33,7 @@ from textual.worker import Worker, WorkerState
 
 from . import messages as msg
 from .catalog import Catalog
+from .ces_link import CesLink
 from .commands import CaseCommands
 from .keymap import UserKeymap, load_keymap
 from .screens.main import MainScreen
@@ -42,6 +43,7 @@ from .text import one_line, plain
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..ces.dashboard import CesTarget
     from ..engine.events import CaseKey, Event
     from ..engine.live import LiveEvent
 
@@ -110,6 +112,8 @@ class EvalApp(App[int]):
         on_heap_phase: Callable[[HeapPhase], None] | None = None,
         clock: Callable[[], float] | None = None,
         num_runs: int = 1,
+        ces: CesTarget | None = None,
+        ces_endpoint: str | None = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
@@ -142,6 +146,8 @@ class EvalApp(App[int]):
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
+        #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
+        self.ces = CesLink(self, ces, ces_endpoint)
         self.register_theme(TUI_EVAL_THEME)
         self.theme = theme or default_theme()
 
@@ -171,8 +177,10 @@ class EvalApp(App[int]):
         self.set_interval(1 / TICK_HZ, self._tick, name="pull")
         # Load after the first frame is on screen.
         self.call_after_refresh(self._start_loading)
+        self.ces.start()
 
     def on_unmount(self) -> None:
+        self.ces.close()
         self.bridge.close()
 
     async def action_quit(self) -> None:
@@ -464,6 +472,12 @@ class EvalApp(App[int]):
         self._sync_status()
         return True
 
+    @on(msg.CesRunRequested)
+    @_reported
+    def _ces_run_requested(self, message: msg.CesRunRequested) -> None:
+        self.ces.run(message.key)
+        self._sync_status()
+
     def cancel_run(self) -> None:
         if self.bridge.busy:
             self.bridge.cancel()
@@ -482,16 +496,17 @@ class EvalApp(App[int]):
                 if after is not None:
                     self._edited(*after)
                 self.notify(worker.name, markup=False)
-            if worker.group == "run":
+            if worker.group in ("run", "ces"):
                 self._sync_status()
         elif event.state == WorkerState.ERROR:
             self._after_edit.pop(worker, None)
-            titles = {"run": "Run failed", "edit": "Edit not saved", "load": "Could not load the folder"}
+            titles = {"run": "Run failed", "edit": "Edit not saved", "load": "Could not load the folder",
+                      "ces": "CES"}
             if worker.error is not None:
                 self.report_error(titles.get(worker.group, "Error"), worker.error)
             else:
                 self.notify("unknown error", title=titles.get(worker.group, "Error"), severity="error", timeout=10)
-            if worker.group == "run":
+            if worker.group in ("run", "ces"):
                 state = self.bridge.current
                 if state is not None and state.active:
                     state.finish("failed", f"{type(worker.error).__name__}: {worker.error}")
@@ -518,6 +533,13 @@ class EvalApp(App[int]):
 
         if not isinstance(self.screen, TimelineScreen):
             self.push_screen(TimelineScreen(self.catalog))
+
+    @on(msg.OpenCesHistory)
+    @_reported
+    def _open_ces_history(self, message: msg.OpenCesHistory) -> None:
+        from .screens.ces_history import CesHistoryScreen
+
+        self.push_screen(CesHistoryScreen(self.catalog, message.key))
 
     @on(msg.JumpTo)
     @_reported
@@ -733,7 +755,7 @@ def _gc_policy(phase: HeapPhase) -> None:
 
 
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
-            num_runs: int = 1) -> int:
+            num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy and the GIL switch interval are set here.
@@ -752,7 +774,8 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         # keys p50 43-51 ms against 67-106 ms at 5 ms (p95 195-219 against 175-314 ms: noisy); a
         # CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
         sys.setswitchinterval(SWITCH_INTERVAL)
-    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, num_runs=num_runs)
+    app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, num_runs=num_runs,
+                 ces=ces, ces_endpoint=ces_endpoint)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
         # GC would rescan again and again: no collections until the loaded folder settles (the app

@@ -87,3 +87,17 @@ class JumpTo(Message):
 
     key: CaseKey
     turn: int | None = None
+
+
+@dataclass
+class CesRunRequested(Message):
+    """Run evaluations in CES: this case's, or (None) every evaluation of the dashboard's CES app."""
+
+    key: CaseKey | None = None
+
+
+@dataclass
+class OpenCesHistory(Message):
+    """Show a CES case's last ten CES results."""
+
+    key: CaseKey

@@ -254,6 +254,15 @@ class RunState:
             elif isinstance(event, ev.RunError):
                 self.errors.append(event.message)
 
+    def set_counts(self, total: int, done: int, counts: dict[int, int]) -> None:
+        """Progress counted elsewhere (a run in CES): the totals and the ✔/✘/– counts, replaced."""
+        with self._lock:
+            if self.phase == "starting":
+                self.phase = "running"
+            self.cases_total, self.cases_done = total, done
+            self.counts = {**{1: 0, 2: 0, 3: 0}, **counts}
+            self.version += 1
+
     def mark_running(self) -> None:
         with self._lock:
             if self.phase == "starting":

@@ -16,9 +16,11 @@ from textual.widgets import Footer, Static, Tree
 from ..messages import (
     AgentRerunsToggled,
     CancelRequested,
+    CesRunRequested,
     EditKind,
     EditRequested,
     LiveToggled,
+    OpenCesHistory,
     OpenHistory,
     OpenTimeline,
     OpenTurn,
@@ -47,6 +49,8 @@ class MainScreen(Screen[None]):
         Binding("R", "run_all", "Run all", id="run.all"),
         Binding("F", "run_failed", "Run failed", id="run.failed"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        # Hidden unless the dashboard is on a CES app (check_action): other footers stay as they were.
+        Binding("C", "ces_run", "Run in CES", id="ces.run"),
         Binding("f", "toggle_failed", "Failed only", id="filter.failed"),
         Binding("m", "cycle_metric", "Metric", id="filter.metric"),
         Binding("slash", "search", "Search", id="filter.search"),
@@ -61,6 +65,7 @@ class MainScreen(Screen[None]):
         Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
+        Binding("c", "ces_history", "CES history", show=False, id="ces.history"),
     ]
 
     @property
@@ -177,6 +182,11 @@ class MainScreen(Screen[None]):
         running = self.app.busy
         if action == "cancel_run":
             return running  # hidden from the footer unless a run is going
+        if action == "ces_run":
+            # Shown when the dashboard is on a CES app; on a pulled folder it works on a CES case.
+            if self.app.ces.target is None and not self._ces_case():
+                return False
+            return None if running else True
         if action in ("run_selection", "run_all", "run_failed"):
             return None if running or not self.app.ready else True
         if action in ("accept", "delete", "open_turn"):
@@ -313,6 +323,29 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(kind, entry.key))
         else:
             self.notify(f"{what}: highlight a case or one of its turns (here or in the turn view).", markup=False)
+
+    def _ces_case(self) -> CaseKey | None:
+        from ..widgets.browser import ces_marker_of
+
+        entry = self.selected
+        if isinstance(entry, (CaseEntry, TurnEntry)) and ces_marker_of(self.catalog, entry.key) is not None:
+            return entry.key
+        return None
+
+    def action_ces_run(self) -> None:
+        entry = self.selected
+        key = self._ces_case()
+        if key is None and isinstance(entry, (CaseEntry, TurnEntry)) and self.app.ces.target is not None:
+            self.notify("This case did not come from CES: C on a file runs all of the CES app.", markup=False)
+            return
+        self.post_message(CesRunRequested(key))
+
+    def action_ces_history(self) -> None:
+        key = self._ces_case()
+        if key is None:
+            self.notify("c shows the CES results of a case pulled from CES: highlight one.", markup=False)
+            return
+        self.post_message(OpenCesHistory(key))
 
     def action_history(self) -> None:
         self.post_message(OpenHistory())

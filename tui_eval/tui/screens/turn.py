@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..messages import EditKind, EditRequested, RunRequested
+from ..messages import EditKind, EditRequested, OpenCesHistory, RunRequested
 from ..text import one_line, plain, status_content, word_diff
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..verdicts import (
@@ -30,6 +30,7 @@ from ..verdicts import (
     vote_lines,
 )
 from ..widgets.marks import marks
+from ..widgets.ces_panel import CesTurnPanel
 from ..widgets.trajectory import TrajectoryDiff
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +60,7 @@ class TurnScreen(Screen[None]):
         Binding("D", "delete_case", "Delete case", show=False, id="edit.delete_case"),
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
         Binding("k", "cycle_repetition", "Run k of N", id="turn.repetition"),
+        Binding("c", "ces_history", "CES history", id="turn.ces_history"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -87,6 +89,7 @@ class TurnScreen(Screen[None]):
             yield Static(id="turn-judges", classes="section")
             yield Static("Not evaluated and errors", classes="section-title", id="problems-title")
             yield Static(id="turn-problems", classes="section")
+            yield CesTurnPanel(id="turn-ces")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -189,6 +192,12 @@ class TurnScreen(Screen[None]):
         if result is not None and result.error:
             problems.insert(0, plain(f"agent error: {result.error}", "$text-error"))
         self._section("problems", joined(problems) if problems else None)
+        ces = self.query_one(CesTurnPanel)
+        had_ces = ces.display
+        ces.show_case(case.model_extra if case is not None else None, self.index,
+                      scenario=case is not None and case.conversation_scenario is not None)
+        if ces.display != had_ces:  # the CES history key comes and goes with the section
+            self.refresh_bindings()
 
     def _section(self, name: str, content: Content | None) -> None:
         body = self.query_one(f"#turn-{name}", Static)
@@ -260,6 +269,8 @@ class TurnScreen(Screen[None]):
             return (self.app.ready and not self.app.busy) or None
         if action == "cycle_repetition":
             return bool(self.catalog.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
+        if action == "ces_history":
+            return self.query_one(CesTurnPanel).display
         return True
 
     def action_step(self, delta: int) -> None:
@@ -312,6 +323,9 @@ class TurnScreen(Screen[None]):
 
     def action_delete_case(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_CASE, self.key))
+
+    def action_ces_history(self) -> None:
+        self.post_message(OpenCesHistory(self.key))
 
     def action_rerun(self) -> None:
         self.post_message(RunRequested(f"Run {self.key.eval_id}", keys=(self.key,)))

@@ -16,6 +16,7 @@ from textual.widgets.tree import TreeNode
 from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, fmt_score, literal, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...ces.caseview import CesMarker
     from ...engine.events import CaseKey
     from ..catalog import Catalog
 
@@ -355,7 +356,16 @@ class EvalBrowser(Tree[Entry]):
     def _case_label(self, key: CaseKey) -> Text:
         catalog = self.catalog
         glyph, gstyle = self._glyph(catalog.case_status(key), key in catalog.running)
-        text = Text.assemble((glyph, gstyle), " ", literal(key.eval_id))
+        text = Text.assemble((glyph, gstyle), " ")
+        ces = ces_marker_of(catalog, key)
+        if ces is not None:
+            # A case pulled from CES: its last CES verdict (and the kind when it is a scenario), before the
+            # id so that a long CES id never pushes it out of a narrow tree.
+            status = {"PASS": 1, "FAIL": 2}.get(ces.status or "")
+            text.append("CES " if ces.kind == "golden" else "CES scenario ", self._style("browser--muted"))
+            text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
+            text.append(" ")
+        text.append(literal(key.eval_id))
         score = catalog.case_score(key)
         if score is not None:
             text.append(f"  {fmt_score(score)}", self._style("browser--muted"))
@@ -384,3 +394,13 @@ class EvalBrowser(Tree[Entry]):
             if result is not None and entry.index < len(result.actual):
                 prompt = result.actual[entry.index].user_content.text
         return Text.assemble((glyph, gstyle), f" {entry.index + 1}. ", one_line(prompt, 48))
+
+
+def ces_marker_of(catalog: Catalog, key: CaseKey) -> CesMarker | None:
+    """The CES tag of a case (golden or scenario, last CES verdict), None for a case not from CES."""
+    case = catalog.case(key)
+    if case is None or not case.model_extra:
+        return None
+    from ...ces.caseview import marker
+
+    return marker(case.model_extra, scenario=case.conversation_scenario is not None)

@@ -1,0 +1,198 @@
+"""The dashboard's link to a CES app: pull it into its cache file at start-up, run its evaluations in CES
+with the run's progress in the run panel, pull the new results when the run ends.
+
+The network work runs in thread workers (tui_eval.ces.dashboard); they report back through the app's
+Inbox (notifications) and the RunState the run panel shows, and a file they rewrote is reloaded in the
+engine, so the browser, turn view and CES history redraw from the new file. A CES failure is one line
+(a notification naming the endpoint and what to do), never a traceback; the dashboard keeps going with
+what it has (the copy pulled last, the local eval sets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ces.dashboard import Cancel, CesTarget
+    from ..ces.model import EvaluationRun
+    from ..engine.events import CaseKey
+    from .app import EvalApp
+    from .state import RunState
+
+log = logging.getLogger(__name__)
+
+#: How long a CES failure stays on screen: it explains why the CES cases are old or missing.
+ERROR_SECONDS = 30
+
+
+class CesLink:
+    """Owned by the app; all methods but the workers run on the UI thread."""
+
+    def __init__(self, app: EvalApp, target: CesTarget | None, endpoint: str | None = None) -> None:
+        self.app = app
+        self.target = target
+        #: The endpoint runs of a pulled folder's cases use (`--endpoint`), when there is no target.
+        self.endpoint = endpoint
+        #: The last CES failure, as shown (tests read it).
+        self.last_error: str | None = None
+        #: Work in flight, stopped on quit: the default executor's threads are joined at exit, and a
+        #: pull waiting on an unreachable endpoint would otherwise hold the exit for its timeout.
+        self._cancels: set[Cancel] = set()
+
+    def close(self) -> None:
+        """Stop every pull and run being followed (quitting)."""
+        for cancel in list(self._cancels):
+            cancel.cancel()
+
+    # ---- pull --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Pull the target app (if any) in a thread worker; the load of local files goes on meanwhile."""
+        if self.target is not None:
+            self.app.run_worker(self._pull_work, thread=True, group="ces", name="CES pull", exit_on_error=False)
+
+    def _pull_work(self) -> None:
+        from ..ces.client import CesError
+        from ..ces.dashboard import Cancel, pull_app
+
+        target = self.target
+        assert target is not None
+        cancel = Cancel()
+        self._cancels.add(cancel)
+        try:
+            saved = pull_app(target, cancel=cancel)
+        except asyncio.CancelledError:
+            log.info("CES pull of %s stopped (quitting)", target.app)
+            return
+        except CesError as exc:
+            cached = " (showing the copy pulled last)" if target.eval_file.exists() else ""
+            self._say(f"CES pull of {target.app} failed{cached}: {exc}", "error")
+        else:
+            self._say(saved.line(target.app), "information" if saved.written else "warning")
+        finally:
+            self._cancels.discard(cancel)
+        self._reload(target.eval_file)
+
+    # ---- run ---------------------------------------------------------------------------------
+
+    def target_for(self, key: CaseKey | None) -> tuple[CesTarget, list[str] | None] | None:
+        """The app and evaluations a run in CES covers: the case's evaluation, else all of the target's."""
+        from ..ces.caseview import results_of
+        from ..ces.dashboard import CesTarget
+        from ..ces.mapping import app_of
+
+        if key is None:
+            return (self.target, None) if self.target is not None else None
+        case = self.app.catalog.case(key)
+        found = results_of(case.model_extra if case is not None else None)
+        app = app_of(found.name) if found is not None else None
+        if found is None or found.name is None or app is None:
+            return None
+        if self.target is not None and self.target.app == app:
+            return self.target, [found.name]
+        # A pulled folder opened as a plain path: the case names its app; the results go back to its file.
+        endpoint = self.target.endpoint if self.target is not None else self.endpoint
+        base = CesTarget(app, Path(key.eval_file))
+        return (replace(base, endpoint=endpoint) if endpoint else base), [found.name]
+
+    def run(self, key: CaseKey | None) -> bool:
+        """Start a run in CES; False, with a notification, when it cannot start now."""
+        from ..ces.dashboard import Cancel
+        from ..ces.mapping import short_name
+
+        found = self.target_for(key)
+        if found is None:
+            what = "this case did not come from CES" if key is not None else "no CES app (open ces://projects/…/apps/A)"
+            self.app.notify(f"Nothing to run in CES: {what}.", severity="warning", markup=False)
+            return False
+        target, evaluations = found
+        label = f"CES run {short_name(target.app)}" + (f" {short_name(evaluations[0])}" if evaluations else "")
+        state = self.app.bridge.new_run(label)
+        if state is None:
+            self.app.notify("A run is in progress: x cancels it.", severity="warning")
+            return False
+        cancel = Cancel()
+        state.set_canceller(cancel.cancel)
+        self._cancels.add(cancel)
+        self.app.run_worker(lambda: self._run_work(state, target, evaluations, cancel), thread=True,
+                            group="ces", name=label, exit_on_error=False)
+        return True
+
+    def _run_work(self, state: RunState, target: CesTarget, evaluations: list[str] | None, cancel: Cancel) -> None:
+        from ..ces.client import CesError
+        from ..ces.dashboard import run_app
+
+        def on_progress(current: EvaluationRun) -> None:
+            p = current.progress
+            if p is None:
+                return
+            state.set_counts(p.total_count or 0, (p.completed_count or 0) + (p.error_count or 0),
+                             {1: p.passed_count or 0, 2: p.failed_count or 0, 3: p.error_count or 0})
+
+        try:
+            done = run_app(target, evaluations, on_progress, cancel=cancel)
+        except asyncio.CancelledError:
+            state.finish("cancelled")
+            self._say(f"Stopped following the CES run of {target.app}: it goes on in CES "
+                      "(pull again, or reopen, for its results).", "warning")
+            return
+        except CesError as exc:
+            state.finish("failed", str(exc))
+            self._say(f"CES run of {target.app} failed: {exc}", "error")
+            return
+        finally:
+            self._cancels.discard(cancel)
+        run = done.outcome.run
+        if run.state == "ERROR":
+            reason = (run.error.message if run.error else None) or (
+                run.error_info.error_message if run.error_info else None) or "no reason given"
+            state.finish("failed", f"{run.name} ended in ERROR: {reason}")
+        else:
+            state.finish("finished")
+        self._say(done.saved.line(target.app), "information" if done.saved.written else "warning")
+        self._reload(target.eval_file)
+
+    # ---- plumbing (worker threads) -----------------------------------------------------------
+
+    def _say(self, text: str, severity: str) -> None:
+        if severity == "error":
+            self.last_error = text
+            log.warning("%s", text)
+        if not self.app.is_running:  # quitting: nobody to tell
+            log.info("CES (not shown, the app is closing): %s", text)
+            return
+        self.app.call_from_thread(self._notify, text, severity)
+
+    def _notify(self, text: str, severity: str) -> None:
+        timeout = ERROR_SECONDS if severity == "error" else 8
+        self.app.notify(text, title="CES", severity=severity, markup=False, timeout=timeout)  # type: ignore[arg-type]
+
+    def _reload(self, path: Path) -> None:
+        """Reload a pulled file in the engine once the folder is loaded, then redraw its cases everywhere."""
+        app = self.app
+        deadline = time.monotonic() + 60
+        while app.inbox.loading and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not path.exists() or app.bridge.session is None:
+            return
+        try:
+            app.bridge.reload(path.resolve())
+        except (OSError, TimeoutError) as exc:
+            log.warning("could not reload %s: %s", path, exc)
+            return
+        if app.is_running:
+            app.call_from_thread(self._redraw, path.resolve())
+
+    def _redraw(self, path: Path) -> None:
+        app = self.app
+        app.pull()
+        keys = {app.catalog.key(path, c.eval_id) for c in app.catalog.cases(path)}
+        for screen in app.screen_stack:
+            refresh = getattr(screen, "refresh_keys", None)
+            if refresh is not None and keys:
+                refresh(keys)
