@@ -116,3 +116,17 @@ def test_the_recorded_cases_cannot_be_changed_through_an_agent(tmp_path: Path) -
     else:  # pragma: no cover
         raise AssertionError("the shared cases mapping accepted an item")
     assert list(cases) == ["a"]
+
+
+def test_recorded_models_share_their_fields_sets_as_loaded_eval_sets_do(tmp_path: Path) -> None:
+    path = _recorded_file(tmp_path)
+    [loaded] = load_eval_set(path).eval_cases
+    recorded = ReplayAgent(path)._cases["a"]
+    assert recorded == loaded
+    for rec, same in zip(recorded.conversation or [], loaded.conversation or [], strict=True):
+        assert rec.model_fields_set == same.model_fields_set
+        assert type(rec.__pydantic_fields_set__) is type(same.__pydantic_fields_set__)  # shared, as loaded
+    first = (recorded.conversation or [])[0]
+    first.duration = 2.0  # an assignment gives the model its own set: the other turns' stay as they were
+    assert "duration" in first.model_fields_set
+    assert "duration" not in (recorded.conversation or [])[2].model_fields_set

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from ..schema.details import trusted
 from ..schema.load import parse_eval_set, read_regular_file
-from ..schema.model import Content, EvalCase, EvalSet, Invocation, LoadContext
+from ..schema.model import Content, EvalCase, EvalSet, Invocation, LoadContext, share_loaded_fields_sets
 from .base import Agent, AgentError, AgentSession, CaseContext
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,17 @@ class ReplaySession(AgentSession):
         )
 
 
+# Cases whose models share their fields-sets at a time (as `load_eval_set` shares a whole file's): one
+# C-level pass per batch, so no single GIL hold grows with the file.
+_SHARE_BATCH = 256
+
+
+def _share(batch: list[EvalCase]) -> None:
+    """The recorded models share their fields-sets, as a loaded eval set's do (`load_eval_set`)."""
+    share_loaded_fields_sets(EvalSet.model_construct(eval_set_id="", eval_cases=batch))
+    batch.clear()
+
+
 def _cases_one_by_one(data: Any, path: Path) -> dict[str, EvalCase] | None:
     """A plain, valid eval set's cases by eval_id, validated one case per call; None when anything is
     off (a legacy file, an unknown top-level key, an invalid case, a duplicate id), so the caller can
@@ -79,6 +90,7 @@ def _cases_one_by_one(data: Any, path: Path) -> dict[str, EvalCase] | None:
         # The top level without its cases: the same checks as the full loader's, at no cost.
         EvalSet.model_validate({**data, "eval_cases": []}, context=context)
         cases: dict[str, EvalCase] = {}
+        batch: list[EvalCase] = []
         for i, raw in enumerate(raw_cases):
             case = EvalCase.model_validate(raw, context=context)
             if case.eval_id in cases:
@@ -86,8 +98,12 @@ def _cases_one_by_one(data: Any, path: Path) -> dict[str, EvalCase] | None:
             cases[case.eval_id] = case
             # Free the parsed JSON case by case too: freeing 100,000 of them at once held the GIL 0.15 s.
             raw_cases[i] = None
+            batch.append(case)
+            if len(batch) == _SHARE_BATCH:
+                _share(batch)
     except ValidationError:
         return None
+    _share(batch)
     if context.ignored_event_keys:
         keys = ", ".join(sorted(context.ignored_event_keys))
         log.warning("%s: invocation_events: unknown event key(s) %s ignored (as ADK does)", path, keys)
