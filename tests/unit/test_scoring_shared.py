@@ -103,3 +103,21 @@ def test_unchanged_responses_share_one_rouge_result_with_the_computed_values() -
     strict = rm.evaluate(_rouge_input([turn(texts[0])], [turn(texts[0])], 1.5)).per_invocation[0]
     assert strict.status is EvalStatus.FAILED and strict is not first
 
+
+
+def test_the_run_efficiency_line_counts_a_shared_result_once_per_case_that_holds_it() -> None:
+    from tui_eval.schema.results import CaseResult
+
+    def case_of(turns: list[Invocation]) -> CaseResult:
+        return CaseResult(eval_set_id="s", eval_id="c", status=EvalStatus.PASSED,
+                          metrics=efficiency.efficiency_results(turns), actual=turns)
+
+    timed = [turn("t", 1), turn("u", 0)]
+    timed[0].duration, timed[1].duration = 0.1, 0.2
+    # 7 cases of (2, 1) tool calls share one result; one case of (3,); one timed case (1, 0).
+    cases = [case_of([turn("a", 2), turn("b", 1)]) for _ in range(7)] + [case_of([turn("c", 3)]), case_of(timed)]
+    # Turn by turn: 7 * (2 + 1) + 3 + (1 + 0) = 25 calls over 7 * 2 + 1 + 2 = 17 turns; durations only
+    # from the timed case: (0.1 + 0.2) / 2.
+    assert efficiency.run_efficiency(cases) == (
+        f"{25 / 17:.1f} tool calls/turn, n/a model calls/turn, n/a tokens/turn, {(0.1 + 0.2) / 2:.2f} s/turn")
+    assert efficiency.run_efficiency([]) is None

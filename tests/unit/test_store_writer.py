@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import pytest
@@ -29,7 +29,15 @@ from tui_eval.schema.model import (
     ToolTiming,
     adk_json_default,
 )
-from tui_eval.schema.results import CaseResult, EvalSetResult, EvalStatus, InvocationMetricResult, MetricResult
+from tui_eval.schema.details import TokenUsageDetails
+from tui_eval.schema.results import (
+    CaseResult,
+    EvalSetResult,
+    EvalStatus,
+    InvocationMetricResult,
+    MetricResult,
+    SharedJson,
+)
 
 from tests.unit.test_details import every_kind
 
@@ -158,3 +166,64 @@ def test_the_record_is_streamed_case_by_case_as_record_json_writes_it_whole() ->
     assert json.loads(streamed) == json.loads(record_json({**meta, "cases": cases}))
     assert list(json.loads(streamed)) == [*meta, "cases"]  # the cases come last, as before
     assert json.loads(b"".join(record_chunks({}, []))) == {"cases": []}
+
+
+class CountingTokens(TokenUsageDetails):
+    """Token details that count how often the ADK writer asks for their JSON shape."""
+
+    calls: ClassVar[list[int]] = []
+
+    def to_adk(self) -> dict[str, float | None]:
+        CountingTokens.calls.append(1)
+        return super().to_adk()
+
+
+def _sharing_cases(n: int, turns: list[Invocation] | None = None) -> list[CaseResult]:
+    """`n` cases holding the same informational results (as metrics/efficiency.py shares them), with
+    turn counts that differ from the shared result's, plus every shape of _cases()."""
+    odd = _odd_turns() if turns is None else turns
+    tokens = CountingTokens(kind="token_usage", total_tokens=None)
+    turn = InvocationMetricResult(score=None, status=EvalStatus.INFORMATIONAL, details=tokens)
+    shared = MetricResult(metric_name="token_usage_v1", threshold=0.0, score=None, status=EvalStatus.INFORMATIONAL,
+                          per_invocation=[turn] * 3, reason="n/a", details=tokens)
+    not_run = MetricResult.not_evaluated("judge", 0.5, "no judge credentials")
+    cases = []
+    for i in range(n):
+        case = _cases()[i % 4]
+        case.metrics = [*case.metrics, shared, not_run]
+        case.actual = odd[: i % 4]
+        case.expected = odd[: i % 3] if i % 2 else None
+        cases.append(case)
+    return cases
+
+
+def test_results_shared_by_many_cases_are_written_once_and_byte_for_byte_as_unshared() -> None:
+    cases = _sharing_cases(10)
+    result = EvalSetResult(eval_set_result_id="set_1", eval_set_id="set", creation_timestamp=1.0, case_results=cases)
+    CountingTokens.calls.clear()
+    written = b"".join(adk_result_chunks(result, "app_set_1"))
+    # 1 case + 3 turn details, made as dicts the first time and as JSON the second; then never again.
+    assert len(CountingTokens.calls) == 8
+    head = b'{"eval_set_result_id":"app_set_1","eval_set_result_name":"app_set_1","eval_set_id":"set",' \
+           b'"creation_timestamp":1.0,"eval_case_results":['
+    assert written == head + b",".join(orjson.dumps(c.to_adk()) for c in cases) + b"]}"
+    meta = {"format": "tui-eval.run/2", "run_id": "r"}
+    streamed = b"".join(record_chunks(meta, cases))
+    assert streamed == b'{"format":"tui-eval.run/2","run_id":"r","cases":[' + b",".join(
+        record_json(c) for c in cases) + b"]}"
+    assert json.loads(streamed)["cases"] == [c.to_record() for c in cases]
+    from google.adk.evaluation.eval_result import EvalSetResult as AdkEvalSetResult
+
+    readable = EvalSetResult(eval_set_result_id="set_1", eval_set_id="set", creation_timestamp=1.0,
+                             case_results=_sharing_cases(10, _file_turns()))
+    parsed = AdkEvalSetResult.model_validate_json(b"".join(adk_result_chunks(readable, "app_set_1")))
+    assert [len(c.overall_eval_metric_results) for c in parsed.eval_case_results] == [
+        len(c.metrics) for c in readable.case_results]
+
+
+def test_a_shared_json_memo_gives_what_each_case_gives_alone() -> None:
+    cases = _sharing_cases(6)
+    shared = SharedJson()
+    for case in cases:
+        assert orjson.dumps(case.adk_shallow(shared), default=adk_json_default) == orjson.dumps(case.to_adk())
+        assert record_json(case.record_fields(shared)) == record_json(case)

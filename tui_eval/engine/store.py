@@ -21,7 +21,7 @@ from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation, adk_json_default
-from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFile
+from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFile, SharedJson
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..agents.base import Agent
@@ -79,8 +79,10 @@ def record_chunks(meta: dict[str, Any], cases: list[CaseResult]) -> Iterator[byt
     streamed like the ADK file, so a 5,000-case record is never one 25 MB buffer (and its copies)."""
     head = record_json(meta)
     yield (head[:-1] + b',"cases":[') if meta else b'{"cases":['
+    shared = SharedJson()  # a metric result several cases hold is serialised once
     for i, case in enumerate(cases):
-        yield (b"," if i else b"") + record_json(case)
+        yield (b"," if i else b"") + orjson.dumps(case.record_fields(shared), default=_model_fields,
+                                                  option=orjson.OPT_NON_STR_KEYS)
     yield b"]}"
 
 
@@ -94,9 +96,10 @@ def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
         "creation_timestamp": result.creation_timestamp,
     }
     yield dump_json(head, indent=False)[:-1] + b',"eval_case_results":['
+    shared = SharedJson()  # a metric result several cases hold is serialised once
     for i, case in enumerate(result.case_results):
         # The turns go to orjson as models (`adk_json_default`): no dict tree per turn.
-        yield (b"," if i else b"") + orjson.dumps(case.adk_shallow(), default=adk_json_default,
+        yield (b"," if i else b"") + orjson.dumps(case.adk_shallow(shared), default=adk_json_default,
                                                   option=orjson.OPT_NON_STR_KEYS)
     yield b"]}"
 

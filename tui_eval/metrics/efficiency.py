@@ -291,15 +291,31 @@ def run_efficiency(cases: Iterable[CaseResult]) -> str | None:
     (None when no case reported efficiency, e.g. every agent failed)."""
     totals: dict[str, float] = {}
     counts: dict[str, int] = {}
+    # Cases share their results (see efficiency_results): each distinct result is read once and counted
+    # as often as cases hold it. Only results without timings are shared (counts: whole numbers, which
+    # add up exactly in any order); a timed result is held once, and its turns are added in case order.
+    held: dict[int, tuple[MetricResult, int]] = {}
     seen = False
     for case in cases:
         for m in case.metrics:
             if m.metric_name in _RESULTS and m.status is EvalStatus.INFORMATIONAL:
                 seen = True
-                for inv in m.per_invocation:
-                    if inv.score is not None:
-                        totals[m.metric_name] = totals.get(m.metric_name, 0.0) + inv.score
-                        counts[m.metric_name] = counts.get(m.metric_name, 0) + 1
+                key = id(m)
+                known = held.get(key)
+                held[key] = (m, 1 if known is None else known[1] + 1)
     if not seen:
         return None
+    for m, times in held.values():
+        name = m.metric_name
+        scores = [inv.score for inv in m.per_invocation if inv.score is not None]
+        if not scores:
+            continue
+        total = totals.get(name, 0.0)
+        if times == 1:
+            for score in scores:
+                total += score
+        else:
+            total += sum(scores) * times
+        totals[name] = total
+        counts[name] = counts.get(name, 0) + len(scores) * times
     return efficiency_summary({name: totals[name] / counts[name] for name in counts})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
 from .details import (
@@ -22,11 +23,11 @@ from .details import (
     VertexDetails,
     trusted,
 )
-from .model import Invocation, ToolTiming
+from .model import Invocation, ToolTiming, adk_json_default
 from .status import EvalStatus
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
-           "RunRecordFile", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
+           "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
 
 T = TypeVar("T")
 
@@ -173,6 +174,77 @@ def _no_details(source: Any) -> dict[str, Any]:
 _ADK_DETAILS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
 
+def _adk_entries(m: MetricResult) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A metric's ADK EvalMetricResult dicts: the case's, and one per turn verdict (what `adk_metric`
+    gives, inlined: a 5,000-case run writes ~100k of these)."""
+    status = m.status
+    informational = status is EvalStatus.INFORMATIONAL and not m.criterion
+    threshold = None if informational else m.threshold
+    criterion = None if informational else m.criterion or {"threshold": m.threshold}
+    name = m.metric_name
+    details = m.details
+    overall = {"metric_name": name, "threshold": threshold, "criterion": criterion, "score": m.score,
+               "eval_status": int(status), "details": {} if details is None else _adk_details(details)}
+    per_turn = []
+    for inv in m.per_invocation:
+        details = inv.details
+        per_turn.append({"metric_name": name, "threshold": threshold, "criterion": criterion,
+                         "score": inv.score, "eval_status": int(inv.status),
+                         "details": {} if details is None else _adk_details(details)})
+    return overall, per_turn
+
+
+def _model_dict(obj: object) -> dict[str, Any]:
+    # Inside a metric result every model is written field by field (as the record writer does).
+    if isinstance(obj, BaseModel):
+        return obj.__dict__
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+_FIRST = object()
+
+
+class SharedJson:
+    """One save's memo of metric results that several cases hold as one object (the informational
+    metrics' results of replayed turns are shared: metrics/efficiency.py). The second time a save
+    meets such an object its JSON is made once, as `orjson.Fragment`s the writer embeds verbatim, so
+    the bytes are those of writing it in full. Keyed by id(): every result stays alive while its
+    run's files are written, and results are never changed once built. A result met once costs one
+    dict entry."""
+
+    __slots__ = ("_adk", "_record")
+
+    def __init__(self) -> None:
+        self._adk: dict[int, object] = {}
+        self._record: dict[int, object] = {}
+
+    def adk_entries(self, m: MetricResult) -> tuple[Any, list[Any]]:
+        """`_adk_entries(m)`, as Fragments from the second time on."""
+        known = self._adk.get(id(m), _FIRST)
+        if known is _FIRST:
+            self._adk[id(m)] = None
+            return _adk_entries(m)
+        if known is None:
+            overall, per_turn = _adk_entries(m)
+            known = self._adk[id(m)] = (
+                orjson.Fragment(orjson.dumps(overall, default=adk_json_default, option=_OPTIONS)),
+                [orjson.Fragment(orjson.dumps(e, default=adk_json_default, option=_OPTIONS)) for e in per_turn],
+            )
+        return known  # type: ignore[return-value]
+
+    def record_metric(self, m: MetricResult) -> Any:
+        """`_record_metric(m)`, as one Fragment from the second time on."""
+        known = self._record.get(id(m), _FIRST)
+        if known is _FIRST:
+            self._record[id(m)] = None
+            return _record_metric(m)
+        if known is None:
+            known = self._record[id(m)] = orjson.Fragment(
+                orjson.dumps(_record_metric(m), default=_model_dict, option=_OPTIONS))
+        return known
+
+
 class ToolTimingRecord(BaseModel):
     """Latency of one tool call, as our record keeps it."""
 
@@ -266,31 +338,22 @@ class CaseResult(_CaseFields):
         """An ADK EvalCaseResult dict."""
         return self._adk(Invocation.to_dict)
 
-    def adk_shallow(self) -> dict[str, Any]:
+    def adk_shallow(self, shared: SharedJson | None = None) -> dict[str, Any]:
         """`to_adk()` with the turns left as models, for `orjson.dumps(..., default=adk_json_default)`:
-        the same JSON without a dict tree per turn (the eval history writer)."""
-        return self._adk(_same)
+        the same JSON without a dict tree per turn (the eval history writer). With `shared` (one per
+        save), a metric result that several cases hold is serialised once (see SharedJson)."""
+        return self._adk(_same, shared)
 
-    def _adk(self, turn: Callable[[Invocation], Any]) -> dict[str, Any]:
+    def _adk(self, turn: Callable[[Invocation], Any], shared: SharedJson | None = None) -> dict[str, Any]:
         actual_turns = self.actual
         expected_turns = self.expected or ()
-        overall: list[dict[str, Any]] = []
-        per_turn: list[list[dict[str, Any]]] = [[] for _ in actual_turns]
-        # Metric by metric (what `adk_metric` gives, inlined: a 5,000-case run writes ~100k of these).
+        overall: list[Any] = []
+        per_turn: list[list[Any]] = [[] for _ in actual_turns]
         for m in self.metrics:
-            status = m.status
-            informational = status is EvalStatus.INFORMATIONAL and not m.criterion
-            threshold = None if informational else m.threshold
-            criterion = None if informational else m.criterion or {"threshold": m.threshold}
-            name = m.metric_name
-            details = m.details
-            overall.append({"metric_name": name, "threshold": threshold, "criterion": criterion, "score": m.score,
-                            "eval_status": int(status), "details": {} if details is None else _adk_details(details)})
-            for results, inv in zip(per_turn, m.per_invocation):
-                details = inv.details
-                results.append({"metric_name": name, "threshold": threshold, "criterion": criterion,
-                                "score": inv.score, "eval_status": int(inv.status),
-                                "details": {} if details is None else _adk_details(details)})
+            entries = _adk_entries(m) if shared is None else shared.adk_entries(m)
+            overall.append(entries[0])
+            for results, entry in zip(per_turn, entries[1]):
+                results.append(entry)
         per_invocation = [
             {
                 "actual_invocation": turn(actual),
@@ -317,14 +380,17 @@ class CaseResult(_CaseFields):
         ADK history file beside the record holds them (`from_record(..., actual=...)` joins them back)."""
         return self.as_record().model_dump(mode="json")
 
-    def record_fields(self) -> dict[str, Any]:
+    def record_fields(self, shared: SharedJson | None = None) -> dict[str, Any]:
         """`as_record()`'s fields as plain dicts one or two levels deep, for `orjson.dumps` with a
         default that gives any other model's `__dict__` (the run record writer): no CaseRecord, and no
         call from orjson back into Python per metric, turn verdict and details (~170k in a 5,000-case
         run), which cost three times the dicts made here."""
         d = self.__dict__
         out = {name: d[name] for name in _CASE_FIELDS}
-        out["metrics"] = [_record_metric(m) for m in d["metrics"]]
+        if shared is None:
+            out["metrics"] = [_record_metric(m) for m in d["metrics"]]
+        else:
+            out["metrics"] = [shared.record_metric(m) for m in d["metrics"]]
         out["tool_timings"] = [inv.tool_timings for inv in d["actual"]]
         return out
 
