@@ -21,9 +21,12 @@ from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation, adk_json_default
-from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFile
+from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
+    # The result models are imported where results are read or written: the dashboard creates its
+    # store at start-up, and a folder without history never needs them.
+    from ..schema.results import CaseResult, EvalSetResult
     from ..agents.base import Agent
     from .codestate import CodeChange
     from .plan import RunPlan
@@ -59,6 +62,8 @@ def dump_json(obj: Any, *, indent: bool = True) -> bytes:
 
 
 def _model_fields(obj: object) -> dict[str, Any]:
+    from ..schema.results import CaseResult
+
     if isinstance(obj, CaseResult):
         return obj.record_fields()
     if isinstance(obj, BaseModel):
@@ -268,6 +273,8 @@ def list_history(directory: Path) -> list[HistoryEntry]:
 def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any], EvalSetResult]:
     """A saved run record: its metadata and its EvalSetResult with every case's details, and (unless
     `with_turns` is False) each case's actual and expected turns from the ADK file beside it."""
+    from ..schema.results import CaseResult, EvalSetResult, RunRecordFile
+
     path = Path(path)
     data = orjson.loads(path.read_bytes())
     if data.get("format") in _OLD_RECORD_FORMATS:
