@@ -8,11 +8,12 @@ folder for replay):
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import orjson
 from pydantic import BaseModel
@@ -61,14 +62,19 @@ def dump_json(obj: Any, *, indent: bool = True) -> bytes:
     return orjson.dumps(obj, option=opts | orjson.OPT_NON_STR_KEYS)
 
 
-def _model_fields(obj: object) -> dict[str, Any]:
+@functools.cache
+def _record_default() -> Callable[[object], dict[str, Any]]:
+    """orjson's `default` for run records; built on first use, so importing the store loads no result models."""
     from ..schema.results import CaseResult
 
-    if isinstance(obj, CaseResult):
-        return obj.record_fields()
-    if isinstance(obj, BaseModel):
-        return obj.__dict__
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+    def model_fields(obj: object) -> dict[str, Any]:
+        if isinstance(obj, CaseResult):
+            return obj.record_fields()
+        if isinstance(obj, BaseModel):
+            return obj.__dict__
+        raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+    return model_fields
 
 
 def record_json(record: dict[str, Any] | BaseModel) -> bytes:
@@ -76,7 +82,7 @@ def record_json(record: dict[str, Any] | BaseModel) -> bytes:
     details models have no aliases, serialisers or computed fields, so this equals `model_dump(mode=
     "json")` (a test checks it) at a third of the cost for 5,000 cases. A CaseResult is written as its
     CaseRecord (`CaseResult.record_fields`), without building one."""
-    return orjson.dumps(record, default=_model_fields, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(record, default=_record_default(), option=orjson.OPT_NON_STR_KEYS)
 
 
 def record_chunks(meta: dict[str, Any], cases: list[CaseResult]) -> Iterator[bytes]:
