@@ -6,7 +6,6 @@ Markdown's `|`, backticks, `<`, `>`, `&` (and the other inline markers) or html.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import re
@@ -369,6 +368,8 @@ def _cost_md(run: SharedRun) -> list[str]:
 
 def render_html(run: SharedRun) -> str:
     """The same report as one static HTML page (every text html.escape'd; no script, no remote asset)."""
+    import html  # here: every run's summary imports this module; only an HTML report needs html
+
     e = html.escape
     counts = run.counts()
     title = ", ".join(dict.fromkeys(r.eval_set_id for r in run.results))

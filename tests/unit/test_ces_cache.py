@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -115,3 +117,24 @@ def test_the_case_key_is_spelt_the_same_everywhere() -> None:
     from tui_eval.tui.widgets import ces_panel
 
     assert caseview.CES_KEY == mapping.CES_KEY == ces_panel.CES_KEY == "ces"
+
+
+def test_opening_a_plain_folder_loads_no_ces_models_or_pydantic() -> None:
+    # `tui-eval PATH` asks ces_target_of before its first paint: only a ces:// app needs the CES models.
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tui_eval.ces.dashboard import ces_target_of\n"
+        "assert ces_target_of(['evals'], None) == (Path('evals'), None)\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(('pydantic', 'tui_eval.ces.model')))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+def test_the_dashboards_light_constants_equal_the_ces_modules_own() -> None:
+    from tui_eval.ces import cache, client, dashboard
+
+    assert dashboard.SCHEME == cache.SCHEME == "ces://"
+    assert dashboard.DEFAULT_ENDPOINT == client.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -455,3 +457,39 @@ async def test_a_watched_folder_deleted_and_recreated_is_watched_again(env: Env)
     finally:
         live.stop()
         await asyncio.wait_for(watcher, 5)
+
+
+def test_loading_a_folder_imports_no_runner_results_or_metrics(env: Env) -> None:
+    """The dashboard's loader builds a LiveSession and loads every file at start-up; the runner (with
+    its metrics, insight, pricing and code state) and the result models wait for the first run."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tui_eval.engine.live import LiveSession\n"
+        "from tui_eval.engine.options import RunOptions\n"
+        "from tui_eval.engine.store import ResultStore\n"
+        "from tui_eval.tui.loader import load_latest_results, load_workspace\n"
+        "from tui_eval.tui.state import Inbox\n"
+        f"live = LiveSession(Path({str(env.root)!r}), options=RunOptions(), store=ResultStore())\n"
+        "load_workspace(live.workspace)\n"
+        "assert [c.eval_id for _p, c in live.workspace.cases()] == ['a', 'b', 'c']\n"
+        "assert load_latest_results(live.workspace, Inbox()) == {}\n"
+        "lazy = ('tui_eval.engine.runner', 'tui_eval.engine.insight', 'tui_eval.engine.pricing',\n"
+        "        'tui_eval.engine.codestate', 'tui_eval.engine.repeats', 'tui_eval.engine.latency',\n"
+        "        'tui_eval.schema.results', 'tui_eval.schema.details', 'tui_eval.metrics',\n"
+        "        'tui_eval.agents.isolation', 'tui_eval.share', 'html')\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(lazy))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+async def test_a_run_after_a_lazy_start_imports_what_it_needs(env: Env) -> None:
+    # RunOptions lives apart from the runner; the runner still offers it under its old name.
+    from tui_eval.engine import options, runner
+
+    assert runner.RunOptions is options.RunOptions
+    live = env.session()
+    await live.start()
+    assert all(status(live, env, i) == EvalStatus.PASSED for i in "abc")

@@ -13,12 +13,19 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from .cache import SavedPull, save_pull
-from .client import DEFAULT_ENDPOINT, CesClient, with_client
-from .model import EvaluationRun
-from .remote import RunOutcome, pull, run
+# Light copies (each tested equal to client's and cache's): `tui-eval PATH` calls ces_target_of before
+# the first paint, and the CES models (~0.1 s of pydantic classes, plus pydantic) load only for CES work.
+from .cli import DEFAULT_ENDPOINT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cache import SavedPull
+    from .client import CesClient
+    from .model import EvaluationRun
+    from .remote import RunOutcome
+
+SCHEME = "ces://"
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -72,6 +79,9 @@ def _blocking(work: Callable[[], Awaitable[T]], cancel: Cancel | None) -> T:
 
 def pull_app(target: CesTarget, *, cancel: Cancel | None = None) -> SavedPull:
     """Pull the app's evaluations (with their last ten results) into its file, keeping unpushed edits."""
+    from .cache import save_pull
+    from .client import with_client
+    from .remote import pull
 
     async def work(client: CesClient) -> SavedPull:
         evaluations = await pull(client, target.app)
@@ -94,6 +104,9 @@ def run_app(
     cancel: Cancel | None = None,
 ) -> RunAndPull:
     """run_evaluation, follow the run until it ends (reporting each look), then pull the new results."""
+    from .cache import save_pull
+    from .client import with_client
+    from .remote import pull, run
 
     async def work(client: CesClient) -> RunAndPull:
         outcome = await run(client, target.app, evaluations, on_progress=on_progress,
@@ -109,8 +122,6 @@ def ces_target_of(paths: list[str], endpoint: str | None) -> tuple[Path, CesTarg
 
     With only a ces:// app, the folder is the app's cache folder (created), so the dashboard shows the
     copy pulled last at once and the fresh pull when it arrives. ValueError for a bad combination."""
-    from .cache import SCHEME, cache_dir_for, eval_file_for, parse_app_url
-
     apps = [p for p in paths if p.startswith(SCHEME)]
     local = [p for p in paths if not p.startswith(SCHEME)]
     if len(apps) > 1:
@@ -119,6 +130,8 @@ def ces_target_of(paths: list[str], endpoint: str | None) -> tuple[Path, CesTarg
         raise ValueError(f"one folder or eval file at a time (got {', '.join(local)})")
     if not apps:
         return Path(local[0] if local else "."), None
+    from .cache import cache_dir_for, eval_file_for, parse_app_url
+
     app = parse_app_url(apps[0])
     directory = cache_dir_for(app)
     if not local:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
-from ..schema.model import Invocation
-from ..schema.results import CaseResult, EvalStatus
+if TYPE_CHECKING:  # pragma: no cover
+    # Annotations only: the dashboard's start-up needs CaseKey, not the result models.
+    from ..schema.model import Invocation
+    from ..schema.results import CaseResult, EvalStatus
 
 log = logging.getLogger(__name__)
 

@@ -24,18 +24,22 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 
 from ..agents.base import Agent, AgentError, AgentSession, CaseContext
-from ..agents.isolation import close_agent
 from ..schema.config import CONFIG_FILE_NAME
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES
-from ..schema.model import EvalCase, Invocation
-from ..schema.results import CaseResult
 from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
-from .runner import Run, RunOptions, RunRecord
+from .options import RunOptions
 from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    # The runner (with its metrics, insight, pricing and code state) and the result models are
+    # imported when a run starts: the dashboard builds a LiveSession at start-up and may never run.
+    from ..schema.model import EvalCase, Invocation
+    from ..schema.results import CaseResult
+    from .runner import Run, RunRecord
 
 DEFAULT_DEBOUNCE = 0.15
 # How often a vanished watched folder is looked for (and how often a live one is checked for having
@@ -221,6 +225,7 @@ class LiveSession:
 
     async def reload_agent(self, ref: str) -> Agent:
         from ..agents import load_agent
+        from ..agents.isolation import close_agent
 
         old = self._agents.pop(ref, None)
         self._stale_agents.discard(ref)
@@ -296,6 +301,8 @@ class LiveSession:
             return records
 
     async def _run_group(self, ref: str, keys: list[CaseKey], rescore: bool) -> RunRecord | None:
+        from .runner import Run
+
         inferences: dict[CaseKey, list[Invocation]] = {}
         if rescore:
             for key in keys:
@@ -613,6 +620,8 @@ class LiveSession:
         return folder_moved
 
     async def aclose(self) -> None:
+        from ..agents.isolation import close_agent
+
         self._closed = True
         self.stop()
         self.cancel()

@@ -10,7 +10,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..metrics.ces import with_ces_metrics
 from ..schema.config import EvalConfig, config_for
 from ..schema.criteria import METRIC_NAMES
 from ..schema.errors import LoadError, did_you_mean
@@ -115,6 +114,9 @@ def plan_run(
     """Load every eval file named (files, folders, or eval set ids of the agent in `agent_dir`).
     `config` (a loaded EvalConfig) or `config_path` overrides each file's test_config.json.
     Collects every load error before raising, one line each."""
+    # Here, not at the top: the metrics (and their result models) are only needed once a run is planned.
+    from ..metrics.ces import with_ces_metrics
+
     errors: list[str] = []
     targets: list[EvalTarget] = []
     warnings: list[str] = []

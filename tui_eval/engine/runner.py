@@ -48,6 +48,7 @@ from .events import (
     deliver,
 )
 from .insight import RunInsight
+from .options import RunOptions as RunOptions  # re-exported: callers import it from here
 from .plan import EvalTarget, RunPlan
 
 EventSink = Callable[[Event], None]
@@ -55,23 +56,6 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 # Seconds of uninterrupted scoring after which a worker lets the loop run (signals, the UI, events).
 YIELD_EVERY = 0.05
-
-
-@dataclass(slots=True)
-class RunOptions:
-    concurrency: int = 8
-    # Seconds one agent turn may take before the case fails with a timeout.
-    turn_timeout: float = 120.0
-    judge_concurrency: int = 8
-    judge_base_url: str | None = None
-    judge_cache: bool = True
-    save: bool = True
-    # Seconds one judge call may take (None: the judge service's default).
-    judge_timeout: float | None = None
-    # A case with any metric not evaluated fails (ADK's rule, the default, lets it pass).
-    strict: bool = False
-    # Record the agent's code state (git commit, dirty diff, file hashes) at run start.
-    code_state: bool = True
 
 
 @dataclass(slots=True, repr=False)

@@ -8,11 +8,12 @@ folder for replay):
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import orjson
 from pydantic import BaseModel
@@ -21,9 +22,12 @@ from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
 from ..schema.load import read_invocation
 from ..schema.model import Invocation, adk_json_default
-from ..schema.results import CaseResult, EvalSetResult, EvalStatus, RunRecordFile, SharedJson
+from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
+    # The result models are imported where results are read or written: the dashboard creates its
+    # store at start-up, and a folder without history never needs them.
+    from ..schema.results import CaseResult, EvalSetResult
     from ..agents.base import Agent
     from .codestate import CodeChange
     from .plan import RunPlan
@@ -58,12 +62,19 @@ def dump_json(obj: Any, *, indent: bool = True) -> bytes:
     return orjson.dumps(obj, option=opts | orjson.OPT_NON_STR_KEYS)
 
 
-def _model_fields(obj: object) -> dict[str, Any]:
-    if isinstance(obj, CaseResult):
-        return obj.record_fields()
-    if isinstance(obj, BaseModel):
-        return obj.__dict__
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+@functools.cache
+def _record_default() -> Callable[[object], dict[str, Any]]:
+    """orjson's `default` for run records; built on first use, so importing the store loads no result models."""
+    from ..schema.results import CaseResult
+
+    def model_fields(obj: object) -> dict[str, Any]:
+        if isinstance(obj, CaseResult):
+            return obj.record_fields()
+        if isinstance(obj, BaseModel):
+            return obj.__dict__
+        raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+    return model_fields
 
 
 def record_json(record: dict[str, Any] | BaseModel) -> bytes:
@@ -71,17 +82,19 @@ def record_json(record: dict[str, Any] | BaseModel) -> bytes:
     details models have no aliases, serialisers or computed fields, so this equals `model_dump(mode=
     "json")` (a test checks it) at a third of the cost for 5,000 cases. A CaseResult is written as its
     CaseRecord (`CaseResult.record_fields`), without building one."""
-    return orjson.dumps(record, default=_model_fields, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(record, default=_record_default(), option=orjson.OPT_NON_STR_KEYS)
 
 
 def record_chunks(meta: dict[str, Any], cases: list[CaseResult]) -> Iterator[bytes]:
     """A run record (`meta` plus its "cases", last), case by case, as `record_json` writes it whole:
     streamed like the ADK file, so a 5,000-case record is never one 25 MB buffer (and its copies)."""
     head = record_json(meta)
+    from ..schema.results import SharedJson
+
     yield (head[:-1] + b',"cases":[') if meta else b'{"cases":['
     shared = SharedJson()  # a metric result several cases hold is serialised once
     for i, case in enumerate(cases):
-        yield (b"," if i else b"") + orjson.dumps(case.record_fields(shared), default=_model_fields,
+        yield (b"," if i else b"") + orjson.dumps(case.record_fields(shared), default=_record_default(),
                                                   option=orjson.OPT_NON_STR_KEYS)
     yield b"]}"
 
@@ -95,6 +108,8 @@ def adk_result_chunks(result: EvalSetResult, name: str) -> Iterator[bytes]:
         "eval_set_id": result.eval_set_id,
         "creation_timestamp": result.creation_timestamp,
     }
+    from ..schema.results import SharedJson
+
     yield dump_json(head, indent=False)[:-1] + b',"eval_case_results":['
     shared = SharedJson()  # a metric result several cases hold is serialised once
     for i, case in enumerate(result.case_results):
@@ -271,6 +286,8 @@ def list_history(directory: Path) -> list[HistoryEntry]:
 def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any], EvalSetResult]:
     """A saved run record: its metadata and its EvalSetResult with every case's details, and (unless
     `with_turns` is False) each case's actual and expected turns from the ADK file beside it."""
+    from ..schema.results import CaseResult, EvalSetResult, RunRecordFile
+
     path = Path(path)
     data = orjson.loads(path.read_bytes())
     if data.get("format") in _OLD_RECORD_FORMATS:

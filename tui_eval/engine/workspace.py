@@ -14,7 +14,6 @@ from pathlib import Path
 
 import orjson
 
-from ..metrics.ces import with_ces_metrics
 from ..schema.config import CONFIG_FILE_NAME, EvalConfig, default_config, load_eval_config
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set, read_regular_file
@@ -287,6 +286,9 @@ class Workspace:
 
     def target(self, eval_file: Path, case_ids: list[str] | None = None) -> EvalTarget:
         """A run target for an eval file (all cases, or the given ones that still exist)."""
+        # Here, not at the top: the dashboard's start-up loads files but plans nothing.
+        from ..metrics.ces import with_ces_metrics
+
         path = resolve_path(eval_file)
         state = self.eval_files.get(path)
         if state is None or state.eval_set is None:

@@ -256,7 +256,7 @@ class EvalApp(App[int]):
     def _load(self) -> None:
         """Thread worker: the LiveSession, its workspace streamed in file by file, then saved results."""
         from ..engine.live import LiveSession
-        from ..engine.runner import RunOptions
+        from ..engine.options import RunOptions
         from ..engine.store import ResultStore
         from .loader import load_latest_results, load_workspace
         from .worker_utils import current_worker_cancelled
