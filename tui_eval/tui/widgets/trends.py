@@ -134,8 +134,9 @@ class CaseTrendRow(Sparkline):
 
     def render(self) -> WidgetRenderResult:
         spark = super().render()
-        if isinstance(spark, SparklineRenderable):
-            spark.width = max(1, len(self.data or ()))  # one cell a value, as in the history's rows
+        if not isinstance(spark, SparklineRenderable):
+            return spark  # pragma: no cover - Textual's Sparkline renders one
+        spark.width = max(1, len(self.data or ()))  # one cell a value, as in the history's rows
         return _Row(self.label, spark, self.tail, self.get_component_rich_style("case-trend-row--tail"))
 
 
