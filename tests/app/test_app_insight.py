@@ -19,7 +19,7 @@ from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.screens.history import CompareScreen, HistoryScreen
 from tui_eval.tui.screens.timeline import TimelineScreen
 from tui_eval.tui.screens.turn import TurnScreen
-from tui_eval.tui.widgets.trends import CaseTrends, TrendRow
+from tui_eval.tui.widgets.trends import CaseTrendRow, CaseTrends
 
 
 def text_of(app, selector: str) -> str:
@@ -111,8 +111,7 @@ async def test_run_panel_and_summary_show_tokens_cost_and_tool_latency(tmp_path:
 
 def shown_trends(trends: CaseTrends) -> dict[str, list[float]]:
     """name -> sparkline values of the trend rows on screen."""
-    return {str(row.query_one(".trend-name").render()).strip(): list(row.query_one(Sparkline).data or [])
-            for row in trends.query(TrendRow) if row.display}
+    return {row.label.strip(): list(row.data or []) for row in trends.query(CaseTrendRow) if row.display}
 
 
 async def test_case_and_set_trends_from_saved_runs(workspace: Path, make_app) -> None:

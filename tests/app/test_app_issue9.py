@@ -92,15 +92,17 @@ async def test_q_during_a_run_asks_first(tmp_path: Path, make_app) -> None:
     from tests.app.conftest import slow_agent_folder
     from tui_eval.tui.screens.confirm import ConfirmScreen
 
-    root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.5)
+    # The run must outlive every step below, however slow a loaded machine makes them: with 40 cases
+    # (2.5 s at 8 at a time) it sometimes finished first, and then `n` found no run going on and `y`
+    # found nothing to cancel. 1,000 cases take 60 s; cancelling still stops within one 0.5 s turn.
+    root = slow_agent_folder(tmp_path / "slowws", cases=1000, delay=0.5)
     app = make_app(root, recording=None, run_options=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("R")
         await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
         await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert "finished cases are kept" in str(app.screen.query_one("#confirm-body").render())
         # No: the run goes on.
         await pilot.press("n")

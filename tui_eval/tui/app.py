@@ -374,7 +374,7 @@ class EvalApp(App[int]):
             # Before the results are stored: the book reads the results they replace (broke / fixed).
             cat.run_book.feed(snap.finished, snap.repetitions, cat.result)
             if snap.phase in ("finished", "cancelled", "failed"):
-                if cat.run_book.finish(snap.phase, cat.clock()) is not None:  # once per run: its record is saved now
+                if cat.run_book.finish(snap.phase, cat.clock(), snap.saved) is not None:  # once per run: its record is saved now
                     main.summary.refresh_entry()
             main.run_panel.show(snap)
             main.run_panel.show_insight(cat.run_book)

@@ -71,6 +71,9 @@ class RunBook:
     #: Newest first.
     timeline: list[TimelineEntry] = field(default_factory=list)
     prices: PriceTable | None = None
+    #: case -> what the run that produced its shown session result saved (the eval history files, the
+    #: store's RunFinished.saved); a case absent here has no saved session result (yet).
+    saved: dict[CaseKey, tuple[str, ...]] = field(default_factory=dict)
     _before: dict[CaseKey, int | None] = field(default_factory=dict)
     _after: dict[CaseKey, int] = field(default_factory=dict)
     _latency: tuple[int, list[ToolLatency]] = (0, [])
@@ -101,6 +104,7 @@ class RunBook:
 
         for i, (key, result) in enumerate(finished):
             rep = repetitions[i] if i < len(repetitions) else 1
+            self.saved.pop(key, None)  # its new result is not saved before its run ends
             if self.num_runs > 1:
                 self.repeats.setdefault(key, {})[rep] = result
             if key not in self._before:
@@ -114,11 +118,15 @@ class RunBook:
                     self._usage_version += 1
             self.timings.extend(case_tool_timings(result))
 
-    def finish(self, phase: str, now: float | None = None) -> TimelineEntry | None:
-        """The run ended: add it to the timeline (once)."""
+    def finish(self, phase: str, now: float | None = None, saved: list[str] | tuple[str, ...] = ()) -> TimelineEntry | None:
+        """The run ended and its records are saved (`saved`: their paths): add it to the timeline (once)."""
         if not self._open:
             return None
         self._open = False
+        if saved:
+            files = tuple(saved)
+            for key in self._after:
+                self.saved[key] = files
         broke, fixed = [], []
         for key, after in self._after.items():
             kind = flip(self._before.get(key), after)

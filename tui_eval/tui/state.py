@@ -121,6 +121,10 @@ class Results:
             return f"saved {age_text(now - saved_at)}"
         return f"{origin} · {age_text(now - saved_at)}"
 
+    def saved_at(self, key: CaseKey) -> float | None:
+        """When the shown result was saved (None: a result of this session)."""
+        return self._saved_at.get(key)
+
     def put(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
         self._by_key[key] = result
         self._origin[key] = origin

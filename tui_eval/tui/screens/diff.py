@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Iterable
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +20,59 @@ log = logging.getLogger(__name__)
 
 #: Lines shown at most (the saved diff is capped at 256 KiB already; this keeps the paint quick).
 MAX_LINES = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class RunDiff:
+    """The saved code diff of the run a result came from (`path`), or why there is none (`reason`)."""
+
+    path: Path | None
+    reason: str
+    run_id: str | None = None
+
+
+NOT_SAVED = "not saved yet: the code diff is there once the run's record is saved"
+
+
+def _same_file(recorded: str, eval_file: str) -> bool:
+    try:
+        return Path(recorded).resolve() == Path(eval_file).resolve()
+    except (OSError, ValueError):
+        return recorded == eval_file
+
+
+def find_run_diff(records: Iterable[Path], eval_file: str) -> RunDiff:
+    """Of a run's saved records (`.tui-eval.json`), the one of `eval_file` names the run and its side
+    diff file. Reads only the records' metadata keys (off the UI thread: a record holds every case)."""
+    import orjson
+
+    from ...engine.store import RECORD_FORMAT
+
+    for record in records:
+        try:
+            data = orjson.loads(record.read_bytes())
+        except (OSError, ValueError) as exc:
+            log.warning("could not read the run record %s: %s", record, exc)
+            continue
+        if not isinstance(data, dict) or not _same_file(str(data.get("eval_file") or ""), eval_file):
+            continue
+        run_id = data.get("run_id") if isinstance(data.get("run_id"), str) else None
+        name = data.get("code_diff_file")
+        if isinstance(name, str) and name:
+            path = record.parent / name
+            if path.is_file():
+                return RunDiff(path, "", run_id)
+            return RunDiff(None, f"the code diff of this run ({name}) is gone from {record.parent}", run_id)
+        state = data.get("code_state")
+        if not isinstance(state, dict):
+            older = "" if data.get("format") == RECORD_FORMAT else " (an older record)"
+            return RunDiff(None, f"no code state recorded for this run{older}", run_id)
+        if state.get("dirty") is False:
+            return RunDiff(None, "no code diff saved for this run (the tree was clean)", run_id)
+        if state.get("dirty") is None:
+            return RunDiff(None, "no code diff saved for this run (not a git repository)", run_id)
+        return RunDiff(None, "no code diff saved for this run (its changes were untracked files only)", run_id)
+    return RunDiff(None, "no saved record of this run was found")
 
 
 def diff_content(text: str, limit: int = MAX_LINES) -> Content:

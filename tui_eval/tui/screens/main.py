@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
@@ -101,11 +102,12 @@ class MainScreen(Screen[None]):
 
     # ---- parts -------------------------------------------------------------------------------
 
-    @property
+    # The browser and summary are composed once and never replaced: looked up once, not per cursor move.
+    @cached_property
     def browser(self) -> EvalBrowser:
         return self.query_one(EvalBrowser)
 
-    @property
+    @cached_property
     def summary(self) -> Summary:
         return self.query_one(Summary)
 

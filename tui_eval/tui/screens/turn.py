@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
 
 from ..messages import EditKind, EditRequested, OpenCesHistory, RunRequested
 from ..text import one_line, plain, status_content, word_diff
@@ -30,16 +33,29 @@ from ..verdicts import (
     vote_lines,
 )
 from ..widgets.marks import marks
+from .diff import NOT_SAVED, DiffScreen, RunDiff, find_run_diff
 from ..widgets.ces_panel import CesTurnPanel
 from ..widgets.trajectory import TrajectoryDiff
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.workspace import Workspace
     from ...engine.events import CaseKey
     from ...schema.details import Alignment
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
     from ..app import EvalApp
     from ..catalog import Catalog
+
+def _saved_run_diff(workspace: Workspace, eval_file: Path, saved_at: float) -> RunDiff:
+    """The diff of the saved run a loaded result came from: its record is the eval file's history entry
+    saved at `saved_at` (worker thread: listing reads the folder's records)."""
+    from ...engine.store import list_history
+    from ..loader import history_dir_for
+
+    entries = [e for e in list_history(history_dir_for(workspace, eval_file))
+               if e.creation_timestamp == saved_at]
+    return find_run_diff([e.path for e in entries], str(eval_file))
+
 
 class TurnScreen(Screen[None]):
     """Everything known about one turn of one case."""
@@ -61,6 +77,7 @@ class TurnScreen(Screen[None]):
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
         Binding("k", "cycle_repetition", "Run k of N", id="turn.repetition"),
         Binding("c", "ces_history", "CES history", id="turn.ces_history"),
+        Binding("g", "code_diff", "Code diff", show=False, id="turn.diff"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -311,6 +328,47 @@ class TurnScreen(Screen[None]):
         current = self.repetition or len(runs)
         self.repetition = current % len(runs) + 1
         self.render_turn()
+
+    def action_code_diff(self) -> None:
+        """Open the code diff saved with the run this result came from (as history compare's `g` does),
+        or say why there is none. The run's record is read in a thread."""
+        from ..app import SESSION
+
+        cat = self.catalog
+        key = self.key
+        if cat.result(key) is None:
+            self.notify("No result yet: no run, no code diff.", markup=False)
+            return
+        if cat.results.origin(key) == SESSION:
+            saved = cat.run_book.saved.get(key)
+            if saved is None:
+                self.notify(f"Code diff {NOT_SAVED}.", markup=False)
+                return
+            from ...engine.store import ADK_SUFFIX, RECORD_SUFFIX
+
+            records = [Path(p[: -len(ADK_SUFFIX)] + RECORD_SUFFIX) for p in saved if p.endswith(ADK_SUFFIX)]
+            self.run_worker(partial(find_run_diff, records, key.eval_file), thread=True, group="code-diff",
+                            exclusive=True, exit_on_error=False)
+            return
+        saved_at, ws = cat.results.saved_at(key), cat.workspace
+        if saved_at is None or ws is None:
+            self.notify("No saved run record for this result.", markup=False)
+            return
+        self.run_worker(partial(_saved_run_diff, ws, Path(key.eval_file), saved_at), thread=True,
+                        group="code-diff", exclusive=True, exit_on_error=False)
+
+    @on(Worker.StateChanged)
+    def _code_diff_found(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "code-diff":
+            return
+        if event.state == WorkerState.ERROR:
+            self.notify(f"Could not read the run record: {event.worker.error}", severity="error", markup=False)
+        elif event.state == WorkerState.SUCCESS and isinstance(event.worker.result, RunDiff):
+            found = event.worker.result
+            if found.path is None:
+                self.notify(f"No code diff: {found.reason}.", markup=False)
+            else:
+                self.app.push_screen(DiffScreen(found.path, title=f"Uncommitted diff of run {found.run_id or '?'}"))
 
     def action_accept_turn(self) -> None:
         self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index))

@@ -7,13 +7,18 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from textual.app import ComposeResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
+from rich.style import Style
+from textual.app import ComposeResult, RenderResult as WidgetRenderResult
 from textual.containers import Horizontal, Vertical
 from textual.css.scalar import Scalar
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
+from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.worker import Worker, WorkerState
 
+from ...textsafe import safe_line
 from ..text import STATUS_GLYPH, STATUS_STYLE, fmt_score, plain
 from .browser import CaseEntry, Entry, SetEntry, TurnEntry
 
@@ -89,6 +94,52 @@ class TrendRow(Horizontal):
         self._tail_label.update(Content.styled(tail, "$text-muted"), layout=False)
 
 
+class _Row:
+    """`name ▁▃█ last (n)` as one renderable: the label and tail around Textual's sparkline renderable."""
+
+    def __init__(self, label: str, spark: RenderableType, tail: str, tail_style: Style) -> None:
+        self.label, self.spark, self.tail, self.tail_style = label, spark, tail, tail_style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Segment(self.label)
+        yield from console.render(self.spark, options)
+        yield Segment(self.tail, self.tail_style)
+
+
+class CaseTrendRow(Sparkline):
+    """A trend row of the case summary as ONE widget (TrendRow is four): the summary's rows are redrawn on
+    every cursor move, and four widgets a row doubled a move's CPU (layout and repaint of 18 widgets)."""
+
+    DEFAULT_CSS = """
+    CaseTrendRow { width: 1fr; }
+    CaseTrendRow > .case-trend-row--tail { color: $text-muted; }
+    """
+    COMPONENT_CLASSES = Sparkline.COMPONENT_CLASSES | {"case-trend-row--tail"}
+
+    def __init__(self) -> None:
+        super().__init__(classes="trend-row")
+        self.label = ""
+        self.tail = ""
+        self._shown: tuple[str, tuple[float, ...], str] | None = None
+
+    def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
+        label, shown, tail = _parts(name, values, rate)
+        key = (label, tuple(shown), tail)
+        if key == self._shown:
+            return  # moving between cases with the same trend repaints nothing
+        self._shown = key
+        # Metric names come from a config file: one line, control characters escaped (never markup).
+        self.label, self.tail = safe_line(label), tail
+        self.data = shown  # a reactive: repaints this row, no layout (its height is always 1)
+
+    def render(self) -> WidgetRenderResult:
+        spark = super().render()
+        if not isinstance(spark, SparklineRenderable):
+            return spark  # pragma: no cover - Textual's Sparkline renders one
+        spark.width = max(1, len(self.data or ()))  # one cell a value, as in the history's rows
+        return _Row(self.label, spark, self.tail, self.get_component_rich_style("case-trend-row--tail"))
+
+
 def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> TrendRow:
     return TrendRow(name, values, rate=rate)
 
@@ -111,16 +162,18 @@ class CaseTrends(Vertical):
         self._cache: dict[Path, tuple[int, FileTrends]] = {}
         self._loading: set[Path] = set()
         self._heading: Content | None = None
+        # Held, not queried: a DOM query per cursor move costs more than the redraw it leads to.
+        self._title = Static(id="trends-title")
+        self._rows_pool = [CaseTrendRow() for _ in range(MAX_METRICS)]
+        for row in self._rows_pool:
+            row.display = False
         # history folder -> (generation, its listing)
         self._listings: dict[Path, tuple[int, list[HistoryEntry]]] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(id="trends-title")
+        yield self._title
         # A fixed pool of rows, updated in place: mounting rows on every cursor move cost a layout a key.
-        for _ in range(MAX_METRICS):
-            row = TrendRow()
-            row.display = False
-            yield row
+        yield from self._rows_pool
 
     def _generation(self) -> int:
         return len(self.catalog.run_book.timeline)
@@ -201,10 +254,10 @@ class CaseTrends(Vertical):
         if heading != self._heading:
             self._heading = heading
             # One line always (the glyphs are capped): no layout needed for a new heading.
-            self.query_one("#trends-title", Static).update(heading if heading is not None else "", layout=False)
+            self._title.update(heading if heading is not None else "", layout=False)
         if self.display != (heading is not None):
             self.display = heading is not None
-        for i, row in enumerate(self.query(TrendRow)):
+        for i, row in enumerate(self._rows_pool):
             if i < len(rows):
                 name, values, rate = rows[i]
                 row.set(name, values, rate=rate)
