@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch = add_command(sub, "watch", "re-run what changed whenever eval files, configs or agents are saved")
     _add_run_args(watch)
     watch.add_argument("--debounce", type=float, default=0.3, help="seconds of quiet before reacting")
+    watch.add_argument("--num-runs", type=int, default=1, metavar="N",
+                       help="repeat every run N times; each re-run says k/N runs passed per case")
     watch.add_argument("--no-rerun-on-agent-change", action="store_true",
                        help="only reload eval files and configs; never re-run the agent on its own edits")
 

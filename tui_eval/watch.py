@@ -104,11 +104,18 @@ class _Printer:
         elif isinstance(event, LiveRunFinished) and not self.quiet_runs:
             self._finished(event, stamp)
 
+    def _repeats(self, event: LiveRunFinished) -> None:
+        for line in _repeat_lines(event.records):
+            self._line(line)
+
     def _finished(self, event: LiveRunFinished, stamp: str) -> None:
         results = [self.session.results[k] for k in event.keys if k in self.session.results]
         verb = "re-scored" if event.rescore else "re-ran"
         self._line(f"[{stamp}] {event.reason} -> {verb} {len(results)} case(s): {_counts(results)} "
                    f"({event.wall_seconds:.2f} s)")
+        if self.session.num_runs > 1:
+            self._repeats(event)
+            return
         for case in results:
             coverage = case.coverage_text()
             if case.status == EvalStatus.PASSED and coverage is None:
@@ -123,13 +130,41 @@ class _Printer:
                     self._line(f"       {metric_line(m)}")
 
 
+def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
+    """With --num-runs: one line per case that did not pass every run, flaky first."""
+    from .engine.repeats import RepeatLabel, order_for_summary
+
+    lines = []
+    for record in records:
+        if record.insight is None:
+            continue
+        for file, cases in record.insight.repeats.items():
+            for r in order_for_summary(cases):
+                if r.label != RepeatLabel.STABLE_PASS:
+                    marks = "".join(s.glyph for s in r.statuses)
+                    lines.append(safe_line(f"  {Path(file).name}:{r.case_id}  {r.fraction} ({r.label.value}) {marks}"))
+    return lines
+
+
 def _merge(records: list[RunRecord]) -> RunRecord:
     merged = RunRecord(run_id="initial", started=min((r.started for r in records), default=time.time()))
     for r in records:
         merged.results.extend(r.results)
         merged.saved.extend(r.saved)
+        merged.repetitions.extend(r.repetitions or [1] * len(r.results))
+        merged.num_runs = max(merged.num_runs, r.num_runs)
         merged.cancelled = merged.cancelled or r.cancelled
     return merged
+
+
+def _print_initial(records: list[RunRecord], out: TextIO) -> None:
+    """The first run's summary: one summary, or with --num-runs one per agent's run (each holds its
+    own k/N repeat summary, which a merged record would not)."""
+    if len(records) > 1 and any(r.num_runs > 1 for r in records):
+        for record in records:
+            print_summary(record, out)
+    else:
+        print_summary(records[0] if len(records) == 1 else _merge(records), out)
 
 
 async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
@@ -149,7 +184,7 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
         await asyncio.sleep(0)  # start watching before the first run, so no save is missed
         records = await session.start()
         if records:
-            print_summary(_merge(records), out)
+            _print_initial(records, out)
         elif not session.workspace.eval_files:
             print("no eval files found yet; waiting for some to appear", file=out)
         printer.quiet_runs = False
@@ -167,8 +202,8 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
 
 def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the live loop headlessly until interrupted. Exit 0 when stopped, 2 for bad arguments."""
-    if args.concurrency < 1 or args.judge_concurrency < 1:
-        print("error: --concurrency and --judge-concurrency must be at least 1", file=err)
+    if args.concurrency < 1 or args.judge_concurrency < 1 or args.num_runs < 1:
+        print("error: --concurrency, --judge-concurrency and --num-runs must be at least 1", file=err)
         return EXIT_BAD_INPUT
     try:
         root, agent, files = _targets(args)
@@ -195,6 +230,7 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rerun_on_agent_change=not args.no_rerun_on_agent_change,
         debounce=args.debounce,
         only_files=files,
+        num_runs=args.num_runs,
     )
     printer = _Printer(session, out, err)
     session.on_event = printer
