@@ -139,7 +139,8 @@ class EvalApp(App[int]):
         self._shown_phase: str | None = None
         self._shown_loading: bool | None = None
         # Finished cases and loaded results not folded yet (see FOLD_PER_TICK).
-        self._finished_backlog: deque[tuple[CaseKey, Any]] = deque()
+        # (case, result, repetition): the run book and the catalog fold them together, a slice a tick.
+        self._finished_backlog: deque[tuple[CaseKey, Any, int]] = deque()
         self._loaded_backlog: deque[tuple[CaseKey, Any, str, float | None]] = deque()
         # Edits in flight: the case to redraw once written, and whether its result went stale.
         self._after_edit: dict[Worker[Any], tuple[CaseKey, bool]] = {}
@@ -371,25 +372,30 @@ class EvalApp(App[int]):
                 main.run_panel.reset()
                 cat.run_book.start(state.label)
             snap = state.drain()
-            # Before the results are stored: the book reads the results they replace (broke / fixed).
-            cat.run_book.feed(snap.finished, snap.repetitions, cat.result)
-            if snap.phase in ("finished", "cancelled", "failed"):
-                if cat.run_book.finish(snap.phase, cat.clock(), snap.saved) is not None:  # once per run: its record is saved now
-                    main.summary.refresh_entry()
             main.run_panel.show(snap)
-            main.run_panel.show_insight(cat.run_book)
             backlog = self._finished_backlog
-            backlog.extend(snap.finished)
+            reps = snap.repetitions
+            backlog.extend((key, result, reps[i] if i < len(reps) else 1)
+                           for i, (key, result) in enumerate(snap.finished))
             deadline = time.perf_counter() + FOLD_BUDGET
             folded = 0
             while backlog and folded < FOLD_PER_TICK:
-                for _ in range(min(FOLD_CHUNK, len(backlog))):
-                    key, result = backlog.popleft()
+                chunk = [backlog.popleft() for _ in range(min(FOLD_CHUNK, len(backlog)))]
+                # Before the results are stored: the book reads the results they replace (broke / fixed).
+                # In the same slices as the catalog: a 100k-case run once fed it 7 s of cases in one tick.
+                cat.run_book.feed([(key, result) for key, result, _ in chunk], [rep for _, _, rep in chunk],
+                                  cat.result)
+                for key, result, _ in chunk:
                     cat.set_result(key, result, SESSION)
                     dirty.add(key)
-                folded += FOLD_CHUNK
+                folded += len(chunk)
                 if time.perf_counter() >= deadline:
                     break
+            main.run_panel.show_insight(cat.run_book)
+            # The timeline entry (broke / fixed) once every finished case is folded; once per run.
+            if snap.phase in ("finished", "cancelled", "failed") and not backlog:
+                if cat.run_book.finish(snap.phase, cat.clock(), snap.saved) is not None:
+                    main.summary.refresh_entry()
             if snap.running != cat.running:
                 dirty |= snap.running ^ cat.running
                 cat.running = snap.running

@@ -1,0 +1,42 @@
+"""A big run's finished cases reach the run book in the same bounded slices as the catalog (issue 9,
+item 15): the book once took every case finished since the last tick at once, and a 100k-case replay
+kept the UI thread in it for seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.conftest import settle
+from tests.support.evalfiles import case, turn, write_set
+from tui_eval.tui import app as app_module
+from tui_eval.tui.runbook import RunBook
+
+CASES = 400
+
+
+async def test_the_run_book_is_fed_a_slice_a_tick_and_its_timeline_entry_counts_every_case(
+        tmp_path: Path, make_app, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_set(tmp_path / "many.evalset.json", "many",
+              *[case(f"c{i:03d}", turn(f"q{i}", "same answer")) for i in range(CASES)])
+    monkeypatch.setattr(app_module, "FOLD_CHUNK", 50)
+    app = make_app(tmp_path, recording="many.evalset.json")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        book = app.catalog.run_book
+        fed: list[int] = []
+        feed = RunBook.feed
+
+        def counting_feed(self, finished, repetitions, latest):  # the real feed, counted
+            fed.append(len(finished))
+            return feed(self, finished, repetitions, latest)
+
+        monkeypatch.setattr(RunBook, "feed", counting_feed)
+        await pilot.press("R")
+        await settle(pilot)
+        assert sum(fed) == CASES
+        assert max(fed) <= 50, fed  # never more than one slice a call
+        entry = book.timeline[0]
+        assert entry.ran == CASES and entry.phase == "finished"  # made once every case was folded
+        assert len(app.catalog.results) == CASES
