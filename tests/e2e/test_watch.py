@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+from tests.support.flaky_agent import flaky_folder
+
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
 
 
@@ -123,38 +125,10 @@ def test_watch_keeps_watching_a_folder_deleted_and_recreated(tmp_path: Path) -> 
             proc.wait()
 
 
-FLAKY_AGENT = '''
-from tui_eval.agents.native import NativeAgent
-
-CALLS = {}
-
-
-def policy(turn):
-    n = CALLS[turn.user_text] = CALLS.get(turn.user_text, 0) + 1
-    if turn.user_text == "flip":
-        return "heads" if n % 2 else "tails"  # alternates per call: pass, fail, pass, fail
-    return "always the same"
-
-
-root_agent = NativeAgent("flaky", "answers", tools=[], policy=policy)
-'''
-
-
-def _flaky_case(eval_id: str, prompt: str, answer: str) -> dict:
-    return {"eval_id": eval_id, "conversation": [{
-        "invocation_id": "", "user_content": {"role": "user", "parts": [{"text": prompt}]},
-        "final_response": {"role": "model", "parts": [{"text": answer}]}}],
-        "session_input": {"app_name": "flaky", "user_id": "u", "state": {}}}
-
 
 def test_watch_num_runs_says_k_of_n_per_case_on_every_run(tmp_path: Path) -> None:
-    folder = tmp_path / "flaky"
-    folder.mkdir()
-    (folder / "agent.py").write_text(FLAKY_AGENT)
+    folder = flaky_folder(tmp_path)  # steady, broken, and flip, whose answer alternates per call
     eval_file = folder / "flaky.evalset.json"
-    cases = [_flaky_case("steady", "steady", "always the same"), _flaky_case("flip", "flip", "heads")]
-    eval_file.write_text(json.dumps({"eval_set_id": "flaky", "eval_cases": cases}, indent=2))
-    (folder / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.8}}))
     env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1", "--num-runs", "2",
@@ -164,13 +138,15 @@ def test_watch_num_runs_says_k_of_n_per_case_on_every_run(tmp_path: Path) -> Non
     lines = Lines(proc)
     try:
         # The first run: one repeat summary, not one block per repetition.
-        lines.wait_for("2 case(s) x 2 runs: 1 flaky, 1 stable pass")
+        lines.wait_for("3 case(s) x 2 runs: 1 flaky, 1 stable fail, 1 stable pass")
         flip = lines.wait_for(" flip ")
         assert "1/2 runs passed (flaky)" in flip and "✔✘" in flip, flip
         lines.wait_for("watching")
         # An edit re-runs the edited case twice and says k/N for it.
-        cases[1]["conversation"][0]["final_response"]["parts"][0]["text"] = "heads or tails"
-        eval_file.write_text(json.dumps({"eval_set_id": "flaky", "eval_cases": cases}, indent=2))
+        data = json.loads(eval_file.read_text())
+        edited = next(c for c in data["eval_cases"] if c["eval_id"] == "flip")
+        edited["conversation"][0]["final_response"]["parts"][0]["text"] = "heads or tails"
+        eval_file.write_text(json.dumps(data, indent=2))
         lines.wait_for("re-ran")
         line = lines.wait_for("flaky.evalset.json:flip")
         assert "runs passed" in line and "/2" in line, line
