@@ -40,3 +40,24 @@ async def test_the_run_book_is_fed_a_slice_a_tick_and_its_timeline_entry_counts_
         entry = book.timeline[0]
         assert entry.ran == CASES and entry.phase == "finished"  # made once every case was folded
         assert len(app.catalog.results) == CASES
+
+
+async def test_a_run_started_while_the_last_ones_cases_are_still_folding_keeps_its_timeline_entry(
+        tmp_path: Path, make_app, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_set(tmp_path / "many.evalset.json", "many",
+              *[case(f"c{i:03d}", turn(f"q{i}", "same answer")) for i in range(CASES)])
+    # One case a tick: the first run ends long before the screen has folded its cases.
+    monkeypatch.setattr(app_module, "FOLD_CHUNK", 1)
+    monkeypatch.setattr(app_module, "FOLD_BUDGET", 0.0)
+    app = make_app(tmp_path, recording="many.evalset.json")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert app._finished_backlog  # the first run's cases are still being folded
+        await pilot.press("R")
+        await settle(pilot)
+        second, first = app.catalog.run_book.timeline[:2]
+        assert first.ran == CASES and first.phase == "finished"
+        assert second.ran == CASES and second.phase == "finished"

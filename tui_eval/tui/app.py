@@ -38,7 +38,7 @@ from .commands import CaseCommands
 from .keymap import UserKeymap, load_keymap
 from .screens.main import MainScreen
 from .session import SessionBridge
-from .state import Inbox, RunState, UiPriority
+from .state import Inbox, RunSnapshot, RunState, UiPriority
 from .text import one_line, plain
 from .theme import TUI_EVAL_THEME, default_theme
 
@@ -368,34 +368,16 @@ class EvalApp(App[int]):
         state = self.bridge.current
         if state is not None:
             if state is not self._shown_run:
+                last = self._shown_run
+                if last is not None and self._finished_backlog:
+                    # A new run came before the last one's cases were all folded: they belong to its book.
+                    self._fold_finished(main, last.drain(), dirty, deadline=None)
                 self._shown_run = state
                 main.run_panel.reset()
                 cat.run_book.start(state.label)
             snap = state.drain()
             main.run_panel.show(snap)
-            backlog = self._finished_backlog
-            reps = snap.repetitions
-            backlog.extend((key, result, reps[i] if i < len(reps) else 1)
-                           for i, (key, result) in enumerate(snap.finished))
-            deadline = time.perf_counter() + FOLD_BUDGET
-            folded = 0
-            while backlog and folded < FOLD_PER_TICK:
-                chunk = [backlog.popleft() for _ in range(min(FOLD_CHUNK, len(backlog)))]
-                # Before the results are stored: the book reads the results they replace (broke / fixed).
-                # In the same slices as the catalog: a 100k-case run once fed it 7 s of cases in one tick.
-                cat.run_book.feed([(key, result) for key, result, _ in chunk], [rep for _, _, rep in chunk],
-                                  cat.result)
-                for key, result, _ in chunk:
-                    cat.set_result(key, result, SESSION)
-                    dirty.add(key)
-                folded += len(chunk)
-                if time.perf_counter() >= deadline:
-                    break
-            main.run_panel.show_insight(cat.run_book)
-            # The timeline entry (broke / fixed) once every finished case is folded; once per run.
-            if snap.phase in ("finished", "cancelled", "failed") and not backlog:
-                if cat.run_book.finish(snap.phase, cat.clock(), snap.saved) is not None:
-                    main.summary.refresh_entry()
+            self._fold_finished(main, snap, dirty, deadline=time.perf_counter() + FOLD_BUDGET)
             if snap.running != cat.running:
                 dirty |= snap.running ^ cat.running
                 cat.running = snap.running
@@ -421,6 +403,31 @@ class EvalApp(App[int]):
                     # After the "loaded" frame is painted: a full collection over a big folder takes a while.
                     self.call_after_refresh(self.on_heap_phase, "settled")
             main.refresh_topbar()
+
+    def _fold_finished(self, main: MainScreen, snap: RunSnapshot, dirty: set[CaseKey],
+                       deadline: float | None) -> None:
+        """Fold a run's finished cases into the run book and the catalog, a slice at a time until the
+        deadline (None: all of them); the run's timeline entry once every one is folded."""
+        cat = self.catalog
+        backlog = self._finished_backlog
+        reps = snap.repetitions
+        backlog.extend((key, result, reps[i] if i < len(reps) else 1) for i, (key, result) in enumerate(snap.finished))
+        folded = 0
+        while backlog and (deadline is None or folded < FOLD_PER_TICK):
+            chunk = [backlog.popleft() for _ in range(min(FOLD_CHUNK, len(backlog)))]
+            # Before the results are stored: the book reads the results they replace (broke / fixed).
+            # In the same slices as the catalog: a 100k-case run once fed it 7 s of cases in one tick.
+            cat.run_book.feed([(key, result) for key, result, _ in chunk], [rep for _, _, rep in chunk], cat.result)
+            for key, result, _ in chunk:
+                cat.set_result(key, result, SESSION)
+                dirty.add(key)
+            folded += len(chunk)
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        main.run_panel.show_insight(cat.run_book)
+        if snap.phase in ("finished", "cancelled", "failed") and not backlog:
+            if cat.run_book.finish(snap.phase, cat.clock(), snap.saved) is not None:  # once per run
+                main.summary.refresh_entry()
 
     # ---- live mode ---------------------------------------------------------------------------
 
