@@ -344,19 +344,23 @@ class CaseChange:
 
     @property
     def kind(self) -> str:
-        # A case in only one of the two runs (a selection, failures only, cancelled, added or removed)
-        # was not run in the other: nothing can be said of how it moved, least of all a regression.
-        if self.before is None or self.after is None:
-            return NOT_RUN
-        if self.before == self.after:
-            return "unchanged"
-        if self.after == EvalStatus.FAILED or (
-            self.before == EvalStatus.PASSED and self.after != EvalStatus.PASSED
-        ):
-            return "regression"
-        if self.after == EvalStatus.PASSED:
-            return "fixed"
-        return "changed"
+        return status_change(self.before, self.after)
+
+
+def status_change(before: EvalStatus | None, after: EvalStatus | None) -> str:
+    """How a case's status moved: regression, fixed, changed, unchanged or not run (history compare,
+    and the dashboard's timeline of this session's runs)."""
+    # A case in only one of the two runs (a selection, failures only, cancelled, added or removed)
+    # was not run in the other: nothing can be said of how it moved, least of all a regression.
+    if before is None or after is None:
+        return NOT_RUN
+    if before == after:
+        return "unchanged"
+    if after == EvalStatus.FAILED or (before == EvalStatus.PASSED and after != EvalStatus.PASSED):
+        return "regression"
+    if after == EvalStatus.PASSED:
+        return "fixed"
+    return "changed"
 
 
 NOT_RUN = "not run"

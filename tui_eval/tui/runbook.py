@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-_PASSED, _FAILED = 1, 2
 #: Runs the timeline keeps (newest first); older ones drop off.
 TIMELINE_LIMIT = 200
 
@@ -49,11 +48,14 @@ class TimelineEntry:
 def flip(before: int | None, after: int) -> str | None:
     """`broke`, `fixed` or None, as history compare reads a change (a case with no earlier result
     neither broke nor was fixed)."""
-    if before is None or before == after:
-        return None
-    if after == _FAILED or before == _PASSED:
-        return "broke"
-    return "fixed" if after == _PASSED else None
+    from ..engine.store import status_change
+    from ..schema.status import EvalStatus
+
+    kind = status_change(None if before is None else EvalStatus(before), EvalStatus(after))
+    return _FLIPS.get(kind)
+
+
+_FLIPS = {"regression": "broke", "fixed": "fixed"}
 
 
 @dataclass(slots=True)
