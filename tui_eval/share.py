@@ -159,7 +159,8 @@ def insight_lines(record: RunRecord) -> list[str]:
     return [safe_line(line) for line in lines]
 
 
-def _marks(statuses: Sequence[EvalStatus]) -> str:
+def repeat_marks(statuses: Sequence[EvalStatus]) -> str:
+    """A case's runs as marks, run 1 first (`✔✘✔✔`)."""
     return "".join(s.glyph for s in statuses)
 
 
@@ -209,7 +210,7 @@ def print_repeats(record: RunRecord, out: TextIO, *, verbose: bool = True) -> bo
             if r.label == RepeatLabel.STABLE_PASS:
                 continue
             print(f"  {_LABEL_MARK[r.label]} {safe_line(r.case_id)}  {r.fraction} ({r.label.value}) "
-                  f"{_marks(r.statuses)}  pass@{r.runs} {r.pass_at_k[-1]:.2f}  pass^{r.runs} {r.pass_hat_k[-1]:.2f}",
+                  f"{repeat_marks(r.statuses)}  pass@{r.runs} {r.pass_at_k[-1]:.2f}  pass^{r.runs} {r.pass_hat_k[-1]:.2f}",
                   file=out)
             for rep, result in reps:
                 case = next((c for c in result.case_results if c.eval_id == r.case_id), None)
@@ -308,7 +309,7 @@ def render_markdown(run: SharedRun) -> str:
         lines += ["### Cases across runs", "", "| case | runs passed | label | pass@k | pass^k |",
                   "| --- | --- | --- | ---: | ---: |"]
         for r in repeats:
-            lines.append(f"| {md(r.case_id)} | {r.passed}/{r.runs} {_marks(r.statuses)} | {r.label.value} | "
+            lines.append(f"| {md(r.case_id)} | {r.passed}/{r.runs} {repeat_marks(r.statuses)} | {r.label.value} | "
                          f"{r.pass_at_k[-1]:.2f} | {r.pass_hat_k[-1]:.2f} |")
         lines.append("")
     failures = _failures(run)
@@ -391,7 +392,7 @@ def render_html(run: SharedRun) -> str:
     if run.num_runs > 1 and repeats:
         parts.append("<h2>Cases across runs</h2><table><tr><th>case</th><th>runs passed</th><th>label</th>"
                      "<th>pass@k</th><th>pass^k</th></tr>")
-        parts += [f"<tr><td>{e(safe_line(r.case_id))}</td><td>{r.passed}/{r.runs} {_marks(r.statuses)}</td>"
+        parts += [f"<tr><td>{e(safe_line(r.case_id))}</td><td>{r.passed}/{r.runs} {repeat_marks(r.statuses)}</td>"
                   f"<td>{r.label.value}</td><td>{r.pass_at_k[-1]:.2f}</td><td>{r.pass_hat_k[-1]:.2f}</td></tr>"
                   for r in repeats]
         parts.append("</table>")

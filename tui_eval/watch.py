@@ -133,6 +133,7 @@ class _Printer:
 def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
     """With --num-runs: one line per case that did not pass every run, flaky first."""
     from .engine.repeats import RepeatLabel, order_for_summary
+    from .share import repeat_marks
 
     lines = []
     for record in records:
@@ -141,8 +142,8 @@ def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
         for file, cases in record.insight.repeats.items():
             for r in order_for_summary(cases):
                 if r.label != RepeatLabel.STABLE_PASS:
-                    marks = "".join(s.glyph for s in r.statuses)
-                    lines.append(safe_line(f"  {Path(file).name}:{r.case_id}  {r.fraction} ({r.label.value}) {marks}"))
+                    lines.append(safe_line(f"  {Path(file).name}:{r.case_id}  {r.fraction} ({r.label.value}) "
+                                           f"{repeat_marks(r.statuses)}"))
     return lines
 
 
