@@ -267,3 +267,59 @@ def test_the_thread_holding_the_priority_never_waits_for_itself() -> None:
     priority.hold()
     priority.wait()  # returns at once: the holder delivering an event must not stall itself
     assert priority.held
+
+
+# ---- a CPU-bound engine thread yields the GIL in slices ---------------------------------------
+
+
+def _paced(events: list[float]) -> list[float]:
+    """Feed engine events at the given clock times to a UiPriority (from a non-UI thread); the sleeps it took."""
+    import threading
+
+    from tui_eval.tui.state import UiPriority
+
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(now[0])
+        now[0] += seconds
+
+    priority = UiPriority(clock=lambda: now[0], sleep=sleep)
+
+    def engine() -> None:
+        for at in events:
+            now[0] = max(now[0], at)
+            priority.wait()
+
+    thread = threading.Thread(target=engine)
+    thread.start()
+    thread.join(10)
+    return slept
+
+
+def test_a_busy_engine_yields_the_gil_once_per_slice() -> None:
+    from tui_eval.tui.state import UiPriority
+
+    # An event every 0.2 ms for 50 ms of uninterrupted scoring.
+    slept = _paced([i * 0.0002 for i in range(250)])
+    assert len(slept) == pytest.approx(0.05 / (UiPriority.RUN_SLICE + UiPriority.YIELD_FOR), abs=1)
+    gaps = [b - a for a, b in zip(slept, slept[1:])]
+    assert all(UiPriority.RUN_SLICE <= gap < UiPriority.RUN_SLICE + 0.001 for gap in gaps)
+
+
+def test_an_engine_that_waits_between_events_never_sleeps() -> None:
+    # A paced run (an LLM, a timer): events 5 ms apart, far more than a slice in all, never in a row.
+    assert _paced([i * 0.005 for i in range(200)]) == []
+
+
+def test_the_ui_thread_never_sleeps_for_the_engine() -> None:
+    from tui_eval.tui.state import UiPriority
+
+    now = [0.0]
+    slept: list[float] = []
+    priority = UiPriority(clock=lambda: now[0], sleep=slept.append)
+    for i in range(500):  # events the UI thread delivers itself, back to back
+        now[0] = i * 0.0002
+        priority.wait()
+    assert slept == []

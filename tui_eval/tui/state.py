@@ -51,28 +51,48 @@ class Inbox:
 
 
 class UiPriority:
-    """Lets the UI thread ask the engine thread to pause while it handles a key.
+    """Keeps the UI thread (and Textual's input and output threads) ahead of a CPU-bound engine thread.
 
-    Both are Python threads of one process: while a CPU-bound run (a replay) scores, the UI thread gets
-    the GIL back only after a switch interval, again and again within one key, and on a loaded machine
-    each wait is longer still. Held, the engine waits at its next event (the events of a case come every
-    few hundred microseconds) until the UI released it after its next paint, or `MAX_PAUSE` at most,
-    so a UI that never releases only slows a run, never stops it.
+    All of them are Python threads of one process, so they share the GIL. A replay run scores without
+    pause, and CPython hands the GIL to a waiting thread only once the holder ran a whole switch
+    interval without letting go of it; the engine lets go at every select of its event loop, which
+    restarts that wait each time, so the other threads got the GIL only now and then: a key took seconds
+    to reach the app and its frame seconds more to reach the terminal (bench/tui_scale.py at 100,000
+    cases: keys p95 0.4-1.3 s, max 2-6 s).
+
+    Two rules, applied at each engine event (`wait`):
+    - held by the UI (a key during a run, see EvalApp._take_priority): wait, without the GIL, until the
+      UI released it after its next paint, or MAX_PAUSE at most, so a UI that never releases only slows
+      a run, never stops it;
+    - after RUN_SLICE seconds of engine work without a break, sleep YIELD_FOR: every waiting thread then
+      takes the GIL at once. Events further apart than IDLE_GAP mean the engine was waiting (an LLM, a
+      timer), which starts a new slice, so a paced run never sleeps.
     """
 
     #: Seconds the engine waits at most for one hold.
     MAX_PAUSE = 0.1
+    #: Seconds of uninterrupted engine work before it yields the GIL.
+    RUN_SLICE = 0.010
+    #: Seconds the engine sleeps when it yields.
+    YIELD_FOR = 0.0005
+    #: A gap between two engine events longer than this was idle time, not work.
+    IDLE_GAP = 0.002
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self._free = threading.Event()
         self._free.set()
         self._until = 0.0
-        self._holder: int | None = None
+        #: The UI thread (the one that makes this): its own events never wait and never sleep.
+        self._ui_thread = threading.get_ident()
+        self._clock = clock
+        self._sleep = sleep
+        self._slice_start = -1.0
+        self._last_event = -1.0
 
     def hold(self) -> None:
         """UI thread: pause the engine until `release` (or MAX_PAUSE from now)."""
         self._until = time.monotonic() + self.MAX_PAUSE
-        self._holder = threading.get_ident()
         self._free.clear()
 
     def release(self) -> None:
@@ -83,12 +103,22 @@ class UiPriority:
         return not self._free.is_set()
 
     def wait(self) -> None:
-        """Engine thread: return at once unless held; then wait (without the GIL) for the release."""
-        if self._free.is_set() or threading.get_ident() == self._holder:
+        """Engine thread, at each event: wait while held, else yield the GIL if this slice is used up."""
+        if threading.get_ident() == self._ui_thread:
             return  # (an event the UI thread itself delivers never waits for the UI)
-        left = self._until - time.monotonic()
-        if left > 0:
-            self._free.wait(left)
+        if not self._free.is_set():
+            left = self._until - time.monotonic()
+            if left > 0:
+                self._free.wait(left)
+            self._slice_start = self._last_event = self._clock()
+            return
+        now = self._clock()
+        if now - self._last_event > self.IDLE_GAP:
+            self._slice_start = now
+        elif now - self._slice_start >= self.RUN_SLICE:
+            self._sleep(self.YIELD_FOR)
+            now = self._slice_start = self._clock()
+        self._last_event = now
 
 
 class Results:
