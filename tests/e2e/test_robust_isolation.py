@@ -188,6 +188,51 @@ def test_the_process_exits_after_the_summary_despite_a_leaked_non_daemon_thread(
     assert "leaked-job" in err  # said why the process did not wait
 
 
+AT_EXIT = '''
+"""A native agent whose tool registers an exit handler (as SDKs flushing telemetry do)."""
+import atexit
+import os
+from pathlib import Path
+
+from tui_eval.agents.native import NativeAgent
+
+
+def _flush() -> None:
+    Path(os.environ["MARKER"]).write_text("flushed")
+
+
+def flush_later() -> str:
+    """Register the flush."""
+    atexit.register(_flush)
+    return "ok"
+
+
+def policy(turn):
+    if not turn.results:
+        return [("flush_later", {})]
+    return "goodbye"
+
+
+root_agent = NativeAgent("flusher", "Flush at exit.", tools=[flush_later], policy=policy)
+'''
+
+
+def test_the_console_script_runs_agent_exit_handlers_and_keeps_its_exit_code(tmp_path: Path) -> None:
+    # The console script ends the process right after the exit handlers (no heap teardown): handlers
+    # registered by agent code still run, what was printed is all there, and a failed run still exits 1.
+    folder, evalset = _folder(tmp_path, "flusher", AT_EXIT, case("c1", turn("go", "hello", [("flush_later", {})])))
+    marker = tmp_path / "marker.txt"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TUI_EVAL_AGENT_MODE="offline", MARKER=str(marker))
+    proc = subprocess.run([sys.executable, "-m", "tui_eval.cli", "run", str(folder), str(evalset),
+                           "--log-level", "info"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)  # "goodbye" is not "hello": the case fails
+    assert "Total: 0 passed, 1 failed, 0 not evaluated" in proc.stdout
+    assert proc.stdout.endswith(".evalset_result.json\n"), proc.stdout  # the last line made it out
+    assert marker.read_text() == "flushed"
+
+
 ADK_BLOCKING = '''
 import time
 
