@@ -64,3 +64,23 @@ def test_copies_get_their_own_sets(tmp_path: Path) -> None:
     assert isinstance(data, IntermediateData)
     data.tool_responses = []
     assert second.intermediate_data.model_fields_set == {"tool_uses", "tool_responses", "intermediate_responses"}  # type: ignore[union-attr]
+
+
+def test_every_model_gets_the_shared_set_of_exactly_its_own_keys_whatever_the_order() -> None:
+    from tui_eval.schema.base import share_fields_sets
+    from tui_eval.schema.model import FunctionCall, Part
+
+    # Per class, the usual keys and a few odd ones, the odd ones first, last and in between.
+    models = [FunctionCall.model_validate({"name": "f", "id": "odd"})]
+    models += [FunctionCall.model_validate({"name": "f", "args": {"n": i}}) for i in range(5)]
+    models += [Part.model_validate({"text": "t"}), FunctionCall.model_validate({"name": "g", "id": "x", "args": {}})]
+    models += [Part.model_validate({"text": f"t{i}", "function_call": None}) for i in range(4)]
+    models += [Part.model_validate({"text": "last"})]
+    own = [set(m.__pydantic_fields_set__) for m in models]
+    share_fields_sets(models)
+    assert [m.model_fields_set for m in models] == own
+    assert all(type(m.__pydantic_fields_set__) is SharedFieldsSet for m in models)
+    by_keys: dict[tuple[type, frozenset[str]], set[int]] = {}
+    for m in models:
+        by_keys.setdefault((type(m), frozenset(m.model_fields_set)), set()).add(id(m.__pydantic_fields_set__))
+    assert len(by_keys) == 5 and all(len(ids) == 1 for ids in by_keys.values())  # one set per class and keys
