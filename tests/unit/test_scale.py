@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,45 @@ async def test_a_cancelled_run_says_its_cases_stopped_before_it_saves(tmp_path: 
     assert stopped.cancelled and stopped.run_id == record.run_id
     assert stopped.finished == len(record.results[0].case_results) == kinds.count(CaseFinished)
     assert isinstance(events[-1], RunFinished) and events[-1].saved
+
+
+class LoopBlocking(Agent):
+    """Each turn blocks its event loop until `go` is set (as a CPU-bound replay holds the loop)."""
+
+    def __init__(self, started: threading.Event, go: threading.Event) -> None:
+        self.name = "loop-blocking"
+        self.started, self.go = started, go
+
+    async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:
+        agent = self
+
+        class Session(AgentSession):
+            async def turn(self, user_content: Content, index: int) -> Invocation:
+                agent.started.set()
+                agent.go.wait(10)
+                expected = (case.conversation or [])[index]
+                return Invocation(user_content=user_content, final_response=expected.final_response,
+                                  intermediate_data=expected.intermediate_data)
+
+        return Session()
+
+
+def test_a_stop_asked_from_another_thread_while_the_loop_is_busy_starts_no_further_case(tmp_path: Path) -> None:
+    # The dashboard's `x`: a loop callback (`cancel`) waits until a worker yields, so the UI thread also
+    # sets a flag the workers read between cases.
+    started, go = threading.Event(), threading.Event()
+    run = Run(plan_run([str(_cases(tmp_path, 20))]), LoopBlocking(started, go), options=RunOptions(concurrency=1),
+              store=ResultStore(tmp_path / "hist"))
+    records: list[object] = []
+    worker = threading.Thread(target=lambda: records.append(asyncio.run(run.execute())))
+    worker.start()
+    assert started.wait(10)  # the first case holds the engine's loop
+    run.request_stop()
+    go.set()
+    worker.join(30)
+    [record] = records
+    assert record.cancelled  # type: ignore[attr-defined]
+    assert len(record.results[0].case_results) == 1  # type: ignore[attr-defined]
 
 
 async def test_a_finished_run_says_so_too(tmp_path: Path) -> None:

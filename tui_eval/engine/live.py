@@ -328,6 +328,11 @@ class LiveSession:
         finally:
             self.runs.remove(run)
 
+    def request_stop(self) -> None:
+        """From any thread: the runs in progress start no further case (`cancel` stops the rest)."""
+        for run in list(self.runs):
+            run.request_stop()
+
     def cancel(self) -> None:
         """Cancel every run in progress (finished cases are kept)."""
         for run in list(self.runs):

@@ -55,6 +55,8 @@ EventSink = Callable[[Event], None]
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 # Seconds of uninterrupted scoring after which a worker lets the loop run (signals, the UI, events).
+# Each of the `concurrency` workers may run this long before a loop callback gets its turn, which is
+# why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.05
 
 
@@ -354,8 +356,12 @@ class Run:
         if self._emit_fn is not None:
             deliver(self._emit_fn, event, RunError)
 
+    def request_stop(self) -> None:
+        """From any thread: start no further case. Cases under way go on until `cancel`."""
+        self._cancelled = True
+
     def cancel(self) -> None:
-        """Stop starting and running cases; finished ones are kept and saved."""
+        """Stop starting and running cases; finished ones are kept and saved. In the run's loop."""
         self._cancelled = True
         for task in self._tasks:
             task.cancel()

@@ -92,7 +92,14 @@ class SessionBridge:
     def _arm(self, state: RunState) -> None:
         host, session = self.host, self.session
         if host is not None and session is not None:
-            state.set_canceller(lambda: host.call(session.cancel))
+
+            def cancel() -> None:
+                # At once, from this thread: no further case starts, even while the engine's loop is
+                # busy; then, in the loop, the cases under way are cancelled.
+                session.request_stop()
+                host.call(session.cancel)
+
+            state.set_canceller(cancel)
 
     def run_keys(self, state: RunState, keys: list[CaseKey], label: str) -> None:
         """Run cases in the engine loop and wait for the end (call from a thread worker, never the UI)."""
