@@ -363,3 +363,27 @@ def test_the_ui_thread_never_sleeps_for_the_engine() -> None:
         now[0] = i * 0.0002
         priority.wait()
     assert slept == []
+
+
+# ---- the case index is built by the loader, not by the UI's first fold -------------------------
+
+
+def test_the_loader_indexes_every_loaded_file_and_a_reload_is_indexed_again(tmp_path: Path) -> None:
+    from tui_eval.engine.workspace import Workspace
+    from tui_eval.tui.catalog import Catalog
+    from tui_eval.tui.loader import load_workspace
+
+    path = _cases(tmp_path, 5)
+    workspace = Workspace(tmp_path)
+    load_workspace(workspace)
+    catalog = Catalog(tmp_path, workspace=workspace)
+    [loaded] = workspace.eval_files
+    catalog.index_cases()  # on the loader's thread (EvalApp._load)
+    cases = workspace.eval_files[loaded].eval_set.eval_cases  # type: ignore[union-attr]
+    assert catalog._case_index[loaded][1] == {c.eval_id: c for c in cases}
+    assert catalog.case(catalog.key(loaded, "c03")) is cases[3]
+    # The file is rewritten with one case fewer: a new list, looked up afresh.
+    write_set(path, "many", *[case(f"c{i:02d}", turn(f"q{i}", "other answer")) for i in range(4)])
+    workspace.reload(loaded)
+    assert catalog.case(catalog.key(loaded, "c04")) is None
+    assert catalog.case(catalog.key(loaded, "c03")).conversation[0].final_response.parts[0].text == "other answer"  # type: ignore[union-attr]

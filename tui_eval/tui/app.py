@@ -274,6 +274,7 @@ class EvalApp(App[int]):
             )
             self.catalog.workspace = session.workspace
             load_workspace(session.workspace, cancelled=current_worker_cancelled)
+            self.catalog.index_cases()
             # Saved inferences let a config edit re-score without running the agent.
             session.results.update(load_latest_results(session.workspace, self.inbox, current_worker_cancelled))
             if not current_worker_cancelled():

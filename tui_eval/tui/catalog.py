@@ -224,14 +224,27 @@ class Catalog:
         state = self.file_state(path)
         if state is None or state.eval_set is None:
             return None
-        cases = state.eval_set.eval_cases
+        return self._cases_by_id(path, state.eval_set.eval_cases).get(key.eval_id)
+
+    def _cases_by_id(self, path: Path, cases: list[EvalCase]) -> dict[str, EvalCase]:
         # A reload makes a new list; an edit in place changes its length.
         stamp = (id(cases), len(cases))
         cached = self._case_index.get(path)
         if cached is None or cached[0] != stamp:
             cached = (stamp, {c.eval_id: c for c in cases})
             self._case_index[path] = cached
-        return cached[1].get(key.eval_id)
+        return cached[1]
+
+    def index_cases(self) -> None:
+        """Build every loaded file's case index now. The loader calls this on its thread: the first run's
+        results look each case up, and indexing a 100,000-case file there held the UI thread (and every
+        key) for 0.1-1 s beside a scoring engine. A reload later rebuilds its file's index on first use."""
+        ws = self.workspace
+        if ws is None:
+            return
+        for path, state in list(ws.eval_files.items()):
+            if state.eval_set is not None:
+                self._cases_by_id(path, state.eval_set.eval_cases)
 
     def key(self, path: Path, eval_id: str) -> CaseKey:
         return _case_key()(str(path), eval_id)
