@@ -8,11 +8,12 @@ go. The dashboard owns the terminal, so it logs to a file: `$TUI_EVAL_LOG_FILE`,
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
 from pathlib import Path
 from typing import TextIO
+
+from .userpaths import user_path
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LEVEL = "WARNING"
@@ -38,12 +39,7 @@ def parse_level(value: str) -> str:
 
 def default_log_file() -> Path:
     """Where the dashboard logs: $TUI_EVAL_LOG_FILE, else the XDG state folder."""
-    explicit = os.environ.get(LOG_FILE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    state = os.environ.get("XDG_STATE_HOME")
-    base = Path(state).expanduser() if state else Path.home() / ".local" / "state"
-    return base / "tui-eval" / "tui-eval.log"
+    return user_path("state", "tui-eval.log", env=LOG_FILE_ENV)
 
 
 class _EscapingFormatter(logging.Formatter):

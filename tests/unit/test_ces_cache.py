@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from tests.support.fake_ces import APP, golden_evaluation, scenario_evaluation
-from tui_eval.ces.cache import cache_dir_for, parse_app_url, save_pull, snapshot_file_for, unpushed_edits
+from tui_eval.ces.cache import cache_dir_for, cache_root, parse_app_url, save_pull, snapshot_file_for, unpushed_edits
 from tui_eval.ces.dashboard import ces_target_of
 from tui_eval.ces.model import Evaluation
 
@@ -138,3 +138,30 @@ def test_the_dashboards_light_constants_equal_the_ces_modules_own() -> None:
 
     assert dashboard.SCHEME == cache.SCHEME == "ces://"
     assert dashboard.DEFAULT_ENDPOINT == client.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"
+
+
+def test_every_per_user_path_follows_one_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The judge cache, the CES cache, the keymap and the dashboard's log: an explicit variable, else
+    # the XDG folder (a `~` in it expanded), else XDG's default below the home folder.
+    from tui_eval.judge.options import default_cache_dir
+    from tui_eval.logging_setup import default_log_file
+    from tui_eval.tui.keymap import keymap_path
+
+    for name in ("TUI_EVAL_CES_CACHE", "TUI_EVAL_CACHE_DIR", "TUI_EVAL_LOG_FILE", "TUI_EVAL_KEYMAP"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert cache_root() == tmp_path / ".cache" / "tui-eval" / "ces"
+    assert default_cache_dir() == tmp_path / ".cache" / "tui-eval" / "judge"
+    assert keymap_path() == tmp_path / ".config" / "tui-eval" / "keymap.toml"
+    assert default_log_file() == tmp_path / ".local" / "state" / "tui-eval" / "tui-eval.log"
+    monkeypatch.setenv("XDG_CACHE_HOME", "~/xc")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "~/xg")
+    monkeypatch.setenv("XDG_STATE_HOME", "~/xs")
+    assert cache_root() == tmp_path / "xc" / "tui-eval" / "ces"
+    assert default_cache_dir() == tmp_path / "xc" / "tui-eval" / "judge"
+    assert keymap_path() == tmp_path / "xg" / "tui-eval" / "keymap.toml"
+    assert default_log_file() == tmp_path / "xs" / "tui-eval" / "tui-eval.log"
+    monkeypatch.setenv("TUI_EVAL_CES_CACHE", "~/mine")
+    assert cache_root() == tmp_path / "mine"

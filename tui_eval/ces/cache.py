@@ -10,7 +10,6 @@ hand) is edited too. When any case is edited the file is left as it is and the c
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..userpaths import user_path
 from .mapping import MappingError, case_to_evaluation, evaluations_to_eval_set, short_name
 from .model import OUTPUT_ONLY_FIELDS, Evaluation
 
@@ -39,11 +39,7 @@ def parse_app_url(url: str) -> str:
 
 def cache_root() -> Path:
     """$TUI_EVAL_CES_CACHE, else $XDG_CACHE_HOME/tui-eval/ces, else ~/.cache/tui-eval/ces."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "tui-eval" / "ces"
+    return user_path("cache", "ces", env=CACHE_ENV)
 
 
 def cache_dir_for(app: str) -> Path:

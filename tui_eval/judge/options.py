@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..userpaths import user_path
 
 
 def default_cache_dir() -> Path:
     """$TUI_EVAL_CACHE_DIR, else $XDG_CACHE_HOME/tui-eval/judge, else ~/.cache/tui-eval/judge."""
-    explicit = os.environ.get("TUI_EVAL_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "tui-eval" / "judge"
+    return user_path("cache", "judge", env="TUI_EVAL_CACHE_DIR")
 
 
 @dataclass(slots=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from ..userpaths import user_path
+
 if TYPE_CHECKING:  # pragma: no cover
     from textual.binding import Binding
 
@@ -25,11 +27,7 @@ FILE_NAME = "keymap.toml"
 
 def keymap_path() -> Path:
     """Where the keymap is read from: `$TUI_EVAL_KEYMAP`, else `$XDG_CONFIG_HOME/tui-eval/keymap.toml`."""
-    explicit = os.environ.get(ENV_VAR)
-    if explicit:
-        return Path(explicit).expanduser()
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config_home) / "tui-eval" / FILE_NAME
+    return user_path("config", FILE_NAME, env=ENV_VAR)
 
 
 @dataclass(frozen=True)
