@@ -60,3 +60,24 @@ def test_single_runs_keep_no_repetitions() -> None:
     book.start("Run")
     book.feed([(key, _result("a", P))], [1], lambda k: None)
     assert book.runs_of(key) == []
+
+
+def test_tool_latency_is_recomputed_at_most_once_a_second_while_the_run_streams(monkeypatch) -> None:
+    import tui_eval.tui.runbook as runbook
+
+    clock = [0.0]
+    monkeypatch.setattr(runbook.time, "perf_counter", lambda: clock[0])
+    key = CaseKey("f", "a")
+    book = RunBook()
+    book.start("Run")
+    book.feed([(key, _result("a", P, 5, 1.0))], [1], lambda k: None)
+    assert book.tool_latency()[0].count == 1
+    book.feed([(key, _result("a", P, 5, 3.0))], [1], lambda k: None)
+    clock[0] = 0.5
+    assert book.tool_latency()[0].count == 1  # asked again on the next tick: not sorted again yet
+    clock[0] = 1.0
+    assert book.tool_latency()[0].count == 2
+    book.feed([(key, _result("a", P, 5, 2.0))], [1], lambda k: None)
+    book.finish("finished", now=1.0)
+    (tool,) = book.tool_latency()  # the run ended: its last calls count at once
+    assert (tool.count, tool.p95_seconds) == (3, 3.0)

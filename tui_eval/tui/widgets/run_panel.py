@@ -106,7 +106,7 @@ class RunPanel(Vertical):
 
     def show_insight(self, book: RunBook) -> None:
         """Redraw the tokens / est. cost line and the tool latency line (at most two lines at 80 columns)."""
-        stamp = (id(book.usage), book.total_tokens(), len(book.timings))
+        stamp = (id(book.usage), book.total_tokens(), id(book.tool_latency()))
         if stamp == self._insight_stamp:
             return
         self._insight_stamp = stamp
