@@ -553,7 +553,7 @@ def _exit_without_teardown(outcome: list[int]) -> None:
 
 
 def entry() -> None:
-    """The console script: `main`, then exit without a last garbage collection over every result."""
+    """The console script: `main`, then exit without tearing the heap down (see _exit_without_teardown)."""
     # Exit handlers run last-registered first: registered before any agent or SDK code is imported,
     # this one runs after theirs (and after non-daemon threads were waited for), just before teardown.
     global _kept_for_exit
@@ -562,10 +562,6 @@ def entry() -> None:
     _kept_for_exit = []
     code = main()
     outcome.append(code)
-    # Interpreter shutdown runs the cyclic GC over everything still alive, for objects about to be
-    # freed anyway; frozen objects are skipped. After a 5,000-case run (bench/headless_run.py data):
-    # 0.11-0.25 s from main's return to process exit without this, 0.02-0.07 s with it.
-    gc.freeze()
     leaked = _leaked_threads()
     if leaked:
         # Agent code may start non-daemon threads that never end; the interpreter would wait for them
