@@ -165,3 +165,22 @@ def test_every_per_user_path_follows_one_rule(tmp_path: Path, monkeypatch: pytes
     assert default_log_file() == tmp_path / "xs" / "tui-eval" / "tui-eval.log"
     monkeypatch.setenv("TUI_EVAL_CES_CACHE", "~/mine")
     assert cache_root() == tmp_path / "mine"
+
+
+def test_a_cases_results_are_validated_once_per_loaded_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The turn view asks on every redraw; a reloaded case (a new model_extra) is read afresh.
+    from tui_eval.ces import caseview
+    from tui_eval.ces.model import EvaluationResult
+
+    calls = []
+    validate = EvaluationResult.model_validate
+    monkeypatch.setattr(EvaluationResult, "model_validate",
+                        classmethod(lambda cls, raw, **kw: calls.append(1) or validate(raw, **kw)))
+    extra = {"ces": {"evaluation": golden_evaluation()}}
+    first = caseview.results_of(extra)
+    assert first is not None and first.last is not None and calls
+    n = len(calls)
+    assert caseview.results_of(extra) is first and len(calls) == n
+    reloaded = {"ces": {"evaluation": golden_evaluation()}}
+    again = caseview.results_of(reloaded)
+    assert again is not first and again is not None and again.last == first.last and len(calls) == 2 * n

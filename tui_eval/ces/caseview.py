@@ -79,8 +79,23 @@ def _result(raw: Any, where: str, problems: list[str]) -> EvaluationResult | Non
         return None
 
 
+#: The last case asked about and its results: the turn view asks on every redraw (a turn or sentence
+#: move, a tick), and validating up to eleven results each time was most of the redraw. A case's
+#: `model_extra` is a new dict whenever its file reloads, so the same dict means the same results.
+_last_asked: tuple[Mapping[str, Any] | None, CesResults | None] = (None, None)
+
+
 def results_of(extra: Mapping[str, Any] | None) -> CesResults | None:
     """The case's CES results, or None when it did not come from CES."""
+    global _last_asked
+    if extra is not None and _last_asked[0] is extra:
+        return _last_asked[1]
+    results = _read_results(extra)
+    _last_asked = (extra, results)
+    return results
+
+
+def _read_results(extra: Mapping[str, Any] | None) -> CesResults | None:
     evaluation = _remainder(extra)
     if evaluation is None:
         return None
