@@ -81,3 +81,19 @@ def test_tool_latency_is_recomputed_at_most_once_a_second_while_the_run_streams(
     book.finish("finished", now=1.0)
     (tool,) = book.tool_latency()  # the run ended: its last calls count at once
     assert (tool.count, tool.p95_seconds) == (3, 3.0)
+
+
+def test_a_turns_status_reads_any_result_under_the_metric_filter() -> None:
+    # The turn view shows a repetition's result (k) with the same rule as the latest one's.
+    from tui_eval.schema.results import InvocationMetricResult, MetricResult
+    from tui_eval.tui.catalog import turn_status_of
+
+    def metric(name: str, status: EvalStatus) -> MetricResult:
+        return MetricResult(metric_name=name, threshold=1.0, score=None, status=status,
+                            per_invocation=[InvocationMetricResult(score=None, status=status)])
+
+    result = _result("a", F).model_copy(update={"metrics": [metric("m1", F), metric("m2", P)]})
+    assert turn_status_of(result, 0) == F
+    assert turn_status_of(result, 0, "m2") == P
+    assert turn_status_of(result, 0, "m3") == N  # metrics ran, none of the filtered one
+    assert turn_status_of(result, 5) == N and turn_status_of(None, 0) is None

@@ -33,6 +33,22 @@ def _case_key() -> Any:
     return _CASE_KEY
 
 
+def turn_status_of(result: CaseResult | None, index: int, metric: str | None = None) -> int | None:
+    """A turn's status in one result: failed if any metric (or only `metric`) failed it, else passed if
+    any passed it, else not evaluated."""
+    if result is None:
+        return None
+    metrics: list[MetricResult] = result.metrics
+    if metric:
+        metrics = [m for m in metrics if m.metric_name == metric]
+    statuses = [int(m.per_invocation[index].status) for m in metrics if index < len(m.per_invocation)]
+    if not statuses:
+        return NOT_EVALUATED if result.metrics or result.error else None
+    if FAILED in statuses:
+        return FAILED
+    return PASSED if PASSED in statuses else NOT_EVALUATED
+
+
 @dataclass(slots=True)
 class Filter:
     """What the browser shows: failed cases only, one metric's view, a search text."""
@@ -282,19 +298,8 @@ class Catalog:
         return min(scores) if scores else None
 
     def turn_status(self, key: CaseKey, index: int) -> int | None:
-        """A turn's status: failed if any metric failed it, else passed if any passed it."""
-        result = self.results.get(key)
-        if result is None:
-            return None
-        metrics: list[MetricResult] = result.metrics
-        if self.filter.metric:
-            metrics = [m for m in metrics if m.metric_name == self.filter.metric]
-        statuses = [int(m.per_invocation[index].status) for m in metrics if index < len(m.per_invocation)]
-        if not statuses:
-            return NOT_EVALUATED if result.metrics or result.error else None
-        if FAILED in statuses:
-            return FAILED
-        return PASSED if PASSED in statuses else NOT_EVALUATED
+        """A turn's status in the case's latest result (under the metric filter)."""
+        return turn_status_of(self.results.get(key), index, self.filter.metric)
 
     def counts(self, path: Path) -> dict[int | None, int]:
         """Cases of a file by status. Cached per file and metric filter; `set_result` keeps the cache

@@ -32,6 +32,7 @@ from ..verdicts import (
     turn_metric_lines,
     vote_lines,
 )
+from ..catalog import turn_status_of
 from ..widgets.marks import marks
 from .diff import NOT_SAVED, DiffScreen, RunDiff, find_run_diff
 from ..widgets.ces_panel import CesTurnPanel
@@ -158,7 +159,7 @@ class TurnScreen(Screen[None]):
         result = self._result()
         case = cat.case(self.key)
         expected, actual, n = self._turns()
-        status = cat.turn_status(self.key, self.index) if self.repetition is None else _turn_status(result, self.index)
+        status = turn_status_of(result, self.index, cat.filter.metric)
         title = Content.assemble(
             plain(cat.set_label(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
@@ -392,13 +393,3 @@ class TurnScreen(Screen[None]):
 def status_chip_text(inv: Any) -> Content:
     score = f" score {inv.score:.2f}  " if inv.score is not None else "  "
     return Content.assemble(status_content(int(inv.status)), (score, "$text-muted"))
-
-
-def _turn_status(result: CaseResult | None, index: int) -> int | None:
-    """A turn's status in one result (as the catalog reads the latest one): failed if any metric failed it."""
-    if result is None:
-        return None
-    statuses = [int(m.per_invocation[index].status) for m in result.metrics if index < len(m.per_invocation)]
-    if not statuses:
-        return 3 if result.metrics or result.error else None
-    return 2 if 2 in statuses else 1 if 1 in statuses else 3
