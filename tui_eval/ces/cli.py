@@ -231,9 +231,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     outcome = _connect_and(args, work)
     if outcome.run.state == "ERROR":
-        reason = (outcome.run.error.message if outcome.run.error else None) or (
-            outcome.run.error_info.error_message if outcome.run.error_info else None) or "no reason given"
-        print(f"error: {_safe(outcome.run.name)} ended in ERROR: {_safe(reason)}", file=err)
+        print(f"error: {_safe(outcome.run.name)} ended in ERROR: {_safe(outcome.run.error_reason)}", file=err)
         return EXIT_BAD_INPUT
     for result in outcome.results:
         status = result.evaluation_status or result.execution_state or "?"

@@ -433,6 +433,12 @@ class EvaluationRun(CesModel):
     error: Status | None = None
     error_info: EvaluationErrorInfo | None = None
 
+    @property
+    def error_reason(self) -> str:
+        """Why the run ended in ERROR, as CES says it (its status message, else its error info)."""
+        return (self.error.message if self.error else None) or (
+            self.error_info.error_message if self.error_info else None) or "no reason given"
+
 
 class Operation(CesModel):
     """A long-running operation; CES's run_evaluation names its EvaluationRun in the metadata or response."""

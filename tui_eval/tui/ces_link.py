@@ -149,9 +149,7 @@ class CesLink:
             self._cancels.discard(cancel)
         run = done.outcome.run
         if run.state == "ERROR":
-            reason = (run.error.message if run.error else None) or (
-                run.error_info.error_message if run.error_info else None) or "no reason given"
-            state.finish("failed", f"{run.name} ended in ERROR: {reason}")
+            state.finish("failed", f"{run.name} ended in ERROR: {run.error_reason}")
         else:
             state.finish("finished")
         self._say(done.saved.line(target.app), "information" if done.saved.written else "warning")
