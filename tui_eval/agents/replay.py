@@ -68,7 +68,7 @@ _SHARE_BATCH = 256
 
 def _share(batch: list[EvalCase]) -> None:
     """The recorded models share their fields-sets, as a loaded eval set's do (`load_eval_set`)."""
-    share_loaded_fields_sets(EvalSet.model_construct(eval_set_id="", eval_cases=batch))
+    share_loaded_fields_sets(batch)
     batch.clear()
 
 

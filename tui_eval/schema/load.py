@@ -218,7 +218,7 @@ def load_eval_set(path: str | Path) -> EvalSet:
     """
     path = Path(path)
     eval_set = parse_eval_set(read_regular_file(path), path)[0]
-    share_loaded_fields_sets(eval_set)
+    share_loaded_fields_sets(eval_set.eval_cases)
     return eval_set
 
 

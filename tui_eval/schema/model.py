@@ -10,6 +10,7 @@ google-adk 2.13 reads back.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Callable, ClassVar
 
 from pydantic import (
@@ -622,12 +623,12 @@ class EvalSet(BaseModel):
         }
 
 
-def share_loaded_fields_sets(eval_set: EvalSet) -> None:
-    """Let the models of a just-loaded eval set share their fields-sets (`base.SharedFieldsSet`): most
-    of a turn's models were given the same keys as every other turn's."""
+def share_loaded_fields_sets(cases: Iterable[EvalCase]) -> None:
+    """Let the models of just-loaded cases share their fields-sets (`base.SharedFieldsSet`): most of a
+    turn's models were given the same keys as every other turn's."""
     models: list[BaseModel] = []
     add = models.append
-    for case in eval_set.eval_cases:
+    for case in cases:
         add(case)
         if case.session_input is not None:
             add(case.session_input)
