@@ -118,18 +118,12 @@ class MetricResult(_Result):
                        reason=None, details=None)
 
     def adk_metric(self, inv: InvocationMetricResult | None = None) -> dict[str, Any]:
-        """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given)."""
-        source = self.details if inv is None else inv.details
-        # ADK's informational metrics carry no threshold and no criterion.
-        informational = self.status is EvalStatus.INFORMATIONAL and not self.criterion
-        return {
-            "metric_name": self.metric_name,
-            "threshold": None if informational else self.threshold,
-            "criterion": None if informational else self.criterion or {"threshold": self.threshold},
-            "score": self.score if inv is None else inv.score,
-            "eval_status": int(self.status if inv is None else inv.status),
-            "details": {} if source is None else _adk_details(source),
-        }
+        """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given): what
+        the writer (`_adk_entries`) writes."""
+        threshold, criterion = _adk_head(self)
+        if inv is None:
+            return _adk_entry(self.metric_name, threshold, criterion, self.score, self.status, self.details)
+        return _adk_entry(self.metric_name, threshold, criterion, inv.score, inv.status, inv.details)
 
     def to_record(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -174,24 +168,28 @@ def _no_details(source: Any) -> dict[str, Any]:
 _ADK_DETAILS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
 
+def _adk_head(m: MetricResult) -> tuple[float | None, dict[str, Any] | None]:
+    """The threshold and criterion ADK writes with each of a metric's results: none for its
+    informational metrics."""
+    if m.status is EvalStatus.INFORMATIONAL and not m.criterion:
+        return None, None
+    return m.threshold, m.criterion or {"threshold": m.threshold}
+
+
+def _adk_entry(name: str, threshold: float | None, criterion: dict[str, Any] | None, score: float | None,
+               status: EvalStatus, details: BaseModel | None) -> dict[str, Any]:
+    """One ADK EvalMetricResult dict."""
+    return {"metric_name": name, "threshold": threshold, "criterion": criterion, "score": score,
+            "eval_status": int(status), "details": {} if details is None else _adk_details(details)}
+
+
 def _adk_entries(m: MetricResult) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A metric's ADK EvalMetricResult dicts: the case's, and one per turn verdict (what `adk_metric`
-    gives, inlined: a 5,000-case run writes ~100k of these)."""
-    status = m.status
-    informational = status is EvalStatus.INFORMATIONAL and not m.criterion
-    threshold = None if informational else m.threshold
-    criterion = None if informational else m.criterion or {"threshold": m.threshold}
+    """A metric's ADK EvalMetricResult dicts: the case's, and one per turn verdict."""
+    threshold, criterion = _adk_head(m)
     name = m.metric_name
-    details = m.details
-    overall = {"metric_name": name, "threshold": threshold, "criterion": criterion, "score": m.score,
-               "eval_status": int(status), "details": {} if details is None else _adk_details(details)}
-    per_turn = []
-    for inv in m.per_invocation:
-        details = inv.details
-        per_turn.append({"metric_name": name, "threshold": threshold, "criterion": criterion,
-                         "score": inv.score, "eval_status": int(inv.status),
-                         "details": {} if details is None else _adk_details(details)})
-    return overall, per_turn
+    overall = _adk_entry(name, threshold, criterion, m.score, m.status, m.details)
+    return overall, [_adk_entry(name, threshold, criterion, inv.score, inv.status, inv.details)
+                     for inv in m.per_invocation]
 
 
 def _model_dict(obj: object) -> dict[str, Any]:
