@@ -97,3 +97,16 @@ def test_a_turns_status_reads_any_result_under_the_metric_filter() -> None:
     assert turn_status_of(result, 0, "m2") == P
     assert turn_status_of(result, 0, "m3") == N  # metrics ran, none of the filtered one
     assert turn_status_of(result, 5) == N and turn_status_of(None, 0) is None
+
+
+def test_the_dashboards_prices_are_read_once_before_any_run_costs_anything(tmp_path, monkeypatch) -> None:
+    # The summary prices a saved case's tokens before any run of this session had a cost to show.
+    import json
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"prices": {"my-model": {"prompt": 1.0, "output": 2.0}}}))
+    monkeypatch.setenv("TUI_EVAL_PRICES", str(prices))
+    book = RunBook()
+    table = book.price_table()
+    assert table.lookup("my-model") is not None and table.lookup("my-model").output == 2.0  # type: ignore[union-attr]
+    assert book.price_table() is table and book.prices is table

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..schema.model import Invocation
 from ..schema.results import CaseResult, EvalStatus
 from .insight import UNKNOWN_MODEL, invocation_usage
 from .latency import ToolCallTiming, ToolLatency, tool_latencies
@@ -153,8 +154,13 @@ def case_status_series(runs: Iterable[RunScores], eval_id: str) -> list[EvalStat
 
 def case_usage(case: CaseResult) -> dict[str, TokenUsage]:
     """The agent's tokens per model over a case's turns (from the usage metadata in its events)."""
+    return usage_by_model(case.actual)
+
+
+def usage_by_model(invocations: Iterable[Invocation]) -> dict[str, TokenUsage]:
+    """The agent's tokens per model over some turns (from the usage metadata in their events)."""
     per_model: dict[str, list[TokenUsage]] = {}
-    for inv in case.actual:
+    for inv in invocations:
         for model, usage in invocation_usage(inv):
             per_model.setdefault(model or UNKNOWN_MODEL, []).append(usage)
     return {model: sum_usage(usages) for model, usages in per_model.items()}

@@ -166,21 +166,27 @@ class RunBook:
 
         return sum_usage(self.usage.values())
 
+    def price_table(self) -> PriceTable:
+        """The prices the dashboard's costs use: built-in ones and the $TUI_EVAL_PRICES file (the run
+        record's cost also reads the config's), read once."""
+        if self.prices is None:
+            from ..engine.pricing import DEFAULT_PRICES, PriceFileError, PriceTable, load_price_table
+
+            try:
+                self.prices = load_price_table()
+            except PriceFileError as exc:
+                log.warning("price table: %s (built-in prices used)", exc)
+                self.prices = PriceTable(prices=dict(DEFAULT_PRICES))
+        return self.prices
+
     def cost(self) -> CostEstimate | None:
         """The agent's estimated cost so far (recomputed only when the usage changed)."""
         if not self.usage:
             return None
         if self._cost[0] != self._usage_version:
-            from ..engine.pricing import DEFAULT_PRICES, PriceFileError, PriceTable, estimate_cost, load_price_table
+            from ..engine.pricing import estimate_cost
 
-            if self.prices is None:
-                # Built-in prices and the $TUI_EVAL_PRICES file (the run record's cost also reads the config's).
-                try:
-                    self.prices = load_price_table()
-                except PriceFileError as exc:
-                    log.warning("price table: %s (built-in prices used)", exc)
-                    self.prices = PriceTable(prices=dict(DEFAULT_PRICES))
-            self._cost = (self._usage_version, estimate_cost(self.usage, self.prices))
+            self._cost = (self._usage_version, estimate_cost(self.usage, self.price_table()))
         return self._cost[1]
 
     def tool_latency(self) -> list[ToolLatency]:

@@ -15,6 +15,7 @@ from .marks import cost_text, latency_rows, marks, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.pricing import TokenUsage
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
     from ..catalog import Catalog
@@ -192,14 +193,7 @@ class Summary(Static):
         """The case's tokens and estimated cost, and its per-tool count, pass/fail, mean and p95 latency."""
         from ...engine.trends import case_tool_latency, case_usage
 
-        lines: list[Content] = []
-        usage = case_usage(result)
-        if usage:
-            from ...engine.pricing import UsageKey, estimate_cost, sum_usage
-
-            cost = estimate_cost({UsageKey("agent", m): u for m, u in usage.items()}, self.catalog.run_book.prices)
-            lines.append(Content.styled(f"agent {tokens_text(sum_usage(usage.values()))} · {cost_text(cost)}",
-                                        "$text-muted"))
+        lines = self._usage_line(case_usage(result))
         tools = case_tool_latency(result)
         if tools:
             lines.extend(latency_rows(tools))
@@ -207,17 +201,20 @@ class Summary(Static):
 
     def _turn_usage(self, actual: Invocation) -> list[Content]:
         """The turn's tokens and estimated cost (agent model calls recorded in its events)."""
-        from ...engine.insight import invocation_usage
-        from ...engine.pricing import TokenUsage, UsageKey, estimate_cost
+        from ...engine.trends import usage_by_model
 
-        per_model: dict[UsageKey, TokenUsage] = {}
-        for model, usage in invocation_usage(actual):
-            key = UsageKey("agent", model)
-            per_model[key] = per_model.get(key, TokenUsage()) + usage
+        return self._usage_line(usage_by_model([actual]))
+
+    def _usage_line(self, per_model: dict[str, TokenUsage]) -> list[Content]:
+        """`agent 1,234 tok (…) · est. $0.0012` for some tokens per model (none without tokens), priced as
+        the run panel prices them."""
         if not per_model:
             return []
-        cost = estimate_cost(per_model, self.catalog.run_book.prices)
-        total = sum(per_model.values(), TokenUsage())
+        from ...engine.pricing import UsageKey, estimate_cost, sum_usage
+
+        prices = self.catalog.run_book.price_table()
+        cost = estimate_cost({UsageKey("agent", m): u for m, u in per_model.items()}, prices)
+        total = sum_usage(per_model.values())
         return [Content.styled(f"agent {tokens_text(total)} · {cost_text(cost)}", "$text-muted")]
 
     # ---- a turn ----------------------------------------------------------------------------
