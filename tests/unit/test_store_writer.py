@@ -227,3 +227,26 @@ def test_a_shared_json_memo_gives_what_each_case_gives_alone() -> None:
     for case in cases:
         assert orjson.dumps(case.adk_shallow(shared), default=adk_json_default) == orjson.dumps(case.to_adk())
         assert record_json(case.record_fields(shared)) == record_json(case)
+
+
+def test_a_records_head_is_read_without_its_cases(tmp_path: Path) -> None:
+    from tui_eval.engine.store import read_record_head
+    from tui_eval.schema.results import CaseResult, EvalStatus
+
+    cases = [CaseResult(eval_set_id="s", eval_id=f"c{i}", status=EvalStatus.PASSED, metrics=[], actual=[])
+             for i in range(3)]
+    # A header value may hold the very bytes (escaped inside a string) and a nested "cases" key.
+    meta = {"format": "tui-eval.run/2", "run_id": "r1", "eval_set_id": "s", "name": 'x,"cases":[y',
+            "insight": {"n": 1, "cases": [1, 2]}, "counts": {"PASSED": 3}}
+    record = tmp_path / "r.tui-eval.json"
+    record.write_bytes(b"".join(record_chunks(meta, cases)))
+    whole = orjson.loads(record.read_bytes())
+    assert len(whole["cases"]) == 3
+    del whole["cases"]
+    assert read_record_head(record) == whole == meta
+    # Without a nested key first, only the head is parsed: a broken case list does not matter to it.
+    meta.pop("insight")
+    record.write_bytes(b"".join(record_chunks(meta, cases))[:-40])
+    assert read_record_head(record) == meta
+    with pytest.raises(ValueError):
+        orjson.loads(record.read_bytes())

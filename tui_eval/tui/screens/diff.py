@@ -43,14 +43,12 @@ def _same_file(recorded: str, eval_file: str) -> bool:
 
 def find_run_diff(records: Iterable[Path], eval_file: str) -> RunDiff:
     """Of a run's saved records (`.tui-eval.json`), the one of `eval_file` names the run and its side
-    diff file. Reads only the records' metadata keys (off the UI thread: a record holds every case)."""
-    import orjson
-
-    from ...engine.store import RECORD_FORMAT
+    diff file. Reads only the records' metadata keys (`store.read_record_head`)."""
+    from ...engine.store import RECORD_FORMAT, read_record_head
 
     for record in records:
         try:
-            data = orjson.loads(record.read_bytes())
+            data = read_record_head(record)
         except (OSError, ValueError) as exc:
             log.warning("could not read the run record %s: %s", record, exc)
             continue
