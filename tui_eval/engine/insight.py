@@ -87,18 +87,18 @@ def _tool_ok(inv: Invocation) -> dict[str, bool]:
     return out
 
 
+def invocation_tool_timings(inv: Invocation) -> list[ToolCallTiming]:
+    """A turn's timed tool calls; a call failed when its response has an `error` key."""
+    if not inv.tool_timings:
+        return []
+    ok = _tool_ok(inv)
+    return [ToolCallTiming(name=t.name, seconds=t.seconds, ok=ok.get(t.call_id, True) if t.call_id else True)
+            for t in inv.tool_timings]
+
+
 def tool_call_timings(results: Iterable[EvalSetResult]) -> list[ToolCallTiming]:
-    out: list[ToolCallTiming] = []
-    for result in results:
-        for case in result.case_results:
-            for inv in case.actual:
-                if not inv.tool_timings:
-                    continue
-                ok = _tool_ok(inv)
-                out.extend(ToolCallTiming(name=t.name, seconds=t.seconds,
-                                          ok=ok.get(t.call_id, True) if t.call_id else True)
-                           for t in inv.tool_timings)
-    return out
+    return [timing for result in results for case in result.case_results for inv in case.actual
+            for timing in invocation_tool_timings(inv)]
 
 
 def judge_models(configs: Iterable[EvalConfig]) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..schema.model import Invocation
 from ..schema.results import CaseResult, EvalStatus
-from .insight import UNKNOWN_MODEL, invocation_usage
+from .insight import UNKNOWN_MODEL, invocation_tool_timings, invocation_usage
 from .latency import ToolCallTiming, ToolLatency, tool_latencies
 from .pricing import TokenUsage, sum_usage
 from .store import CaseScores, HistoryEntry, record_case_scores
@@ -167,17 +167,8 @@ def usage_by_model(invocations: Iterable[Invocation]) -> dict[str, TokenUsage]:
 
 
 def case_tool_timings(case: CaseResult) -> list[ToolCallTiming]:
-    """Every timed tool call of a case; a call failed when its response has an `error` key (the rule
-    `engine.insight` counts tool failures by)."""
-    out: list[ToolCallTiming] = []
-    for inv in case.actual:
-        if not inv.tool_timings:
-            continue
-        failed = {r.id for r in inv.tool_responses
-                  if r.id is not None and isinstance(r.response, dict) and "error" in r.response}
-        out.extend(ToolCallTiming(name=t.name, seconds=t.seconds, ok=t.call_id not in failed)
-                   for t in inv.tool_timings)
-    return out
+    """Every timed tool call of a case (as a run's insight counts them: `insight.invocation_tool_timings`)."""
+    return [timing for inv in case.actual for timing in invocation_tool_timings(inv)]
 
 
 def case_tool_latency(case: CaseResult) -> list[ToolLatency]:
