@@ -13,8 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-#: The case key holding a CES case's remainder (tui_eval.ces.mapping.CES_KEY, not imported: see above).
-CES_KEY = "ces"
+from ...ces.caseview import CES_KEY  # (the light module: it imports no CES model)
 
 
 class CesTurnPanel(Vertical):
