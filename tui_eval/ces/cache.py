@@ -63,7 +63,8 @@ def editable(evaluation: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in evaluation.items() if k not in OUTPUT_ONLY_FIELDS}
 
 
-def _dump(data: Any) -> bytes:
+def json_bytes(data: Any) -> bytes:
+    """How the CES commands and the cache write JSON files: indented by two, a newline at the end."""
     import orjson
 
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
@@ -164,6 +165,6 @@ def save_pull(eval_file: Path, app: str, evaluations: list[Evaluation], *, force
             return saved
     eval_file.parent.mkdir(parents=True, exist_ok=True)
     eval_set = evaluations_to_eval_set(evaluations, short_name(app), creation_timestamp=time.time())
-    atomic_write(eval_file, _dump(eval_set))
-    atomic_write(snapshot_file_for(eval_file), _dump({"evaluations": [e.to_json_dict() for e in evaluations]}))
+    atomic_write(eval_file, json_bytes(eval_set))
+    atomic_write(snapshot_file_for(eval_file), json_bytes({"evaluations": [e.to_json_dict() for e in evaluations]}))
     return saved

@@ -79,17 +79,12 @@ def _endpoint(args: argparse.Namespace) -> str:
     return DEFAULT_ENDPOINT
 
 
-def _dump(data: Any) -> bytes:
-    import orjson
-
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
-
-
 def _write(path: Path, data: Any) -> None:
     from ..schema.fileio import atomic_write
+    from .cache import json_bytes
 
     try:
-        atomic_write(path, _dump(data))
+        atomic_write(path, json_bytes(data))
     except OSError as exc:
         raise _Usage(f"{path}: cannot write: {exc.strerror or exc}") from None
 
