@@ -10,13 +10,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...ces.caseview import CesResults, results_of
 from ...ces.model import EvaluationResult
 from ..text import plain
 from ..widgets.ces_result import CesResultView, outcome_chip
+from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
@@ -86,7 +87,7 @@ class CesHistoryScreen(Screen[None]):
         yield OptionList(id="ces-history-list")
         with VerticalScroll(id="ces-history-body"):
             yield CesResultView(id="ces-history-result")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#ces-history-list").border_title = "CES results, newest first"

@@ -12,9 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..text import plain
+from ..widgets.footer import KeyFooter
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class DiffScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="diff-body"):
             yield Static(id="diff-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         body = self.query_one("#diff-body", VerticalScroll)

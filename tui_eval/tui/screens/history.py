@@ -15,11 +15,12 @@ from textual.content import Content
 from textual.containers import Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from ..messages import JumpTo
 from ..text import STATUS_GLYPH, STATUS_WORD, fmt_score, literal, plain, rich_style
+from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.codestate import CodeChange
@@ -117,7 +118,7 @@ class HistoryScreen(Screen[None]):
         trends.display = False
         yield trends
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -274,7 +275,7 @@ class CompareScreen(Screen[None]):
         with VerticalScroll(id="compare-code"):
             yield Static(id="compare-code-text")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 
 from ..messages import (
     AgentRerunsToggled,
@@ -29,6 +29,7 @@ from ..messages import (
 )
 from ..text import plain
 from ..widgets.browser import CaseEntry, Entry, EvalBrowser, MoreEntry, SetEntry, TurnEntry
+from ..widgets.footer import KeyFooter
 from ..widgets.run_panel import RunPanel
 from ..widgets.summary import Summary
 
@@ -89,7 +90,7 @@ class MainScreen(Screen[None]):
             with VerticalScroll(id="summary-scroll"):
                 yield Summary(self.catalog, id="summary")
         yield RunPanel(id="run-panel")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         # Watch the cursor rather than wait for NodeHighlighted: the summary then changes in the same

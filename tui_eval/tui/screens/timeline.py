@@ -10,9 +10,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..text import plain
+from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import Catalog
@@ -56,7 +57,7 @@ class TimelineScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="timeline-body"):
             yield Static(id="timeline-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         body = self.query_one("#timeline-body", VerticalScroll)

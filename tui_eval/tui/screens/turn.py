@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from ..messages import EditKind, EditRequested, OpenCesHistory, RunRequested
@@ -33,6 +33,7 @@ from ..verdicts import (
     vote_lines,
 )
 from ..catalog import turn_status_of
+from ..widgets.footer import KeyFooter
 from ..widgets.marks import marks
 from .diff import NOT_SAVED, DiffScreen, RunDiff, find_run_diff
 from ..widgets.ces_panel import CesTurnPanel
@@ -108,7 +109,7 @@ class TurnScreen(Screen[None]):
             yield Static("Not evaluated and errors", classes="section-title", id="problems-title")
             yield Static(id="turn-problems", classes="section")
             yield CesTurnPanel(id="turn-ces")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#turn-body").border_title = "Turn"
