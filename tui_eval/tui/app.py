@@ -503,8 +503,9 @@ class EvalApp(App[int]):
         worker = event.worker
         if event.state == WorkerState.SUCCESS:
             if worker.group == "load":
-                self._sync_status()
-                self.main.refresh_topbar()
+                # Now, not at the next tick (up to 1/TICK_HZ later): the folder shows as loaded and
+                # the keys that need it turn on as soon as the loader is done.
+                self._tick()
             elif worker.group == "edit":
                 after = self._after_edit.pop(worker, None)
                 if after is not None:
