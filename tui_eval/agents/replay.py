@@ -9,19 +9,13 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-
-import orjson
-from pydantic import ValidationError
 
 from ..schema.details import trusted
 from ..schema.load import parse_eval_set, read_regular_file
-from ..schema.model import Content, EvalCase, EvalSet, Invocation, LoadContext, share_loaded_fields_sets
+from ..schema.model import Content, EvalCase, Invocation, share_loaded_fields_sets
 from .base import Agent, AgentError, AgentSession, CaseContext
 
 log = logging.getLogger(__name__)
-
-_TOP_KEYS = frozenset(EvalSet.model_fields)
 
 
 class ReplaySession(AgentSession):
@@ -66,50 +60,6 @@ class ReplaySession(AgentSession):
 _SHARE_BATCH = 256
 
 
-def _share(batch: list[EvalCase]) -> None:
-    """The recorded models share their fields-sets, as a loaded eval set's do (`load_eval_set`)."""
-    share_loaded_fields_sets(batch)
-    batch.clear()
-
-
-def _cases_one_by_one(data: Any, path: Path) -> dict[str, EvalCase] | None:
-    """A plain, valid eval set's cases by eval_id, validated one case per call; None when anything is
-    off (a legacy file, an unknown top-level key, an invalid case, a duplicate id), so the caller can
-    ask the full loader for its report of every fault.
-
-    One `model_validate` of a whole 100,000-case file held the GIL for ~2.5 s, and the dashboard's UI
-    thread (the agent loads in a thread while the dashboard runs) froze for as long; between two cases
-    the interpreter hands the GIL over as usual."""
-    if not isinstance(data, dict) or not _TOP_KEYS.issuperset(data):
-        return None
-    raw_cases = data.get("eval_cases")
-    if not isinstance(raw_cases, list):
-        return None
-    context = LoadContext()
-    try:
-        # The top level without its cases: the same checks as the full loader's, at no cost.
-        EvalSet.model_validate({**data, "eval_cases": []}, context=context)
-        cases: dict[str, EvalCase] = {}
-        batch: list[EvalCase] = []
-        for i, raw in enumerate(raw_cases):
-            case = EvalCase.model_validate(raw, context=context)
-            if case.eval_id in cases:
-                return None
-            cases[case.eval_id] = case
-            # Free the parsed JSON case by case too: freeing 100,000 of them at once held the GIL 0.15 s.
-            raw_cases[i] = None
-            batch.append(case)
-            if len(batch) == _SHARE_BATCH:
-                _share(batch)
-    except ValidationError:
-        return None
-    _share(batch)
-    if context.ignored_event_keys:
-        keys = ", ".join(sorted(context.ignored_event_keys))
-        log.warning("%s: invocation_events: unknown event key(s) %s ignored (as ADK does)", path, keys)
-    return cases
-
-
 # The last parsed replay files, by (resolved path, mtime_ns, size, inode): the dashboard's `r` starts
 # a new ReplayAgent per run, and a 100,000-case file took ~3.5 s to parse and validate each time.
 _CACHE_SIZE = 2
@@ -147,18 +97,13 @@ def load_recorded_cases(path: Path) -> Mapping[str, EvalCase]:
 
 def _parse_recorded_cases(path: Path) -> dict[str, EvalCase]:
     """The recorded cases of a replay file by eval_id. Raises LoadError naming the file (and the place
-    of every fault), exactly as `load_eval_set` does: the JSON is parsed once, and only a file that is
-    not a plain valid eval set goes through the full loader again for its error report."""
-    raw = read_regular_file(path)  # LoadError for what cannot be read
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        data = None  # the full loader reports it with line and column
-    cases = _cases_one_by_one(data, path) if data is not None else None
-    if cases is None:
-        eval_set, _legacy = parse_eval_set(raw, path)  # LoadError names the file and place
-        cases = {c.eval_id: c for c in eval_set.eval_cases}
-    return cases
+    of every fault), exactly as `load_eval_set` does; `parse_eval_set` reads a plain file one case at a
+    time, so the dashboard's UI thread is never held for long while an agent loads in a worker."""
+    eval_set, _legacy = parse_eval_set(read_regular_file(path), path)  # LoadError names the file and place
+    cases = eval_set.eval_cases
+    for start in range(0, len(cases), _SHARE_BATCH):
+        share_loaded_fields_sets(cases[start:start + _SHARE_BATCH])
+    return {c.eval_id: c for c in cases}
 
 
 class ReplayAgent(Agent):
