@@ -226,3 +226,38 @@ def test_metric_without_reference_is_not_evaluated() -> None:
     inp: Any = metric_input([turn(text("a"))], [turn(text("a"))])
     inp.expected = None
     assert rm.evaluate(inp).status is EvalStatus.NOT_EVALUATED
+
+
+def _retained_after_scoring(pairs: list[tuple[str, str]]) -> int:
+    """Python memory still allocated after scoring the pairs (their texts were allocated before)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for candidate, reference in pairs:
+            rm.rouge1(candidate, reference)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_one_shot_batch_keeps_no_counts_and_repeats_are_scored_the_same() -> None:
+    """Texts scored once keep next to nothing; texts that come back are memoised, with equal scores."""
+    words = "agent tool weather forecast booking flight hotel kitchen thermostat refund invoice".split()
+
+    def text(i: int, side: str) -> str:
+        return " ".join(f"{words[(i * 7 + k) % len(words)]}{(i * 31 + k) % 97}" for k in range(40)) + f" {side}{i}"
+
+    pairs = [(text(i, "c"), text(i, "r")) for i in range(2000)]
+    rm.rouge1(" ".join(words), " ".join(f"{w}{k}" for w in words for k in range(97)))  # every word's stem cached
+    rm._text_counts.clear()
+    rm._seen_once.clear()
+    first = [rm.rouge1(c, r) for c, r in pairs[200:250]]
+    once = _retained_after_scoring(pairs[250:]) / (2 * 1750)  # per text, each scored once
+    again = _retained_after_scoring(pairs[200:400]) / (2 * 200)  # per text, each now scored a second time
+    assert [rm.rouge1(c, r) for c, r in pairs[200:250]] == first
+    assert again > 300, again  # a memoised text's counts: ~900 bytes here
+    assert once < again / 3, (once, again)
