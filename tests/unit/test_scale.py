@@ -206,6 +206,50 @@ def test_a_small_settled_heap_is_collected_then_frozen() -> None:
     assert done["full"] == 1 and done["frozen"] > 1_000 and done["enabled"] == 1
 
 
+def _dashboard_start_in_a_fresh_process(tmp_path: Path, env: dict[str, str]) -> dict[str, int]:
+    """`tui-eval FOLDER` up to the moment the app would run (its run() stubbed), in a child process:
+    how many collections ran while the dashboard's modules were imported, and whether the GC was on
+    when the app started."""
+    write_set(tmp_path / "a.evalset.json", "a", case("c1", turn("hi", "yo")))
+    script = textwrap.dedent(f"""
+        import builtins, gc, json, sys
+        import tui_eval.cli as cli
+        collections = []
+        gc.callbacks.append(lambda phase, info: collections.append(1) if phase == "start" else None)
+        seen = {{}}
+        real_import = builtins.__import__
+
+        def spy(name, globals=None, locals=None, fromlist=(), level=0):
+            app = sys.modules.get("tui_eval.tui.app")
+            if app is not None:
+                seen.setdefault("start", len(collections))  # its first import statement
+            module = real_import(name, globals, locals, fromlist, level)
+            app = sys.modules.get("tui_eval.tui.app")
+            if app is not None and hasattr(app, "run_app") and "end" not in seen:  # all of it imported
+                seen["end"] = len(collections)
+                app.EvalApp.run = lambda self, **kw: seen.__setitem__("at_run", int(gc.isenabled()))
+            return module
+
+        builtins.__import__ = spy
+        cli.main([{str(tmp_path)!r}])
+        print(json.dumps({{"during_import": seen["end"] - seen["start"], "enabled": seen["at_run"]}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **env})
+    return json.loads(out.stdout)
+
+
+def test_no_collection_runs_while_the_dashboard_imports(tmp_path: Path) -> None:
+    done = _dashboard_start_in_a_fresh_process(tmp_path, {})
+    assert done["during_import"] == 0
+    assert done["enabled"] == 0  # the app's own policy: off until the loaded folder settles
+
+
+def test_without_the_gc_policy_the_dashboard_runs_with_the_gc_on(tmp_path: Path) -> None:
+    done = _dashboard_start_in_a_fresh_process(tmp_path, {"TUI_EVAL_NOGC": "1"})
+    assert done["enabled"] == 1
+
+
 # ---- replay files: case by case, with the full loader's errors ---------------------------------
 
 

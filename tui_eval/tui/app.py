@@ -780,6 +780,8 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     TUI_EVAL_DEFAULT_SWITCH=1 keeps Python's 5 ms switch interval (see SWITCH_INTERVAL).
     """
     policy = None if os.environ.get("TUI_EVAL_NOGC") else _gc_policy
+    if policy is None:
+        gc.enable()  # (the entry point kept it off while the dashboard imported)
     switch_interval = sys.getswitchinterval()
     if not os.environ.get("TUI_EVAL_DEFAULT_SWITCH"):
         # The engine thread scores CPU-bound (a replay run) while the UI thread hands the GIL back at
