@@ -162,7 +162,7 @@ except ImportError:  # pragma: no cover - every CPython has it; stay correct els
 
 
 _text_counts: dict[str, tuple[dict[str, int], int]] = {}
-_seen_once: set[str] = set()
+_seen_once: set[int] = set()  # the texts' hashes: they keep no text alive
 
 
 def _counts(text: str) -> tuple[dict[str, int], int]:
@@ -180,14 +180,15 @@ def _counts(text: str) -> tuple[dict[str, int], int]:
     _count_elements(counts, _token_stream(text))
     counts.pop("", None)
     hit = (counts, sum(counts.values()))
-    if text in _seen_once:
+    key = hash(text)  # (a collision only memoises a text one sighting early)
+    if key in _seen_once:
         if len(_text_counts) >= _MAX_TEXTS:
             _text_counts.clear()
         _text_counts[text] = hit
     else:
         if len(_seen_once) >= _MAX_TEXTS:
             _seen_once.clear()
-        _seen_once.add(text)
+        _seen_once.add(key)
     return hit
 
 
