@@ -234,8 +234,9 @@ def _dashboard_start_in_a_fresh_process(tmp_path: Path, env: dict[str, str]) -> 
         cli.main([{str(tmp_path)!r}])
         print(json.dumps({{"during_import": seen["end"] - seen["start"], "enabled": seen["at_run"]}}))
     """)
+    home = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}  # log, keymap
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **env})
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **home, **env})
     return json.loads(out.stdout)
 
 
