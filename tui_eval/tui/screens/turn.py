@@ -15,9 +15,10 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
+from ..catalog import turn_status_of
 from ..messages import EditKind, EditRequested, OpenCesHistory, RunRequested
 from ..text import one_line, plain, status_content, word_diff
-from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..verdicts import (
     MATCH_TYPES,
     configured_match_type,
@@ -32,12 +33,11 @@ from ..verdicts import (
     turn_metric_lines,
     vote_lines,
 )
-from ..catalog import turn_status_of
+from ..widgets.ces_panel import CesTurnPanel
 from ..widgets.footer import KeyFooter
 from ..widgets.marks import marks
-from .diff import NOT_SAVED, DiffScreen, RunDiff, find_run_diff
-from ..widgets.ces_panel import CesTurnPanel
 from ..widgets.trajectory import TrajectoryDiff
+from .diff import NOT_SAVED, DiffScreen, RunDiff, find_run_diff
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.workspace import Workspace
