@@ -26,7 +26,7 @@ from .report import metric_line
 from .schema.results import CaseResult, EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .agents.base import Agent
+    from .engine.executor import Executor
     from .engine.plan import RunPlan
     from .engine.runner import RunOptions, RunRecord
     from .schema.config import EvalConfig
@@ -45,10 +45,10 @@ class SetupError(ValueError):
 
 @dataclass(slots=True)
 class PreparedRun:
-    """A planned run and the loaded agent that will answer it."""
+    """A planned run and the executor that will run its agent (started by `execute`)."""
 
     plan: RunPlan
-    agent: Agent
+    agent: Executor
     agent_ref: str
 
 
@@ -109,10 +109,14 @@ def prepare_run(
     config_path: str | Path | None = None,
     config: EvalConfig | None = None,
     num_runs: int = 1,
+    options: RunOptions | None = None,
 ) -> PreparedRun:
-    """Resolve the agent (or find it around the first eval file), plan the run and load the agent.
+    """Resolve the agent (or find it around the first eval file), plan the run and make the agent's
+    executor (a replay file is read now; an agent folder is imported by `start_agent`, in a worker).
     Raises SetupError with every problem on its own line."""
-    from .agents import AgentError, load_agent
+    from .agents import AgentError
+    from .engine.executor import executor_for
+    from .engine.options import RunOptions
     from .engine.plan import PlanError, plan_run
     from .schema.errors import LoadError
 
@@ -136,10 +140,19 @@ def prepare_run(
     except PlanError as exc:
         raise SetupError(str(exc)) from None
     try:
-        agent = load_agent(agent_ref)
+        agent = executor_for(agent_ref, options or RunOptions())
     except (AgentError, LoadError) as exc:
         raise SetupError(str(exc)) from None
     return PreparedRun(plan, agent, agent_ref)
+
+
+async def start_agent(prepared: PreparedRun) -> None:
+    """Load the prepared run's agent (an agent folder: in a worker process). Raises SetupError when it
+    cannot be imported, after closing what was started."""
+    error = await prepared.agent.start()
+    if error is not None:
+        await prepared.agent.aclose()
+        raise SetupError(error)
 
 
 def _config_arg(config: str | Path | EvalConfig | None) -> tuple[str | Path | None, EvalConfig | None]:
@@ -185,19 +198,19 @@ def check_record(record: RunRecord, *, strict: bool = False) -> None:
 
 
 async def execute(prepared: PreparedRun, options: RunOptions | None = None) -> RunRecord:
-    """Run a prepared run to the end on the current loop and close the agent."""
+    """Run a prepared run to the end on the current loop; the run's agent (its worker processes) is
+    closed on the same loop, whatever happens."""
     from .engine.runner import Run, RunOptions
     from .engine.store import ResultStore
 
     options = options or RunOptions(save=False)
     logger.info("evaluating %d case(s) with %s", prepared.plan.total_cases, prepared.agent_ref)
-    run = Run(prepared.plan, prepared.agent, options=options, store=ResultStore() if options.save else None)
     try:
+        await start_agent(prepared)
+        run = Run(prepared.plan, prepared.agent, options=options, store=ResultStore() if options.save else None)
         return await run.execute()
     finally:
-        close = getattr(prepared.agent, "aclose", None)
-        if close is not None:
-            await close()
+        await prepared.agent.aclose()
 
 
 def run_sync(coro: Coroutine[object, object, T]) -> T:
@@ -232,9 +245,9 @@ async def aevaluate(
     else:
         targets = [str(t) for t in eval_path_or_dir]
     config_path, config_obj = _config_arg(config)
+    options = RunOptions(concurrency=concurrency, turn_timeout=turn_timeout, save=save, strict=strict)
     prepared = prepare_run(agent_ref_for(agent_module_or_path), targets, config_path=config_path,
-                           config=config_obj, num_runs=num_runs)
-    options = RunOptions(concurrency=concurrency, turn_timeout=turn_timeout, save=save)
+                           config=config_obj, num_runs=num_runs, options=options)
     record = await execute(prepared, options)
     if raise_on_failure:
         check_record(record, strict=strict)

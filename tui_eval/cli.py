@@ -29,7 +29,7 @@ SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .agents.base import Agent
+    from .api import PreparedRun
     from .engine.runner import Run, RunRecord
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,46 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a case with any metric not evaluated (no judge credentials, a judge that failed "
                    "after retries) fails, instead of passing on the metrics that ran as ADK does")
+    p.add_argument("--executor", default="local", type=_executor, metavar="local|ray|ray://HOST:PORT",
+                   help="where agent code runs: a local pool of worker processes (default), or Ray tasks "
+                   "on a cluster (pip install 'tui-eval[ray]')")
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="worker processes of the local pool (default: one per core, at most 4)")
+    p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
+                   help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
+                   "fails its case with a MemoryError instead of exhausting the machine")
+
+
+def _executor(value: str) -> str:
+    if value in ("local", "ray") or (value.startswith("ray://") and len(value) > len("ray://")):
+        return value
+    raise argparse.ArgumentTypeError(f"not an executor: {value!r} (local, ray or ray://HOST:PORT)")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _memory_size(value: str) -> int:
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _UNITS and text[-1:] else ""
+    number = text[: len(text) - len(unit)] if unit else text
+    try:
+        size = int(float(number) * _UNITS[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a memory size: {value!r} (e.g. 2G, 512M)") from None
+    if size < 64 << 20:
+        raise argparse.ArgumentTypeError(f"{value!r} is too small for a Python process (64M at least)")
+    return size
 
 
 def _positive_seconds(value: str) -> float:
@@ -229,19 +269,6 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.concurrency < 1 or args.judge_concurrency < 1:
         raise UsageError("--concurrency and --judge-concurrency must be at least 1")
     agent_ref, targets = split_agent(args)
-    try:
-        prepared = prepare_run(agent_ref, targets, config_path=args.config, num_runs=args.num_runs)
-    except SetupError as exc:
-        raise UsageError(str(exc)) from None
-    plan, agent = prepared.plan, prepared.agent
-    _print_warnings(plan.warnings, err)
-    for path in (args.json_out, args.junit_out):
-        if path and Path(path).is_dir():
-            raise UsageError(f"{path}: is a folder, not a file")
-    from .engine.tempfiles import remove_stale_temp_files_for
-
-    remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
-
     options = RunOptions(
         concurrency=args.concurrency,
         turn_timeout=args.turn_timeout,
@@ -250,7 +277,23 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         save=not args.no_save,
         judge_timeout=args.judge_timeout,
         strict=args.strict,
+        executor=args.executor,
+        workers=args.workers,
+        agent_memory_limit=args.agent_memory_limit,
     )
+    try:
+        prepared = prepare_run(agent_ref, targets, config_path=args.config, num_runs=args.num_runs, options=options)
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    plan = prepared.plan
+    _print_warnings(plan.warnings, err)
+    for path in (args.json_out, args.junit_out):
+        if path and Path(path).is_dir():
+            raise UsageError(f"{path}: is a folder, not a file")
+    from .engine.tempfiles import remove_stale_temp_files_for
+
+    remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
+
     from .engine.events import Event, RunError, RunNotice, deliver
     from .textsafe import safe_line
 
@@ -267,9 +310,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def on_event(event: Event) -> None:
         deliver(print_errors, event, RunError)
 
-    run = Run(plan, agent, options=options, on_event=on_event, store=ResultStore())
+    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=ResultStore())
     try:
-        record = asyncio.run(_execute(run, agent))
+        record = asyncio.run(_execute(run, prepared))
+    except SetupError as exc:  # the agent cannot be imported
+        raise UsageError(str(exc)) from None
     finally:
         if bar is not None:
             bar.stop()
@@ -355,9 +400,11 @@ class _ProgressBar:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def _execute(run: Run, agent: Agent) -> RunRecord:
+async def _execute(run: Run, prepared: PreparedRun) -> RunRecord:
     # Ctrl-C, and SIGTERM (a CI job's timeout, `kill`), cancel the run instead of killing it, so
     # finished cases are still reported and saved.
+    from .api import start_agent
+
     loop = asyncio.get_running_loop()
     for sig in _STOP_SIGNALS:
         try:
@@ -365,6 +412,7 @@ async def _execute(run: Run, agent: Agent) -> RunRecord:
         except (NotImplementedError, RuntimeError, ValueError) as exc:  # not the main thread, or Windows
             log.debug("%s cannot cancel the run gracefully here: %s", sig.name, exc)
     try:
+        await start_agent(prepared)
         return await run.execute()
     finally:
         for sig in _STOP_SIGNALS:
@@ -372,9 +420,7 @@ async def _execute(run: Run, agent: Agent) -> RunRecord:
                 loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError, ValueError) as exc:
                 log.debug("no %s handler to remove: %s", sig.name, exc)
-        from .agents.isolation import close_agent
-
-        await close_agent(agent)
+        await prepared.agent.aclose()
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -221,6 +221,9 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         judge_cache=not args.no_judge_cache,
         judge_timeout=args.judge_timeout,
         strict=args.strict,
+        executor=args.executor,
+        workers=args.workers,
+        agent_memory_limit=args.agent_memory_limit,
     )
     session = LiveSession(
         root,

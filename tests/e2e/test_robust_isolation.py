@@ -185,7 +185,8 @@ def test_the_process_exits_after_the_summary_despite_a_leaked_non_daemon_thread(
             proc.communicate()
     assert proc.returncode == 0, (out, err)
     assert "Total: 1 passed, 0 failed, 0 not evaluated" in out
-    assert "leaked-job" in err  # said why the process did not wait
+    # The thread was left in the agent's worker process, which ended with the run: nothing waits for it.
+    assert "not waiting" not in err
 
 
 AT_EXIT = '''

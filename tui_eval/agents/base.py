@@ -24,10 +24,14 @@ class AgentCrash(AgentError):
 
 @dataclass(slots=True)
 class CaseContext:
-    """Where a case comes from, for agents that need more than its session input (replay)."""
+    """Where a case comes from, for agents that need more than its session input, and how the run wants
+    it answered."""
 
-    eval_set: EvalSet
+    #: The case's eval set where the agent runs in the engine's process (replay); None in a worker.
+    eval_set: EvalSet | None
     eval_file: Path
+    #: --mock-tools: None (tools run), "strict" or "fallback" (agents/mocks.py).
+    mock_tools: str | None = None
 
 
 class AgentSession(abc.ABC):
@@ -50,9 +54,9 @@ class Agent(abc.ABC):
     name: str = "agent"
     #: Where the eval history goes: `<home>/.adk/eval_history/`.
     home: Path | None = None
-    #: Whether the engine runs this agent's code on its own loop thread (agents/isolation.py). Only
-    #: tui-eval's own agents that run no user code (replay) may say False.
-    needs_isolation: ClassVar[bool] = True
+    #: Whether this agent runs user code. Only tui-eval's own agents that run none (replay) say False:
+    #: they answer in the engine's process, with no turn timer.
+    runs_user_code: ClassVar[bool] = True
 
     @abc.abstractmethod
     async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:

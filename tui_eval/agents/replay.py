@@ -110,7 +110,7 @@ class ReplayAgent(Agent):
     """Scores recorded conversations without running anything."""
 
     # Our own code, no user code: replayed turns run on the engine's loop at no cost.
-    needs_isolation = False
+    runs_user_code = False
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

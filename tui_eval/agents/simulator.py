@@ -141,6 +141,7 @@ async def simulate_conversation(
     judge: SimulatorJudge | None,
     *,
     on_turn: Callable[[int, Invocation], None] | None = None,
+    on_turn_start: Callable[[int], None] | None = None,
     turn_timeout: float = 120.0,
 ) -> list[Invocation]:
     """Play a scenario case against an agent session; report each finished turn to `on_turn`."""
@@ -161,6 +162,8 @@ async def simulate_conversation(
             if text is None:
                 break
         index = len(history)
+        if on_turn_start is not None:
+            on_turn_start(index)
         try:
             inv = await asyncio.wait_for(session.turn(Content.from_text(text or ""), index), turn_timeout)
         except (TimeoutError, asyncio.TimeoutError):

@@ -26,18 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 
-from ..agents.base import Agent, AgentError, AgentSession, CaseContext
+from ..agents.base import AgentError
 from ..schema.config import CONFIG_FILE_NAME
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES
 from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
+from .executor import BrokenAgentExecutor, Executor
 from .options import RunOptions
 from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
 
 if TYPE_CHECKING:  # pragma: no cover
     # The runner (with its metrics, insight, pricing and code state) and the result models are
     # imported when a run starts: the dashboard builds a LiveSession at start-up and may never run.
-    from ..schema.model import EvalCase, Invocation
+    from ..schema.model import Invocation
     from ..schema.results import CaseResult
     from .runner import Run, RunRecord
 
@@ -112,20 +113,6 @@ LiveEvent = Union[FileProblem, CasesRemoved, AgentReloaded, AgentStale, LiveRunS
 Sink = Callable[[Union[Event, LiveEvent]], None]
 
 
-class BrokenAgent(Agent):
-    """Stands in for an agent that could not be loaded: every case fails with the load error."""
-
-    # It runs no user code, so it needs no thread of its own.
-    needs_isolation = False
-
-    def __init__(self, ref: str, error: str) -> None:
-        self.name = Path(ref).name or "agent"
-        self.error = error
-
-    async def new_session(self, case: EvalCase, ctx: CaseContext) -> AgentSession:
-        raise AgentError(self.error)
-
-
 def _folder_ids(paths: list[Path]) -> tuple[tuple[int, int] | None, ...]:
     """(device, inode) of each folder, None where none is: a deleted and re-made folder has a new inode."""
     out: list[tuple[int, int] | None] = []
@@ -196,8 +183,11 @@ class LiveSession:
         #: The latest result of every case (a re-run replaces only the cases it ran).
         self.results: dict[CaseKey, CaseResult] = {}
         self.runs: list[Run] = []
-        self._agents: dict[str, Agent] = {}
+        # Each agent's executor (worker processes stay warm between runs; an edit replaces them).
+        self._agents: dict[str, Executor] = {}
         self._stale_agents: set[str] = set()
+        # Agents whose last load failed: they get another try after watching was interrupted.
+        self._broken: set[str] = set()
         # Files that belong to a loaded agent but are not under an agent folder of the workspace
         # (a replay recording, an --agent folder outside the root).
         self._sources: dict[Path, str] = {}
@@ -216,37 +206,44 @@ class LiveSession:
 
     # ---- agents ----------------------------------------------------------------------------
 
-    async def agent(self, ref: str) -> Agent:
-        """The loaded agent for a reference; loads it (fresh) when absent or stale. Never raises:
-        an agent that cannot be loaded becomes a BrokenAgent whose cases fail with the error."""
+    async def agent(self, ref: str) -> Executor:
+        """The executor of an agent reference; (re)loads the agent when absent or stale. Never raises:
+        an agent that cannot be loaded answers every case with the load error."""
         if ref in self._agents and ref not in self._stale_agents:
             return self._agents[ref]
         return await self.reload_agent(ref)
 
-    async def reload_agent(self, ref: str) -> Agent:
-        from ..agents import load_agent
-        from ..agents.isolation import close_agent
+    async def reload_agent(self, ref: str) -> Executor:
+        """Load the agent's code afresh: its worker processes are replaced (a warm spare imports it)."""
+        from .executor import executor_for
 
-        old = self._agents.pop(ref, None)
+        executor = self._agents.get(ref)
         self._stale_agents.discard(ref)
-        if old is not None:
-            try:
-                await close_agent(old)
-            except Exception:  # user code: closing the old agent must not keep the new one out
-                log.exception("closing agent %s before reloading it failed", ref)
+        error: str | None
         try:
-            # Importing user code (and google-adk) can take a while: keep the event loop free.
-            agent: Agent = await asyncio.to_thread(load_agent, ref)
+            if executor is None or isinstance(executor, BrokenAgentExecutor) or not executor.runs_user_code:
+                if executor is not None:
+                    await executor.aclose()
+                # A replay file is read here: keep the event loop free meanwhile.
+                executor = await asyncio.to_thread(executor_for, ref, self.options, live=True)
+                error = await executor.start()
+            else:
+                error = await executor.restart()
         except (AgentError, LoadError) as exc:
-            agent = BrokenAgent(ref, str(exc))
+            executor, error = BrokenAgentExecutor(ref, str(exc)), str(exc)
         except Exception as exc:  # a bug in a loader must not stop the loop either
             log.exception("loading agent %s failed", ref)
-            agent = BrokenAgent(ref, f"{type(exc).__name__}: {exc}")
-        self._agents[ref] = agent
-        for path in agent.source_paths():
+            error = f"{type(exc).__name__}: {exc}"
+            executor = BrokenAgentExecutor(ref, error)
+        self._agents[ref] = executor
+        if error is None:
+            self._broken.discard(ref)
+        else:
+            self._broken.add(ref)
+        for path in executor.source_paths():
             self._sources[Path(path).resolve()] = ref
-        self.emit(AgentReloaded(ref, agent.error if isinstance(agent, BrokenAgent) else None))
-        return agent
+        self.emit(AgentReloaded(ref, error))
+        return executor
 
     # ---- the initial scan and explicit runs --------------------------------------------------
 
@@ -559,7 +556,7 @@ class LiveSession:
         loaded agents' sources are in it too: while no watcher ran they may have changed (a checkout of
         another branch), so they reload (or, with re-runs on agent edits off, are marked stale)."""
         # An agent that could not load while its folder was gone gets another try on its next run.
-        self._stale_agents |= {ref for ref, agent in self._agents.items() if isinstance(agent, BrokenAgent)}
+        self._stale_agents |= self._broken & set(self._agents)
         found = set(self.workspace.discover())
         return found | set(self.workspace.eval_files) | set(self.workspace.configs) | set(self._sources)
 
@@ -625,14 +622,12 @@ class LiveSession:
         return folder_moved
 
     async def aclose(self) -> None:
-        from ..agents.isolation import close_agent
-
         self._closed = True
         self.stop()
         self.cancel()
-        for ref, agent in list(self._agents.items()):
+        agents, self._agents = dict(self._agents), {}
+        for ref, executor in agents.items():
             try:
-                await close_agent(agent)
-            except Exception:  # user code: one agent failing to close must not keep the others open
+                await executor.aclose()
+            except Exception:  # one agent failing to close must not keep the others open
                 log.exception("closing agent %s failed", ref)
-        self._agents.clear()

@@ -20,3 +20,11 @@ class RunOptions:
     strict: bool = False
     # Record the agent's code state (git commit, dirty diff, file hashes) at run start.
     code_state: bool = True
+    # Where agent folders run: "local" (a pool of worker processes), "ray" or "ray://HOST:PORT".
+    executor: str = "local"
+    # Worker processes of the local pool (None: one per core, at most 4).
+    workers: int | None = None
+    # Bytes of address space each worker process may use (None: no limit): a runaway fails its case.
+    agent_memory_limit: int | None = None
+    # --mock-tools: None (tools run), "strict" or "fallback".
+    mock_tools: str | None = None

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
-from ..agents.base import Agent, AgentCrash, AgentError, CaseContext
-from ..agents.isolation import isolated
+from ..agents.base import Agent
+from ..agents.conversation import CaseJob, Inference, error_text
 from ..metrics.base import MetricInput, MetricSpec, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
@@ -33,6 +33,7 @@ from ..schema.results import (
     combine_statuses,
 )
 from .codestate import CodeState
+from .executor import Executor, InlineExecutor
 from .events import (
     CaseFinished,
     CaseKey,
@@ -98,26 +99,7 @@ class RunRecord:
         return all(c.status == EvalStatus.PASSED for r in self.results for c in r.case_results)
 
 
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, AgentCrash) and exc.details:
-        # The reason on the first line (summaries show it), the agent's traceback below it.
-        return f"{exc}\n{exc.details.rstrip()}"
-    if isinstance(exc, AgentError):
-        return str(exc)
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return "timed out"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-async def _within(timeout: float | None, awaitable: Awaitable[T]) -> T:
-    """Await in this task, failing with TimeoutError after `timeout` seconds (None: no timer).
-
-    asyncio.timeout, unlike wait_for, runs the awaitable in the calling task: no Task per turn."""
-    if timeout is None:
-        return await awaitable
-    async with asyncio.timeout(timeout):
-        return await awaitable
+_error_text = error_text
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -322,7 +304,7 @@ class Run:
     def __init__(
         self,
         plan: RunPlan,
-        agent: Agent | None,
+        agent: Executor | Agent | None,
         *,
         options: RunOptions | None = None,
         on_event: EventSink | None = None,
@@ -333,9 +315,11 @@ class Run:
         coverage: str | None = None,
     ) -> None:
         self.plan = plan
-        self.agent = agent
-        # Agent code runs on its own loop thread: nothing it does (block, exit, cancel) reaches ours.
-        self._agent = isolated(agent) if agent is not None else None
+        # Where the agent's turns run (an agent object handed over directly answers in this process:
+        # the engine's own tests; agent folders come as worker-process executors, see executor_for).
+        self.executor: Executor | None = InlineExecutor(agent, owns=False) if isinstance(agent, Agent) else agent
+        #: What the eval history is named after (`name`) and stored under (`home`).
+        self.agent = self.executor
         self.options = options or RunOptions()
         self._emit_fn = on_event
         self.judge = judge
@@ -347,7 +331,14 @@ class Run:
         self.record.coverage = coverage or plan_coverage(plan)
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
-        self._simulator_failed: set[CaseKey] = set()
+        self._progress: ScoreProgress | None = None
+        # How a worker builds the user simulator's judge for scenario cases (as make_judge does here).
+        self._judge_settings: dict[str, Any] = {
+            "concurrency": self.options.judge_concurrency,
+            "base_url": self.options.judge_base_url,
+            "use_cache": self.options.judge_cache,
+            **({"timeout": self.options.judge_timeout} if self.options.judge_timeout is not None else {}),
+        }
         self._owns_judge = False
         self._last_yield = time.perf_counter()
 
@@ -375,7 +366,7 @@ class Run:
         if self.options.save and self.store is not None:
             self._remove_leftovers()
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
-        progress = ScoreProgress(self.emit)
+        progress = self._progress = ScoreProgress(self.emit)
         for target in plan.targets:
             for case in target.cases:
                 # Scenario cases grow their totals turn by turn, as the simulated user speaks.
@@ -520,76 +511,40 @@ class Run:
                 self._last_yield = now
                 await asyncio.sleep(0)
 
-    async def _infer(
-        self, target: EvalTarget, case: EvalCase, key: CaseKey, progress: ScoreProgress
-    ) -> tuple[list[Invocation], str | None, str]:
-        """Run the agent over the case. Returns (actual turns, error or None, session id)."""
+    async def _infer(self, target: EvalTarget, case: EvalCase, key: CaseKey) -> Inference:
+        """Run the agent over the case (or take its stored inference, for a re-score)."""
         stored = self.inferences.get(key)
         if stored is not None:
-            return stored, None, ""
-        agent = self._agent
-        if agent is None:
-            return [], "no agent to run and no stored inference for this case", ""
-        actual: list[Invocation] = []
-        ctx = CaseContext(target.eval_set, target.eval_file)
-        timeout = self.options.turn_timeout
-        # The timeout guards against agent code that hangs. tui-eval's own agents (replay) run none and
-        # never wait: they skip the timer, two loop timers per turn that were ~15% of a replay run's CPU.
-        timer = timeout if self.agent is None or self.agent.needs_isolation else None
-        try:
-            session = await _within(timer, agent.new_session(case, ctx))
-        except asyncio.CancelledError:
-            raise
-        except TimeoutError:
-            return actual, f"agent could not start a session: timed out after {timeout:g} s", ""
-        except Exception as exc:
-            return actual, f"agent could not start a session: {_error_text(exc)}", ""
-        session_id = getattr(session, "session_id", "") or ""
-        try:
+            return Inference(actual=stored)
+        executor = self.executor
+        if executor is None:
+            return Inference(error="no agent to run and no stored inference for this case")
+        job = CaseJob(str(target.eval_file), case.eval_id, case, self.options.turn_timeout,
+                      config=target.config if case.is_scenario else None,
+                      judge=self._judge_settings if case.is_scenario else {},
+                      eval_set=target.eval_set if not executor.runs_user_code else None,
+                      mock_tools=self.options.mock_tools)
+        progress = self._progress
+        assert progress is not None
+
+        def on_turn(i: int, inv: Invocation) -> None:
             if case.is_scenario:
-                from ..agents.simulator import simulate_conversation
+                for name in target.config.criteria:
+                    progress.grow(name, 1)
+            self.emit(InvocationInferred(key, i, inv))
 
-                def on_turn(i: int, inv: Invocation) -> None:
-                    actual.append(inv)
-                    for name in target.config.criteria:
-                        progress.grow(name, 1)
-                    self.emit(InvocationInferred(key, i, inv))
-
-                await simulate_conversation(
-                    case, session, target.config, self.judge, on_turn=on_turn, turn_timeout=timeout
-                )
-            else:
-                for i, expected in enumerate(case.conversation or []):
-                    try:
-                        inv = await _within(timer, session.turn(expected.user_content, i))
-                    except TimeoutError:
-                        raise AgentError(f"turn {i + 1} timed out after {timeout:g} s") from None
-                    actual.append(inv)
-                    self.emit(InvocationInferred(key, i, inv))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            from ..agents.simulator import SimulatorError
-
-            if isinstance(exc, SimulatorError):
-                self._simulator_failed.add(key)  # not the agent's failure: the case is not evaluated
-            return actual, _error_text(exc), session_id
-        finally:
-            try:
-                await session.close()
-            except Exception as exc:  # a session that cannot close must not sink the case's result
-                logger.warning("closing the session of %s failed: %s", key.eval_id, _error_text(exc))
-        return actual, None, session_id
+        return await executor.infer(job, judge=self.judge, on_turn=on_turn)
 
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress,
                         repetition: int = 1) -> CaseResult:
         key = target.key(case)
         self.emit(CaseStarted(key))
+        inference = await self._infer(target, case, key)
         t0 = time.perf_counter()
-        actual, error, session_id = await self._infer(target, case, key, progress)
+        actual, error, session_id = inference.actual, inference.error, inference.session_id
         if error is not None:
             reason = error.split("\n", 1)[0]
-            simulator_failed = key in self._simulator_failed
+            simulator_failed = inference.simulator_failed
             why = reason if simulator_failed else f"the agent failed: {reason}"
             metrics = [
                 MetricResult.not_evaluated(n, c.threshold, why, c.to_dict())
@@ -604,7 +559,6 @@ class Run:
             status = EvalStatus.FAILED
             if simulator_failed:
                 # A user-simulator outage says nothing about the agent: NOT_EVALUATED (FAILED if --strict).
-                self._simulator_failed.discard(key)
                 status = EvalStatus.FAILED if self.options.strict else EvalStatus.NOT_EVALUATED
                 error = None
         else:
@@ -630,7 +584,9 @@ class Run:
             session_id=session_id or f"tui-eval-{os.urandom(6).hex()}",
             user_id=user_id,
             error=error,
-            wall_seconds=time.perf_counter() - t0,
+            # The case's own time: its conversation where the agent ran, then its scoring; never time
+            # spent waiting for a free worker.
+            wall_seconds=inference.seconds + (time.perf_counter() - t0),
         )
         self.emit(CaseFinished(key, result, repetition))
         return result

@@ -1,0 +1,191 @@
+"""One case's conversation with an agent: open a session, play its turns (or its simulated user), close.
+
+The same function runs wherever the agent runs: in a worker process of the local pool, in a Ray task, or
+in the engine's own process for tui-eval's own agents (replay). What it needs travels in a `CaseJob`, and
+what it produced comes back as an `Inference`: every turn as it finishes, then the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+
+from .base import Agent, AgentCrash, AgentError, CaseContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..schema.config import EvalConfig
+    from ..schema.model import EvalCase, EvalSet, Invocation
+
+T = TypeVar("T")
+#: Seconds closing a session may take before it is left behind.
+CLOSE_TIMEOUT = 5.0
+
+
+@dataclass(slots=True)
+class CaseJob:
+    """Everything an agent needs to answer one case, in whatever process it runs (picklable)."""
+
+    eval_file: str
+    eval_id: str
+    case: EvalCase
+    #: Seconds one turn may take before the case fails ("turn N timed out after S s").
+    turn_timeout: float
+    #: For scenario cases: the config whose user simulator settings and stop signal apply.
+    config: EvalConfig | None = None
+    #: How a worker builds its judge service for the user simulator (scenario cases only).
+    judge: dict[str, Any] = field(default_factory=dict)
+    #: The eval set, for agents in this process that read more of it (replay); never sent to workers.
+    eval_set: EvalSet | None = None
+    #: --mock-tools: None, "strict" or "fallback".
+    mock_tools: str | None = None
+
+    def context(self) -> CaseContext:
+        return CaseContext(self.eval_set, Path(self.eval_file), mock_tools=self.mock_tools)
+
+
+@dataclass(slots=True)
+class Inference:
+    """What the agent did with a case: its turns, and why it stopped early if it did."""
+
+    actual: list[Invocation] = field(default_factory=list)
+    #: The reason on the first line, details (a traceback) below it; None when every turn answered.
+    error: str | None = None
+    session_id: str = ""
+    #: The user simulator failed (not the agent): the case is not evaluated rather than failed.
+    simulator_failed: bool = False
+    #: Seconds the conversation took where the agent ran (no time spent waiting for a worker).
+    seconds: float = 0.0
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as a case's error: the reason on the first line, the agent's traceback below it."""
+    if isinstance(exc, AgentCrash) and exc.details:
+        return f"{exc}\n{exc.details.rstrip()}"
+    if isinstance(exc, AgentError):
+        return str(exc)
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return "timed out"
+    text = str(exc)
+    if isinstance(exc, SystemExit):
+        head = f"the agent called sys.exit({exc.code!r}) (SystemExit)"
+    else:
+        head = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+    return f"{head}\n{details}" if details else head
+
+
+async def within(timeout: float | None, awaitable: Awaitable[T]) -> T:
+    """Await in this task, failing with TimeoutError after `timeout` seconds (None: no timer).
+
+    asyncio.timeout, unlike wait_for, runs the awaitable in the calling task: no Task per turn."""
+    if timeout is None:
+        return await awaitable
+    async with asyncio.timeout(timeout):
+        return await awaitable
+
+
+async def run_conversation(
+    agent: Agent,
+    job: CaseJob,
+    *,
+    judge: Any = None,
+    on_turn: Callable[[int, Invocation], None] | None = None,
+    on_turn_start: Callable[[int], None] | None = None,
+    own: bool = False,
+) -> Inference:
+    """Play one case against the agent. Never raises for the agent's faults (they come back as the
+    Inference's error); only a cancel of the run propagates. `own=True` is for tui-eval's own agents
+    (replay), which run no user code and never wait: no turn timer (two loop timers per turn were ~15 %
+    of a replay run's CPU) and no check of what they return."""
+    from .simulator import SimulatorError, simulate_conversation
+
+    t0 = time.perf_counter()
+    out = Inference()
+    case = job.case
+    timeout = job.turn_timeout
+    timer = None if own else timeout
+
+    def turn_done(i: int, inv: Invocation) -> None:
+        out.actual.append(inv)
+        if on_turn is not None:
+            on_turn(i, inv)
+
+    try:
+        session = await within(timer, agent.new_session(case, job.context()))
+    except asyncio.CancelledError:
+        raise
+    except TimeoutError:
+        out.error = f"agent could not start a session: timed out after {timeout:g} s"
+        out.seconds = time.perf_counter() - t0
+        return out
+    except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from agent code fail the case only
+        if isinstance(exc, KeyboardInterrupt | GeneratorExit):
+            raise
+        out.error = f"agent could not start a session: {error_text(exc)}"
+        out.seconds = time.perf_counter() - t0
+        return out
+    out.session_id = str(getattr(session, "session_id", "") or "")
+    try:
+        if case.is_scenario:
+            if job.config is None:
+                raise AgentError(f"case {case.eval_id!r} is a scenario but no config came with it")
+            await simulate_conversation(case, session, job.config, judge, on_turn=turn_done,
+                                        on_turn_start=on_turn_start, turn_timeout=timeout)
+        else:
+            for i, expected in enumerate(case.conversation or []):
+                if on_turn_start is not None:
+                    on_turn_start(i)
+                try:
+                    inv = await within(timer, session.turn(expected.user_content, i))
+                except TimeoutError:
+                    raise AgentError(f"turn {i + 1} timed out after {timeout:g} s") from None
+                turn_done(i, inv if own else checked_invocation(inv))
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # our cancel (the run's, or the worker's on the engine's word)
+        out.error = "the agent raised asyncio.CancelledError (not a cancel of the run)"
+    except SimulatorError as exc:
+        out.error = str(exc)
+        out.simulator_failed = True
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt: the case fails, not the run
+        if isinstance(exc, GeneratorExit):
+            raise
+        out.error = error_text(exc)
+    finally:
+        try:
+            await within(None if own else CLOSE_TIMEOUT, session.close())
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a session that cannot close must not sink the case
+            import logging
+
+            logging.getLogger(__name__).warning("closing the session of %s failed: %s", case.eval_id,
+                                                error_text(exc).split("\n", 1)[0])
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def checked_invocation(value: object) -> Invocation:
+    """`value` if it is an Invocation that can be saved, else AgentError saying what is wrong: one
+    agent turn with a set in its tool args (or a str for a Content) must fail its own case, not the
+    saving of every case of the run."""
+    import orjson
+
+    from ..schema.model import Invocation
+
+    if not isinstance(value, Invocation):
+        raise AgentError(f"the agent's turn returned {type(value).__name__}, not an Invocation")
+    try:
+        orjson.dumps(value.to_dict(), option=orjson.OPT_NON_STR_KEYS)
+    except Exception as exc:  # noqa: BLE001 - any fault of the agent's data (AttributeError, TypeError...)
+        text = str(exc)
+        raise AgentError(
+            f"the agent's turn returned an Invocation that cannot be saved: {type(exc).__name__}"
+            + (f": {text}" if text else "")
+        ) from exc
+    return value

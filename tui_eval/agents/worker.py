@@ -1,0 +1,232 @@
+"""A worker process of the local pool: imports one agent, answers many cases at once, streams every turn.
+
+Started by the engine (`python -m tui_eval.agents.worker --fd N`) with one end of a socket pair; frames on
+it are a 4-byte length and a pickle. The engine says `("load", folder)` once, then `("job", id, CaseJob)`
+and `("cancel", id)` as it likes, and `("stop",)` at the end. The worker answers `("hello", name, error)`,
+then per job `("turn_start", id, i)`, `("turn", id, i, Invocation)` and `("done", id, Inference,
+judge_stats)`; `("retire",)` asks to be replaced (its memory ran out once).
+
+Nothing agent code does here reaches the run: the worker ignores the terminal's Ctrl-C (the engine
+decides), dies with the engine (PR_SET_PDEATHSIG), its stdout and stderr go to the engine's log, and the
+working folder and environment are put back after each turn if a tool changed them. Whatever still
+goes wrong (an exit, a signal, a loop that stops answering) the engine sees as this process ending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import logging
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+from typing import Any
+
+from .base import Agent, AgentError
+from .conversation import CaseJob, Inference, error_text, run_conversation
+
+_HEAD = struct.Struct(">I")
+log = logging.getLogger(__name__)
+
+
+def frame(message: tuple[Any, ...]) -> bytes:
+    """One message as it travels: its length, then its pickle."""
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEAD.pack(len(body)) + body
+
+
+async def read_frame(reader: asyncio.StreamReader) -> tuple[Any, ...] | None:
+    """The next message, or None when the other side has gone."""
+    try:
+        head = await reader.readexactly(_HEAD.size)
+        (size,) = _HEAD.unpack(head)
+        body = await reader.readexactly(size)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    message: tuple[Any, ...] = pickle.loads(body)
+    return message
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this process when the engine's process ends, however it ends."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the worker still ends when its socket closes
+        log.debug("PR_SET_PDEATHSIG is not available here")
+
+
+class _Worker:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.agent: Agent | None = None
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.judge: Any = None
+        self._reported: dict[str, float] = {}
+        self.cwd = os.getcwd()
+        self.environ = dict(os.environ)
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(frame(message))
+
+    def load(self, folder: str) -> None:
+        from .folder import load_agent_folder
+
+        name, error = "", None
+        try:
+            self.agent = load_agent_folder(folder)
+            name = self.agent.name
+        except AgentError as exc:
+            error = str(exc)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit at import: the agent cannot load
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            error = f"cannot import the agent: {error_text(exc).split(chr(10), 1)[0]}"
+        self.cwd = os.getcwd()
+        self.environ = dict(os.environ)  # the agent's .env, as loaded, is part of its environment
+        self.send(("hello", name, error))
+
+    def judge_for(self, job: CaseJob) -> Any:
+        """The user simulator's judge service (scenario cases only), one per worker."""
+        if self.judge is None:
+            from ..judge import JudgeOptions, create_judge_service
+
+            options = JudgeOptions()
+            for key, value in job.judge.items():
+                setattr(options, key, value)
+            self.judge = create_judge_service(options)
+        return self.judge
+
+    def judge_delta(self) -> dict[str, float]:
+        """The judge's counters since the last report (the engine adds them to the run's)."""
+        if self.judge is None:
+            return {}
+        now = {k: v for k, v in self.judge.stats.to_dict().items() if isinstance(v, int | float)}
+        delta = {k: v - self._reported.get(k, 0) for k, v in now.items() if v != self._reported.get(k, 0)}
+        self._reported = now
+        return delta
+
+    def restore(self) -> None:
+        """Put back the working folder and environment a tool changed (other cases share them)."""
+        try:
+            if os.getcwd() != self.cwd:
+                os.chdir(self.cwd)
+        except OSError:
+            os.chdir(self.cwd)
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+
+    async def run(self, job_id: int, job: CaseJob) -> None:
+        agent = self.agent
+        if agent is None:
+            self.send(("done", job_id, Inference(error="the agent is not loaded"), {}))
+            return
+        judge = self.judge_for(job) if job.case.is_scenario else None
+
+        def on_turn(i: int, inv: Any) -> None:
+            self.restore()
+            try:
+                self.send(("turn", job_id, i, inv))
+            except Exception as exc:  # noqa: BLE001 - an invocation that cannot travel fails its case
+                raise AgentError(f"turn {i + 1}'s result cannot be sent back: {type(exc).__name__}: {exc}") from exc
+
+        try:
+            inference = await run_conversation(agent, job, judge=judge, on_turn=on_turn,
+                                               on_turn_start=lambda i: self.send(("turn_start", job_id, i)))
+        except asyncio.CancelledError:
+            return
+        finally:
+            self.tasks.pop(job_id, None)
+        self.restore()
+        inference.actual = []  # every turn went back as it finished
+        self.send(("done", job_id, inference, self.judge_delta()))
+        if inference.error is not None and inference.error.startswith("MemoryError"):
+            self.send(("retire",))
+
+    async def close(self) -> None:
+        for task in list(self.tasks.values()):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()), timeout=1.0)
+        if self.agent is not None:
+            try:
+                await asyncio.wait_for(self.agent.aclose(), 5.0)
+            except BaseException as exc:  # noqa: BLE001 - closing is best effort, on the way out
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                log.warning("closing the agent failed: %s", error_text(exc).split("\n", 1)[0])
+        if self.judge is not None:
+            try:
+                await asyncio.wait_for(self.judge.aclose(), 5.0)
+            except Exception as exc:  # noqa: BLE001 - closing is best effort, on the way out
+                log.warning("closing the judge failed: %s", exc)
+
+
+async def serve(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_connection(sock=sock)
+    worker = _Worker(writer)
+    while True:
+        message = await read_frame(reader)
+        if message is None or message[0] == "stop":
+            break
+        kind = message[0]
+        if kind == "job":
+            job_id, job = message[1], message[2]
+            worker.tasks[job_id] = asyncio.create_task(worker.run(job_id, job))
+        elif kind == "cancel":
+            task = worker.tasks.get(message[1])
+            if task is not None:
+                task.cancel()
+        elif kind == "load":
+            worker.load(message[1])
+        await writer.drain()
+    await worker.close()
+    try:
+        await writer.drain()
+        writer.close()
+    except (ConnectionError, RuntimeError):
+        pass
+
+
+def _limit_memory(limit: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="tui_eval.agents.worker")
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--memory-limit", type=int, default=None)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.memory_limit:
+        _limit_memory(args.memory_limit)
+    sock = socket.socket(fileno=args.fd)
+    try:
+        asyncio.run(serve(sock))
+    finally:
+        # Agent code's exit handlers run (a tool may flush a file at exit), but threads it left running
+        # are not waited for: the engine asked this process to end.
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a tool closed it
+                pass
+        os._exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover - the pool starts it
+    main()

@@ -1,0 +1,501 @@
+"""The local executor: a pool of worker processes that each import the agent once and run many cases.
+
+Cases go to the worker with the fewest in flight; each worker runs its cases concurrently on its own event
+loop, with sync tools on threads, so no case waits for another's tools. A worker is a fresh interpreter
+(`python -m tui_eval.agents.worker`), not a fork of this process: it imports the agent from source, holds
+no copy of the engine's threads or locks, and is replaced whole when the agent's code changes.
+
+Faults, and what the run sees:
+- a turn past --turn-timeout: the worker's own timer fails that case and frees its slot;
+- a worker that stops answering (C code holding its GIL, a tool blocking its loop): killed once a case in
+  it is `grace` seconds past its turn's deadline;
+- a worker that dies (an exit, a signal, the kernel's OOM killer, the kill above): replaced; the cases that
+  were in flight in it run again, each in a worker of its own, so only the case that brings its own worker
+  down fails, with the cause in words (`agent process exited with code 0 during turn 1`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agents.conversation import CaseJob, Inference
+from ..agents.worker import frame, read_frame
+from .executor import Executor, OnTurn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..schema.model import Invocation
+
+log = logging.getLogger(__name__)
+agent_output = logging.getLogger("tui_eval.agent_output")
+
+#: Seconds past a turn's --turn-timeout before its worker counts as unresponsive (at least this, or a
+#: tenth of the timeout): the worker's own timer fires first whenever its loop runs.
+GRACE_MIN = 2.0
+#: Seconds a worker may take to start and import its agent.
+LOAD_TIMEOUT = 120.0
+#: Seconds a worker is given to end after `stop` (its agent's exit handlers run) before it is killed.
+STOP_GRACE = 2.0
+#: Bytes of a worker's stdout/stderr logged at most; the rest is counted, not kept.
+OUTPUT_BUDGET = 1 << 20
+
+
+def default_pool_size() -> int:
+    """Workers: one per core, at least one, at most 4 (agents mostly wait for models: a worker runs
+    many cases at once; the pool spreads the CPU work of their frameworks over the cores)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class _WorkerLost(Exception):
+    def __init__(self, cause: str, turn: int, actual: list[Invocation]) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.turn = turn
+        self.actual = actual
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    job: CaseJob
+    worker: _Process
+    future: asyncio.Future[Inference]
+    on_turn: OnTurn | None
+    judge: Any
+    solo: bool
+    actual: list[Invocation] = field(default_factory=list)
+    #: The turn under way (-1: opening the session; None between turns of a simulated conversation).
+    turn: int | None = -1
+    deadline: float | None = None
+
+
+class _Process:
+    """One worker process and its socket."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, pool: ProcessPool) -> None:
+        self.id = next(self._ids)
+        self.pool = pool
+        self.proc: asyncio.subprocess.Process | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.jobs: dict[int, _Pending] = {}
+        self.loaded: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.name = ""
+        self.dead = False
+        self.retiring = False
+        #: Why we killed it, if we did (else its exit status says why it ended).
+        self.killed_because: str | None = None
+        self.tail: collections.deque[str] = collections.deque(maxlen=5)
+        self._output_left = OUTPUT_BUDGET
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def spawn(self) -> None:
+        parent, child = socket.socketpair()
+        env = dict(os.environ)
+        # The worker imports tui_eval the way this process did, installed or from a source checkout.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        args = [sys.executable, "-m", "tui_eval.agents.worker", "--fd", str(child.fileno())]
+        if self.pool.memory_limit:
+            args += ["--memory-limit", str(self.pool.memory_limit)]
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *args, pass_fds=[child.fileno()], stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                # Its own process group: the terminal's Ctrl-C reaches the engine, which decides.
+                start_new_session=True, env=env)
+        finally:
+            child.close()
+        reader, self.writer = await asyncio.open_connection(sock=parent)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._tasks = [asyncio.create_task(self._read(reader)),
+                       asyncio.create_task(self._output(self.proc.stdout, "stdout")),
+                       asyncio.create_task(self._output(self.proc.stderr, "stderr"))]
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        if self.writer is not None and not self.writer.is_closing() and not self.dead:
+            self.writer.write(frame(message))
+
+    async def load(self, ref: str) -> str | None:
+        self.send(("load", ref))
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.loaded), LOAD_TIMEOUT)
+        except TimeoutError:
+            self.kill(f"did not load the agent within {LOAD_TIMEOUT:g} s")
+            return f"the agent took more than {LOAD_TIMEOUT:g} s to import"
+
+    async def _output(self, stream: asyncio.StreamReader, what: str) -> None:
+        """What agent code prints goes to the log (never to the run's output), within a budget."""
+        while True:
+            try:
+                line = await stream.readline()
+            except (ValueError, ConnectionError):  # a line longer than the stream's limit
+                line = b"(a line too long to show)\n"
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip()
+            if what == "stderr" and text:
+                self.tail.append(text)
+            if self._output_left > 0:
+                self._output_left -= len(line)
+                agent_output.info("worker %d %s: %s", self.id, what, text[:2000])
+                if self._output_left <= 0:
+                    agent_output.info("worker %d: further output is not logged", self.id)
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                message = await read_frame(reader)
+                if message is None:
+                    break
+                self._on_message(message)
+        except Exception:  # a frame we cannot read: the worker is no use any more
+            log.exception("worker %d sent something unreadable", self.id)
+            self.kill("sent an unreadable message")
+        finally:
+            await self._ended()
+
+    def _on_message(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "turn":
+            pending = self.jobs.get(message[1])
+            if pending is not None:
+                index, inv = message[2], message[3]
+                del pending.actual[index:]
+                pending.actual.append(inv)
+                pending.turn = None if pending.job.case.is_scenario else index + 1
+                pending.deadline = None if pending.turn is None else self.pool.deadline(pending.job)
+                if pending.on_turn is not None:
+                    pending.on_turn(index, inv)
+        elif kind == "turn_start":
+            pending = self.jobs.get(message[1])
+            if pending is not None:
+                pending.turn = message[2]
+                pending.deadline = self.pool.deadline(pending.job)
+        elif kind == "done":
+            pending = self.jobs.pop(message[1], None)
+            if pending is not None:
+                inference: Inference = message[2]
+                inference.actual = pending.actual
+                _add_judge_stats(pending.judge, message[3])
+                if not pending.future.done():
+                    pending.future.set_result(inference)
+        elif kind == "hello":
+            self.name = message[1]
+            if not self.loaded.done():
+                self.loaded.set_result(message[2])
+        elif kind == "retire":
+            self.retiring = True
+
+    def kill(self, because: str) -> None:
+        if self.killed_because is None:
+            self.killed_because = because
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+
+    async def _ended(self) -> None:
+        """The socket closed: the process ended (or is ending). Every case in flight is lost with it."""
+        if self.dead:
+            return
+        self.dead = True
+        proc = self.proc
+        if proc is not None:
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_GRACE)
+            except TimeoutError:  # it closed our socket but lives on: it is no worker of ours any more
+                self.kill("closed its socket")
+                await proc.wait()
+        cause = self.cause()
+        if not self.loaded.done():
+            self.loaded.set_result(f"{cause} while importing the agent")
+        jobs, self.jobs = self.jobs, {}
+        for pending in jobs.values():
+            if not pending.future.done():
+                turn = len(pending.actual) if pending.turn is None else pending.turn
+                pending.future.set_exception(_WorkerLost(cause, turn, pending.actual))
+        self.pool.lost(self)
+
+    def cause(self) -> str:
+        """Why the process ended, in words."""
+        if self.killed_because is not None:
+            return f"the agent process {self.killed_because}"
+        code = self.proc.returncode if self.proc is not None else None
+        if code is None:
+            return "the agent process ended"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            text = f"the agent process was killed by {name}"
+            if name == "SIGKILL":
+                text += " (out of memory?)"
+        else:
+            text = f"the agent process exited with code {code}"
+        last = self.tail[-1] if self.tail else ""
+        if last and ("Error" in last or "error" in last):
+            text += f" ({last[:200]})"
+        return text
+
+    async def stop(self) -> None:
+        """Ask the worker to end (its agent's exit handlers run); kill it if it does not."""
+        self.send(("stop",))
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_GRACE)
+        except TimeoutError:
+            self.kill("did not stop")
+            await proc.wait()
+        # Its socket and pipes reach their end once it has exited: the readers finish on their own.
+        done, late = await asyncio.wait(self._tasks, timeout=STOP_GRACE)
+        for task in late:
+            task.cancel()
+
+
+def _add_judge_stats(judge: Any, delta: dict[str, float]) -> None:
+    """The worker's user-simulator judge calls count in the run's judge statistics."""
+    stats = getattr(judge, "stats", None)
+    if stats is None or not delta:
+        return
+    for key, value in delta.items():
+        if hasattr(stats, key):
+            setattr(stats, key, getattr(stats, key) + value)
+
+
+class ProcessPool(Executor):
+    """Worker processes for one agent folder (see the module docstring)."""
+
+    def __init__(self, ref: str, *, size: int | None = None, memory_limit: int | None = None,
+                 keep_spare: bool = False) -> None:
+        self.ref = ref
+        self.home = Path(ref)
+        self.name = self.home.name
+        self.size = max(1, size or default_pool_size())
+        self.memory_limit = memory_limit
+        #: Live mode: keep one started worker that has not loaded the agent yet, so a reload after an
+        #: edit only imports the agent (tens of milliseconds), not the interpreter and tui-eval.
+        self.keep_spare = keep_spare
+        self.workers: list[_Process] = []
+        self._spare: asyncio.Task[_Process] | None = None
+        self._job_ids = itertools.count(1)
+        self._error: str | None = None
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+        self._growing: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self._solo: set[_Process] = set()
+        self._closed = False
+        self.turn_timeout = 120.0
+
+    # ---- executor interface ------------------------------------------------------------------
+
+    def source_paths(self) -> list[Path]:
+        from ..agents.folder import source_files
+
+        return source_files(self.home)
+
+    async def start(self) -> str | None:
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if not self._started:
+                self._started = True
+                worker = await self._new_worker()
+                if worker is not None:
+                    self.workers.append(worker)
+                if self.keep_spare:
+                    self._prepare_spare()
+            return self._error
+
+    async def restart(self) -> str | None:
+        """The agent's code changed: every worker is replaced (a fresh interpreter imports it anew)."""
+        old, self.workers = self.workers, []
+        self._error = None
+        self._started = False
+        await asyncio.gather(*(w.stop() for w in old), return_exceptions=True)
+        return await self.start()
+
+    async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
+        error = await self.start()
+        if error is not None:
+            return Inference(error=f"agent could not start a session: {error}")
+        self.turn_timeout = job.turn_timeout
+        worker = await self._pick()
+        if worker is None:
+            return Inference(error=f"agent could not start a session: {self._error or 'no worker process'}")
+        try:
+            return await self._run_on(worker, job, judge, on_turn, solo=False)
+        except _WorkerLost:
+            return await self._run_solo(job, judge, on_turn)
+
+    def request_stop(self) -> None:
+        pass  # the runner starts no further case; cases under way are cancelled through their tasks
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if self._growing is not None:
+            await asyncio.wait([self._growing])  # a worker being started is stopped with the others
+        workers = self.workers + list(self._solo)
+        self.workers = []
+        if self._spare is not None:
+            spare = self._spare
+            self._spare = None
+            try:
+                workers.append(await spare)
+            except Exception:  # noqa: BLE001 - a spare that never started has nothing to stop
+                log.debug("the spare worker had not started", exc_info=True)
+        await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
+
+    # ---- workers -----------------------------------------------------------------------------
+
+    def deadline(self, job: CaseJob) -> float:
+        return time.monotonic() + job.turn_timeout + max(GRACE_MIN, job.turn_timeout / 10)
+
+    async def _spawn(self) -> _Process:
+        worker = _Process(self)
+        await worker.spawn()
+        return worker
+
+    def _prepare_spare(self) -> None:
+        if self._spare is None and not self._closed:
+            self._spare = asyncio.create_task(self._spawn())
+
+    async def _new_worker(self, *, solo: bool = False) -> _Process | None:
+        """A worker with the agent loaded (the spare if there is one), or None with `_error` set."""
+        worker: _Process | None = None
+        if self._spare is not None and not solo:
+            spare, self._spare = self._spare, None
+            try:
+                worker = await spare
+            except Exception:  # noqa: BLE001 - a spare that failed to start: start another
+                log.warning("the spare worker failed to start", exc_info=True)
+            if self.keep_spare:
+                self._prepare_spare()
+        if worker is None:
+            try:
+                worker = await self._spawn()
+            except OSError as exc:
+                self._error = f"cannot start a worker process: {exc}"
+                return None
+        error = await worker.load(self.ref)
+        if error is not None:
+            if not solo:
+                self._error = error
+            await worker.stop()
+            return None
+        if worker.name:
+            self.name = worker.name
+        self._ensure_watchdog()
+        return worker
+
+    async def _pick(self) -> _Process | None:
+        """The live worker with the fewest cases in flight; the pool grows (in the background) while
+        every worker is busy, and a case waits for a new worker only when none is left."""
+        live = [w for w in self.workers if not w.dead and not w.retiring]
+        if not live:
+            self._grow()
+            assert self._growing is not None
+            await asyncio.wait([self._growing])
+            live = [w for w in self.workers if not w.dead and not w.retiring]
+            return min(live, key=lambda w: len(w.jobs)) if live else None
+        if len(live) < self.size and min(len(w.jobs) for w in live) > 0:
+            self._grow()
+        return min(live, key=lambda w: len(w.jobs))
+
+    def _grow(self) -> None:
+        if self._growing is not None and not self._growing.done() or self._closed:
+            return
+
+        async def grow() -> None:
+            worker = await self._new_worker()
+            if worker is not None:
+                if self._closed:
+                    await worker.stop()
+                else:
+                    self.workers.append(worker)
+
+        self._growing = asyncio.create_task(grow())
+
+    def lost(self, worker: _Process) -> None:
+        """A worker ended: it takes no more cases; its replacement starts when a case needs one."""
+        if worker in self.workers:
+            self.workers.remove(worker)
+            if not self._closed:
+                log.warning("worker %d ended: %s", worker.id, worker.cause())
+        self._solo.discard(worker)
+
+    async def _run_on(self, worker: _Process, job: CaseJob, judge: Any, on_turn: OnTurn | None,
+                      *, solo: bool) -> Inference:
+        job_id = next(self._job_ids)
+        future: asyncio.Future[Inference] = asyncio.get_running_loop().create_future()
+        pending = _Pending(job, worker, future, on_turn, judge, solo, deadline=self.deadline(job))
+        worker.jobs[job_id] = pending
+        worker.send(("job", job_id, job))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            worker.jobs.pop(job_id, None)
+            worker.send(("cancel", job_id))
+            raise
+        finally:
+            if worker.retiring and not worker.jobs and worker in self.workers:
+                self.workers.remove(worker)
+                asyncio.ensure_future(worker.stop())
+
+    async def _run_solo(self, job: CaseJob, judge: Any, on_turn: OnTurn | None) -> Inference:
+        """Run a case alone in a fresh worker: if that worker dies too, this case is the culprit."""
+        worker = await self._new_worker(solo=True)
+        if worker is None:
+            return Inference(error=f"agent could not start a session: {self._error or 'no worker process'}")
+        self._solo.add(worker)
+        try:
+            return await self._run_on(worker, job, judge, on_turn, solo=True)
+        except _WorkerLost as lost:
+            where = "while starting a session" if lost.turn < 0 else f"during turn {lost.turn + 1}"
+            if worker.killed_because is not None and worker.killed_because.startswith("did not respond"):
+                reason = (f"turn {max(lost.turn, 0) + 1} timed out after {job.turn_timeout:g} s "
+                          f"({lost.cause})")
+            else:
+                reason = f"{lost.cause} {where}"
+            return Inference(actual=lost.actual, error=reason)
+        finally:
+            self._solo.discard(worker)
+            if not worker.dead:
+                await worker.stop()
+
+    # ---- the watchdog ------------------------------------------------------------------------
+
+    def _ensure_watchdog(self) -> None:
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        """Kill a worker whose case is past its turn's deadline and has not said so itself: its event
+        loop does not run (C code holding the GIL, a sync call on the loop)."""
+        while not self._closed:
+            await asyncio.sleep(0.25)
+            now = time.monotonic()
+            for worker in list(self.workers) + list(self._solo):
+                if worker.dead or worker.killed_because is not None:
+                    continue
+                late = [p for p in worker.jobs.values() if p.deadline is not None and p.deadline < now]
+                if late:
+                    timeout = late[0].job.turn_timeout
+                    worker.kill(f"did not respond for {timeout:g} s after a turn's timeout; it was killed")
