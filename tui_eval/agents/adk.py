@@ -34,6 +34,7 @@ from ..schema.model import (
 from .base import Agent, AgentError, AgentSession, CaseContext
 
 try:
+    from google.adk.agents.run_config import RunConfig, ToolThreadPoolConfig
     from google.adk.apps.app import App
     from google.adk.artifacts.in_memory_artifact_service import InMemoryArtifactService
     from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
@@ -56,6 +57,9 @@ except ImportError:  # pragma: no cover - another google-adk version
     busy_collector = None
 
 _USER = "user"
+#: Threads for sync tools (ADK runs them on the event loop unless told otherwise, so one slow tool held
+#: every case of the agent): enough that no case's tool call waits for another's.
+TOOL_THREADS = 64
 
 
 def _jsonable(value: Any) -> Any:
@@ -99,6 +103,31 @@ class _AppDetailsPlugin(BasePlugin):
     def __init__(self) -> None:
         super().__init__(name=f"tui_eval_app_details_{uuid.uuid4().hex[:8]}")
         self.agents: dict[str, AgentDetails] = {}
+        #: Each tool call's own run time, from just before the tool runs to just after (call id -> ...).
+        self.tool_started: dict[str, float] = {}
+        self.tool_seconds: dict[str, float] = {}
+
+    async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
+        self.tool_started[getattr(tool_context, "function_call_id", None) or ""] = time.perf_counter()
+        return None
+
+    async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
+                                  result: Any) -> Any:
+        call_id = getattr(tool_context, "function_call_id", None) or ""
+        started = self.tool_started.pop(call_id, None)
+        if started is not None:
+            self.tool_seconds[call_id] = time.perf_counter() - started
+        return None
+
+    async def on_tool_error_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
+                                     error: Exception) -> Any:
+        call_id = getattr(tool_context, "function_call_id", None) or ""
+        started = self.tool_started.pop(call_id, None)
+        if started is not None:
+            self.tool_seconds[call_id] = time.perf_counter() - started
+        if isinstance(error, MemoryError):
+            raise AgentError(f"MemoryError in tool {getattr(tool, 'name', '?')}") from None
+        return None
 
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
         name = getattr(callback_context, "agent_name", "") or "agent"
@@ -228,8 +257,9 @@ class AdkSession(AgentSession):
 
     async def _run(self, message: Any, events: list[Any], started: dict[str, tuple[str, float]],
                    timings: list[ToolTiming]) -> None:
+        run_config = RunConfig(tool_thread_pool_config=ToolThreadPoolConfig(max_workers=TOOL_THREADS))
         async for event in self.runner.run_async(user_id=self.user_id, session_id=self.session_id,
-                                                 new_message=message):
+                                                 new_message=message, run_config=run_config):
             now = time.perf_counter()
             events.append(event)
             for call in event.get_function_calls():
@@ -240,7 +270,10 @@ class AdkSession(AgentSession):
                     key = next((k for k, (n, _) in started.items() if n == response.name), None)
                 if key is not None:
                     name, t_call = started.pop(key)
-                    timings.append(ToolTiming(name=name, seconds=round(now - t_call, 6), call_id=response.id))
+                    # The tool's own run time where the plugin saw it run, else from call to response.
+                    own = self.plugin.tool_seconds.pop(response.id or "", None)
+                    seconds = own if own is not None else now - t_call
+                    timings.append(ToolTiming(name=name, seconds=round(seconds, 6), call_id=response.id))
 
     def _invocation(self, user_content: Content, events: list[Any], index: int, created: float, duration: float,
                     timings: list[ToolTiming], model_seconds: float | None = None,

@@ -398,6 +398,9 @@ class NativeSession(AgentSession):
                 response = _as_response(value)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
+            except MemoryError:
+                # Not the model's to handle: the process ran out of memory (--agent-memory-limit).
+                raise AgentError(f"MemoryError in tool {name}") from None
             except Exception as exc:
                 response = {"error": f"{type(exc).__name__}: {exc}"}
         record.timings.append(ToolTiming(name=name, seconds=round(time.perf_counter() - t0, 6), call_id=call_id))
