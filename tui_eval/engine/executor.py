@@ -112,7 +112,7 @@ def executor_for(ref: str, options: RunOptions, *, live: bool = False) -> Execut
         from .pool import ProcessPool
 
         return ProcessPool(str(folder.resolve()), size=options.workers, memory_limit=options.agent_memory_limit,
-                           keep_spare=live)
+                           keep_spare=live, concurrency=options.concurrency)
     if kind == "ray" or kind.startswith("ray://"):
         from .ray_executor import RayExecutor
 

@@ -281,11 +281,15 @@ class ProcessPool(Executor):
     """Worker processes for one agent folder (see the module docstring)."""
 
     def __init__(self, ref: str, *, size: int | None = None, memory_limit: int | None = None,
-                 keep_spare: bool = False) -> None:
+                 keep_spare: bool = False, concurrency: int = 8) -> None:
         self.ref = ref
         self.home = Path(ref)
         self.name = self.home.name
         self.size = max(1, size or default_pool_size())
+        #: Cases in flight on every worker before another worker starts (the run's concurrency spread
+        #: over the pool: 8 cases at once on 2 workers start the second at the fifth case), so a small run
+        #: starts one process.
+        self.per_worker = max(1, -(-concurrency // self.size))
         self.memory_limit = memory_limit
         #: Live mode: keep one started worker that has not loaded the agent yet, so a reload after an
         #: edit only imports the agent (tens of milliseconds), not the interpreter and tui-eval.
@@ -406,8 +410,9 @@ class ProcessPool(Executor):
         return worker
 
     async def _pick(self) -> _Process | None:
-        """The live worker with the fewest cases in flight; the pool grows (in the background) while
-        every worker is busy, and a case waits for a new worker only when none is left."""
+        """The live worker with the fewest cases in flight. The pool grows (in the background) once every
+        worker has `per_worker` cases in flight, so a small run starts one process; a case waits for a
+        new worker only when none is left."""
         live = [w for w in self.workers if not w.dead and not w.retiring]
         if not live:
             self._grow()
@@ -415,9 +420,10 @@ class ProcessPool(Executor):
             await asyncio.wait([self._growing])
             live = [w for w in self.workers if not w.dead and not w.retiring]
             return min(live, key=lambda w: len(w.jobs)) if live else None
-        if len(live) < self.size and min(len(w.jobs) for w in live) > 0:
+        least = min(live, key=lambda w: len(w.jobs))
+        if len(live) < self.size and len(least.jobs) >= self.per_worker:
             self._grow()
-        return min(live, key=lambda w: len(w.jobs))
+        return least
 
     def _grow(self) -> None:
         if self._growing is not None and not self._growing.done() or self._closed:
