@@ -1,6 +1,10 @@
 """Save-to-result latency of the live loop: edit one eval case of the demo, time until its CaseFinished.
 
-    python bench/live_latency.py [--edits 20] [--debounce 0.3 0.15]
+    python bench/live_latency.py [--edits 20] [--debounce 0.3 0.15] [--agent-edit]
+
+With --agent-edit the save is to the demo agent's own source (agent.py): the live loop replaces the
+agent's worker processes (a warm spare imports the edited code) and re-runs its cases; the time is to the
+same case's CaseFinished.
 
 Copies demo_agents/ to a temporary folder, runs the LiveSession with real watchfiles (offline agents,
 deterministic metrics), then saves an edit to one case N times and measures from the write to the
@@ -35,7 +39,7 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-async def measure(debounce: float, edits: int) -> tuple[list[float], list[float]]:
+async def measure(debounce: float, edits: int, agent_edit: bool = False) -> tuple[list[float], list[float]]:
     with tempfile.TemporaryDirectory(prefix="tui-eval-bench-") as tmp:
         demo = Path(tmp) / "demo_agents"
         shutil.copytree(ROOT / "demo_agents", demo, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
@@ -61,12 +65,17 @@ async def measure(debounce: float, edits: int) -> tuple[list[float], list[float]
         case = next(c for c in data["eval_cases"] if c["eval_id"] == key.eval_id)
         latencies, to_start = [], []
         gaps = random.Random(edits)
+        agent_file = demo / "hello_world" / "agent.py"
+        agent_source = agent_file.read_text()
         for i in range(edits):
             case["conversation"][0]["final_response"]["parts"][0]["text"] = f"Edit {i}: the die landed on a number."
-            payload = json.dumps(data, indent=2)
+            if agent_edit:
+                target, payload = agent_file, agent_source + f"\nEDIT = {i}\n"
+            else:
+                target, payload = eval_file, json.dumps(data, indent=2)
             started.clear()
             t0 = time.perf_counter()
-            eval_file.write_text(payload)
+            target.write_text(payload)
             t1 = await asyncio.wait_for(finished.get(), 10)
             latencies.append(t1 - t0)
             to_start.append(started[0] - t0 if started else float("nan"))
@@ -83,11 +92,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--debounce", type=float, nargs="+", default=[0.3, 0.15])
+    parser.add_argument("--agent-edit", action="store_true", help="save the agent's source, not an eval case")
     args = parser.parse_args()
     os.environ.setdefault("TUI_EVAL_AGENT_MODE", "offline")
-    print(f"live loop: save-to-CaseFinished latency, {args.edits} edits of one case (demo hello_world)")
+    what = "the agent's source (agent.py)" if args.agent_edit else "one case"
+    print(f"live loop: save-to-CaseFinished latency, {args.edits} edits of {what} (demo hello_world)")
     for debounce in args.debounce:
-        latencies, to_start = asyncio.run(measure(debounce, args.edits))
+        latencies, to_start = asyncio.run(measure(debounce, args.edits, args.agent_edit))
         ms = [x * 1000 for x in latencies]
         run_ms = [(a - b) * 1000 for a, b in zip(latencies, to_start)]
         print(

@@ -236,6 +236,9 @@ async def aevaluate(
     save: bool = False,
     concurrency: int = 8,
     turn_timeout: float = 120.0,
+    executor: str = "local",
+    workers: int | None = None,
+    agent_memory_limit: int | None = None,
 ) -> RunRecord:
     """`evaluate` on the caller's event loop (for `async def` code). Same arguments and result."""
     from .engine.runner import RunOptions
@@ -245,7 +248,8 @@ async def aevaluate(
     else:
         targets = [str(t) for t in eval_path_or_dir]
     config_path, config_obj = _config_arg(config)
-    options = RunOptions(concurrency=concurrency, turn_timeout=turn_timeout, save=save, strict=strict)
+    options = RunOptions(concurrency=concurrency, turn_timeout=turn_timeout, save=save, strict=strict,
+                         executor=executor, workers=workers, agent_memory_limit=agent_memory_limit)
     prepared = prepare_run(agent_ref_for(agent_module_or_path), targets, config_path=config_path,
                            config=config_obj, num_runs=num_runs, options=options)
     record = await execute(prepared, options)
@@ -265,6 +269,9 @@ def evaluate(
     save: bool = False,
     concurrency: int = 8,
     turn_timeout: float = 120.0,
+    executor: str = "local",
+    workers: int | None = None,
+    agent_memory_limit: int | None = None,
 ) -> RunRecord:
     """Run the eval cases of `eval_path_or_dir` (an eval file, `FILE:id1,id2`, a folder of eval files,
     an eval set id of the agent, or a list of those) with the agent, and return the RunRecord
@@ -275,8 +282,11 @@ def evaluate(
     eval file's test_config.json). Raises AssertionError naming every case that did not pass unless
     `raise_on_failure=False`; with `strict=True` a metric that was not evaluated fails its case, as in
     ADK's AgentEvaluator. Raises SetupError (a ValueError) for bad arguments or unreadable files.
-    History is written to `<agent>/.adk/eval_history` only with `save=True`.
+    History is written to `<agent>/.adk/eval_history` only with `save=True`. The agent runs in worker
+    processes (`workers`, `agent_memory_limit` in bytes), or on Ray with `executor="ray"` or
+    `"ray://HOST:PORT"`.
     """
     coro = aevaluate(agent_module_or_path, eval_path_or_dir, config, num_runs, raise_on_failure=raise_on_failure,
-                     strict=strict, save=save, concurrency=concurrency, turn_timeout=turn_timeout)
+                     strict=strict, save=save, concurrency=concurrency, turn_timeout=turn_timeout,
+                     executor=executor, workers=workers, agent_memory_limit=agent_memory_limit)
     return run_sync(coro)

@@ -46,6 +46,8 @@ GRACE_MIN = 2.0
 LOAD_TIMEOUT = 120.0
 #: Seconds a worker is given to end after `stop` (its agent's exit handlers run) before it is killed.
 STOP_GRACE = 2.0
+#: Seconds after the agent loaded before live mode starts its next spare worker.
+SPARE_DELAY = 0.2
 #: Bytes of a worker's stdout/stderr logged at most; the rest is counted, not kept.
 OUTPUT_BUDGET = 1 << 20
 
@@ -303,6 +305,7 @@ class ProcessPool(Executor):
         self._growing: asyncio.Task[None] | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._solo: set[_Process] = set()
+        self._background: set[asyncio.Future[Any]] = set()
         self._closed = False
         self.turn_timeout = 120.0
 
@@ -311,7 +314,7 @@ class ProcessPool(Executor):
     def source_paths(self) -> list[Path]:
         from ..agents.folder import source_files
 
-        return source_files(self.home)
+        return source_files(Path(self.ref))
 
     async def start(self) -> str | None:
         if self._start_lock is None:
@@ -323,16 +326,24 @@ class ProcessPool(Executor):
                 if worker is not None:
                     self.workers.append(worker)
                 if self.keep_spare:
-                    self._prepare_spare()
+                    # Not at once: the run this load is for comes first (a start-up takes a core).
+                    asyncio.get_running_loop().call_later(SPARE_DELAY, self._prepare_spare)
             return self._error
 
     async def restart(self) -> str | None:
-        """The agent's code changed: every worker is replaced (a fresh interpreter imports it anew)."""
+        """The agent's code changed: every worker is replaced (a fresh interpreter imports it anew). The
+        old ones are stopped meanwhile, in the background; the warm spare, if any, takes over at once."""
         old, self.workers = self.workers, []
+        for worker in old:
+            self._in_background(worker.stop())
         self._error = None
         self._started = False
-        await asyncio.gather(*(w.stop() for w in old), return_exceptions=True)
         return await self.start()
+
+    def _in_background(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
         error = await self.start()
@@ -365,7 +376,7 @@ class ProcessPool(Executor):
                 workers.append(await spare)
             except Exception:  # noqa: BLE001 - a spare that never started has nothing to stop
                 log.debug("the spare worker had not started", exc_info=True)
-        await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
+        await asyncio.gather(*(w.stop() for w in workers), *self._background, return_exceptions=True)
 
     # ---- workers -----------------------------------------------------------------------------
 
@@ -390,8 +401,6 @@ class ProcessPool(Executor):
                 worker = await spare
             except Exception:  # noqa: BLE001 - a spare that failed to start: start another
                 log.warning("the spare worker failed to start", exc_info=True)
-            if self.keep_spare:
-                self._prepare_spare()
         if worker is None:
             try:
                 worker = await self._spawn()
@@ -463,7 +472,7 @@ class ProcessPool(Executor):
         finally:
             if worker.retiring and not worker.jobs and worker in self.workers:
                 self.workers.remove(worker)
-                asyncio.ensure_future(worker.stop())
+                self._in_background(worker.stop())
 
     async def _run_solo(self, job: CaseJob, judge: Any, on_turn: OnTurn | None) -> Inference:
         """Run a case alone in a fresh worker: if that worker dies too, this case is the culprit."""
