@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import logging
 import os
 import random
 import threading
@@ -323,8 +324,9 @@ class NativeAgent(Agent):
         for client in clients.values():
             try:
                 await client.aio.aclose()
-            except Exception:  # closing is best effort
-                pass
+            except Exception as exc:  # closing is best effort: say so, and close the others
+                logging.getLogger(__name__).warning("closing a Gemini client of agent %s failed: %s",
+                                                    self.agent_name, exc)
 
     def _client(self) -> Any:
         """One google-genai client per event loop (its async transport is bound to the loop)."""

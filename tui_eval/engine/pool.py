@@ -307,7 +307,6 @@ class ProcessPool(Executor):
         self._solo: set[_Process] = set()
         self._background: set[asyncio.Future[Any]] = set()
         self._closed = False
-        self.turn_timeout = 120.0
 
     # ---- executor interface ------------------------------------------------------------------
 
@@ -349,7 +348,6 @@ class ProcessPool(Executor):
         error = await self.start()
         if error is not None:
             return Inference(error=f"agent could not start a session: {error}")
-        self.turn_timeout = job.turn_timeout
         worker = await self._pick()
         if worker is None:
             return Inference(error=f"agent could not start a session: {self._error or 'no worker process'}")
@@ -357,9 +355,6 @@ class ProcessPool(Executor):
             return await self._run_on(worker, job, judge, on_turn, solo=False)
         except _WorkerLost:
             return await self._run_solo(job, judge, on_turn)
-
-    def request_stop(self) -> None:
-        pass  # the runner starts no further case; cases under way are cancelled through their tasks
 
     async def aclose(self) -> None:
         self._closed = True
