@@ -55,6 +55,9 @@ def act(what: str) -> str:
     if what == "oom":
         hog = bytearray(4 << 30)
         return str(len(hog))
+    if what == "ok":
+        print("TOOL SAYS HI")  # the worker's stdout: the engine's log, never the run's output
+        print("TOOL SAYS HI", file=sys.stderr)
     if what == "chdir":
         os.chdir("/")
         os.environ["POISON"] = "1"
@@ -209,5 +212,6 @@ def test_sigterm_ends_a_run_stuck_in_a_gil_holding_tool_and_keeps_finished_cases
             proc.communicate()
     assert proc.returncode not in (0, None), (out, err)  # never green: the run was cut short
     assert "Total: 1 passed" in out
+    assert "TOOL SAYS HI" not in out + err
     cases = _record(folder)
     assert cases["ok0"]["status"] == 1
