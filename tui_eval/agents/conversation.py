@@ -62,18 +62,28 @@ class Inference:
 
 
 def error_text(exc: BaseException) -> str:
-    """An exception as a case's error: the reason on the first line, the agent's traceback below it."""
+    """An exception as one line: `Type: message` (an agent's own AgentError as its message)."""
     if isinstance(exc, AgentCrash) and exc.details:
         return f"{exc}\n{exc.details.rstrip()}"
     if isinstance(exc, AgentError):
         return str(exc)
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return "timed out"
-    text = str(exc)
     if isinstance(exc, SystemExit):
-        head = f"the agent called sys.exit({exc.code!r}) (SystemExit)"
-    else:
-        head = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return f"the agent called sys.exit({exc.code!r}) (SystemExit)"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def crash_text(exc: BaseException) -> str:
+    """What agent code raised, as a case's error: the reason on the first line (summaries show it), the
+    traceback below it (the turn view shows it)."""
+    head = error_text(exc)
+    if isinstance(exc, AgentError) and not isinstance(exc, AgentCrash):
+        cause = exc.__cause__
+        if cause is None:
+            return head
+        exc = cause
     details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
     return f"{head}\n{details}" if details else head
 
@@ -125,7 +135,7 @@ async def run_conversation(
     except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from agent code fail the case only
         if isinstance(exc, KeyboardInterrupt | GeneratorExit):
             raise
-        out.error = f"agent could not start a session: {error_text(exc)}"
+        out.error = f"agent could not start a session: {crash_text(exc)}"
         out.seconds = time.perf_counter() - t0
         return out
     out.session_id = str(getattr(session, "session_id", "") or "")
@@ -155,7 +165,7 @@ async def run_conversation(
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt: the case fails, not the run
         if isinstance(exc, GeneratorExit):
             raise
-        out.error = error_text(exc)
+        out.error = crash_text(exc)
     finally:
         try:
             await within(None if own else CLOSE_TIMEOUT, session.close())
