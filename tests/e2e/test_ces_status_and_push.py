@@ -33,6 +33,7 @@ def ces(ces_server: tuple[str, FakeCesState], monkeypatch: pytest.MonkeyPatch) -
         state.results.clear()
         state.calls.clear()
         state.faults.clear()
+        state.http_fault = None
         state.error_style = "tool"
         state.list_order = "name"
         weather = golden_evaluation()
@@ -129,6 +130,24 @@ def test_each_status_has_its_message_and_exit_code(ces: tuple[str, FakeCesState]
     assert says in line and message in line, err
     assert url in err  # the endpoint is named
     assert "Traceback" not in err and "MCP error" not in err
+
+
+@pytest.mark.parametrize(("status", "message", "exit_code", "says"), [
+    ("PERMISSION_DENIED", "The caller does not have permission", 5, "refused the credentials (HTTP 403)"),
+    ("NOT_FOUND", "Requested entity was not found.", 6, "answered HTTP 404: not found"),
+    ("RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Requests'.", 7, "answered HTTP 429: quota exhausted"),
+])
+def test_an_http_error_is_read_by_the_status_in_its_body(ces: tuple[str, FakeCesState], tmp_path: Path,
+                                                         status: str, message: str, exit_code: int,
+                                                         says: str) -> None:
+    url, state = ces
+    state.http_fault = (status, message)
+    try:
+        code, out, err = _cli("ces", "pull", APP, "-o", str(tmp_path), "--endpoint", url)
+    finally:
+        state.http_fault = None
+    assert code == exit_code, err
+    assert err.startswith(f"error: {url} ") and says in err and len(err.splitlines()) == 1
 
 
 def test_a_conflict_from_the_server_says_pull_again_in_both_styles(ces: tuple[str, FakeCesState],

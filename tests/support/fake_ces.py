@@ -166,6 +166,8 @@ class FakeCesState:
     faults: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: "name": list_evaluations by resource name; "recent": the most recently updated first.
     list_order: str = "name"
+    #: (canonical status, message): every MCP request is refused at the HTTP level, Google's error as the body.
+    http_fault: tuple[str, str] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -425,6 +427,12 @@ def build_app(state: FakeCesState, token: str = TOKEN) -> Any:
             return
         if scope["type"] == "http":
             state.quota_projects.add(dict(scope["headers"]).get(b"x-goog-user-project", b"").decode())
+        if scope["type"] == "http" and state.http_fault is not None and scope["method"] == "POST":
+            error = _ToolError(*state.http_fault)
+            await send({"type": "http.response.start", "status": HTTP_CODES.get(error.status, 500),
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": json.dumps(error.error_object()).encode()})
+            return
         if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
             body = json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
                                          "message": "Request had invalid authentication credentials."}}).encode()

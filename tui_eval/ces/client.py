@@ -97,9 +97,8 @@ class CesNetworkError(CesError):
     """The endpoint could not be reached."""
 
 
-def _tool_message(tool: str, endpoint: str, status: str | None, detail: str) -> str:
-    """One line per canonical status: what CES said, where, and what to do about it."""
-    where = f"{tool} at {endpoint}"
+def status_message(where: str, status: str | None, detail: str, tool: str = "") -> str:
+    """One line per canonical status: where it happened, what CES said, and what to do about it."""
     if status in CONFLICT_STATUSES:
         if tool in ("update_evaluation", "delete_evaluation"):
             return (f"{where}: the evaluation changed in CES since it was read ({status}: {detail}): pull again "
@@ -124,7 +123,7 @@ class CesToolError(CesError):
     """A tool call that failed: an error result (isError) or a JSON-RPC error; `status` says why."""
 
     def __init__(self, tool: str, detail: str, status: str | None = None, endpoint: str = "CES") -> None:
-        super().__init__(_tool_message(tool, endpoint, status, detail), status)
+        super().__init__(status_message(f"{tool} at {endpoint}", status, detail, tool), status)
         self.tool = tool
         self.detail = detail
 
@@ -361,7 +360,12 @@ def _explain(exc: BaseException, endpoint: str, last: _LastHttpError) -> CesErro
                 "check the network, or pass --endpoint / --location"
             )
     if last.status is not None:
-        return CesError(f"{endpoint} answered HTTP {last.status}: {last.body}", status)
+        try:
+            body: object = json.loads(last.body)
+        except ValueError:
+            body = None
+        return CesError(status_message(f"{endpoint} answered HTTP {last.status}", status,
+                                       _message_of(body) or last.body), status)
     for leaf in leaves:
         if isinstance(leaf, MCPError):
             return CesError(f"{endpoint}: MCP error: {leaf}", status_of(leaf.data))
