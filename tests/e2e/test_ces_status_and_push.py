@@ -291,3 +291,11 @@ def test_an_error_result_prints_its_error_info_and_exits_3(ces: tuple[str, FakeC
     assert code == 3  # nothing failed, but not everything was judged
     code, out, err = _cli("ces", "run", APP, "--endpoint", url, "--poll-interval", "0.01")
     assert code == 1  # a failure (fail-golden) outranks an error
+
+
+def test_a_run_not_followed_to_its_end_exits_3(ces: tuple[str, FakeCesState]) -> None:
+    url, _ = ces
+    code, out, err = _cli("ces", "run", APP, "--endpoint", url, "--evaluations", "weather-golden",
+                          "--poll-interval", "0.01", "--timeout", "0")
+    assert code == 3
+    assert err.splitlines()[-1].endswith("still RUNNING after 0s; it goes on in CES (pull later for its results)")

@@ -5,7 +5,8 @@ Exit codes (the README lists them too):
   1 run: an evaluation failed; push: a conflict (a stale etag, or CES answered ABORTED or
     FAILED_PRECONDITION); pull: a file with unpushed edits was kept
   2 bad arguments, unreadable input, CES unreachable, INVALID_ARGUMENT or another refusal
-  3 run: incomplete, nothing failed but the run could not start, ended in ERROR or an evaluation errored
+  3 run: incomplete, nothing failed but the run could not start, ended in ERROR, was not followed to
+    its end (--timeout) or an evaluation errored
   4 UNAUTHENTICATED (no or refused credentials), 5 PERMISSION_DENIED, 6 NOT_FOUND,
   7 RESOURCE_EXHAUSTED (quota)
 A refusal's code comes from CES's canonical status, never from its wording. Errors print one line each,
@@ -48,7 +49,7 @@ class _Usage(Exception):
 
 
 def exit_code_for(exc: Exception) -> int:
-    """The exit code of a CES failure: by its canonical status; a run that could not start or ended in ERROR: 3."""
+    """The exit code of a CES failure: by its canonical status; a run that could not start or end: 3."""
     from .client import CesRunError
 
     if isinstance(exc, CesRunError):

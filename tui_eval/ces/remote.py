@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .client import CesClient, CesError, CesRunError, CANONICAL_CODES
+from .client import CANONICAL_CODES, CesClient, CesError, CesRunError
 from .mapping import CES_KEY, app_of, case_to_evaluation, evaluation_to_case, short_name
 from .model import OUTPUT_ONLY_FIELDS, Evaluation, EvaluationResult, EvaluationRun
 
@@ -117,7 +117,8 @@ async def run(
         if current.state in ("COMPLETED", "ERROR"):
             break
         if time.monotonic() > deadline:
-            raise CesError(f"{run_name} still {current.state} after {timeout:.0f}s; it goes on in CES")
+            raise CesRunError(f"{run_name} still {current.state} after {timeout:g}s; it goes on in CES "
+                              "(pull later for its results)")
         await asyncio.sleep(poll_interval)
     outcome = RunOutcome(current)
     if current.state == "ERROR":
