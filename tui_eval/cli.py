@@ -202,6 +202,7 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", help="agent folder or replay:PATH to run the eval files with")
     p.add_argument("--endpoint", help="CES MCP endpoint URL for a ces:// app or a pulled folder's runs in CES "
                                       "(default https://ces.googleapis.com/mcp)")
+    p.add_argument("--app-version", metavar="VERSION", help="the CES app version `C` runs (default: CES's choice)")
     p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
     p.add_argument("--num-runs", type=int, default=1, metavar="N",
@@ -469,7 +470,7 @@ def cmd_open(args: argparse.Namespace) -> int:
     from .ces.dashboard import ces_target_of
 
     try:
-        local, ces = ces_target_of(args.path, args.endpoint)
+        local, ces = ces_target_of(args.path, args.endpoint, args.app_version)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     path = Path(local)
@@ -483,7 +484,7 @@ def cmd_open(args: argparse.Namespace) -> int:
     from .tui.app import run_app
 
     return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs,
-                   ces=ces, ces_endpoint=args.endpoint) or 0
+                   ces=ces, ces_endpoint=args.endpoint, ces_app_version=args.app_version) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:

@@ -63,6 +63,7 @@ def ces(ces_server: tuple[str, FakeCesState], monkeypatch: pytest.MonkeyPatch,
         state.runs.clear()
         state.results.clear()
         state.calls.clear()
+        state.faults.clear()
         for evaluation in evaluations():
             state.add(evaluation)
     monkeypatch.setenv("CES_ACCESS_TOKEN", TOKEN)
@@ -225,6 +226,9 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
         assert fail["ces"]["evaluation"]["lastCompletedResult"]["evaluationStatus"] == "FAIL"
         assert len(fail["ces"]["evaluation"]["lastTenResults"]) == 1
         assert [n for n, _ in state.calls].count("run_evaluation") == 1
+        # The whole app is sent as the ids CES lists, not as the bare app (which a server may refuse).
+        run_args = next(a for n, a in state.calls if n == "run_evaluation")
+        assert run_args == {"app": APP, "evaluations": ["fail-golden", "refund-scenario", "weather-golden"]}
 
 
 async def test_one_case_runs_alone_and_x_stops_following(ces, tmp_path: Path, make_app) -> None:
@@ -238,7 +242,7 @@ async def test_one_case_runs_alone_and_x_stops_following(ces, tmp_path: Path, ma
         await pilot.press("C")
         await wait_until(pilot, lambda: any(n == "get_evaluation_run" for n, _ in state.calls))
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
-        assert run_args["evaluations"] == [f"{APP}/evaluations/weather-golden"]
+        assert run_args["evaluations"] == ["weather-golden"]  # an id, as the reference says, not a resource name
         await pilot.press("x")
         await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active, timeout=5)
         assert app.bridge.current.phase == "cancelled"
@@ -367,7 +371,7 @@ async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Pa
         await wait_until(pilot, lambda: "CES ✘ fail-golden" in app.main.browser._case_label(
             app.catalog.key(path, "fail-golden")).plain)
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
-        assert run_args == {"app": APP, "evaluations": [f"{APP}/evaluations/fail-golden"]}
+        assert run_args == {"app": APP, "evaluations": ["fail-golden"]}
 
 
 async def test_a_run_that_ends_in_error_shows_why(ces, tmp_path: Path, make_app) -> None:
@@ -386,3 +390,47 @@ async def test_a_run_that_ends_in_error_shows_why(ces, tmp_path: Path, make_app)
         await wait_until(pilot, lambda: "INTERNAL: the simulator crashed" in str(
             app.main.run_panel.query_one("#run-status").render()))
         assert app.is_running
+
+
+async def test_c_in_the_turn_view_runs_that_case_with_the_app_version(ces, tmp_path: Path, make_app) -> None:
+    from dataclasses import replace
+
+    url, state = ces
+    t = replace(target(url, tmp_path), app_version=f"{APP}/versions/v7")
+    app = make_app(t.eval_file.parent, recording=None, ces=t)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
+        app.open_turn(app.catalog.key(ces_file(app), "refund-scenario"), 0)
+        await pilot.pause()
+        await pilot.press("C")
+        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active, 20)
+        assert app.bridge.current.phase == "finished"
+        run_args = next(a for n, a in state.calls if n == "run_evaluation")
+        assert run_args == {"app": APP, "evaluations": ["refund-scenario"], "appVersion": f"{APP}/versions/v7"}
+
+
+async def test_permission_denied_as_a_tool_error_says_what_to_do(ces, tmp_path: Path, make_app) -> None:
+    url, state = ces
+    state.faults["list_evaluations"] = ("PERMISSION_DENIED", "The caller does not have permission")
+    try:
+        t = target(url, tmp_path)
+        app = make_app(t.eval_file.parent, recording=None, ces=t)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await wait_until(pilot, lambda: app.ces.last_error is not None)
+            line = app.ces.last_error
+            assert line is not None and "\n" not in line
+            assert f"list_evaluations at {url}: permission denied (The caller does not have permission)" in line
+            assert "CES role" in line and "gcloud auth application-default login" in line
+            assert app.is_running
+    finally:
+        state.faults.clear()
+
+
+def test_the_dashboard_flag_reaches_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_eval.ces.dashboard import ces_target_of
+
+    monkeypatch.setenv("TUI_EVAL_CES_CACHE", str(tmp_path))
+    _, found = ces_target_of([f"ces://{APP}"], None, "v7")
+    assert found is not None and found.app_version == "v7"

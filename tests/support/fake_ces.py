@@ -4,8 +4,16 @@ Built on the official `mcp` SDK's low-level server and its streamable HTTP app, 
 127.0.0.1 in a thread. It checks the bearer token (a wrong one gets HTTP 401, as Google's front end
 answers), pages `list_evaluations` (page size 2 by default), enforces etags on `update_evaluation`,
 and runs evaluations over time: a run moves one evaluation forward per `get_evaluation_run` call. An
-evaluation whose display name contains "fail" fails; an app whose id contains "broken" gets a failed
-operation from `run_evaluation`, one whose id contains "flaky" a run that ends in state ERROR.
+evaluation whose display name contains "fail" fails, one whose display name contains "error" ends in
+ERROR with an errorInfo; an app whose id contains "broken" gets a failed operation from `run_evaluation`,
+one whose id contains "flaky" a run that ends in state ERROR.
+
+Errors carry their canonical status as Google's APIs do, `{"error": {"code", "message", "status"}}`: as a
+tool result with `isError` and that object as structured content (the default), or, with
+`state.error_style = "jsonrpc"`, as a JSON-RPC error whose `data` is that object. The text never names the
+status. `state.faults` makes a tool fail with a given status; as the reference says, `run_evaluation`
+wants evaluation ids (or a dataset), update masks name top-level fields, display names are unique in an
+app (ALREADY_EXISTS), and `lastTenResults` is filled only when asked for.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import Any
 import mcp_types as types
 import uvicorn
 from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
 
 TOKEN = "test-token"
 APP = "projects/p1/locations/us/apps/app1"
@@ -138,6 +147,7 @@ class _Run:
     evaluations: list[str]
     results: list[str] = field(default_factory=list)
     polls: int = 0
+    app_version: str | None = None
 
 
 @dataclass
@@ -150,6 +160,14 @@ class FakeCesState:
     page_size: int = 2
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     quota_projects: set[str] = field(default_factory=set)  # x-goog-user-project values seen
+    #: "tool": errors are tool results with isError; "jsonrpc": JSON-RPC error responses.
+    error_style: str = "tool"
+    #: tool name -> (canonical status, message): every call of that tool fails so.
+    faults: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: "name": list_evaluations by resource name; "recent": the most recently updated first.
+    list_order: str = "name"
+    #: (canonical status, message): every MCP request is refused at the HTTP level, Google's error as the body.
+    http_fault: tuple[str, str] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -160,8 +178,22 @@ class FakeCesState:
         return f"etag-{next(self._ids) + 100}"
 
 
+# The HTTP code Google's APIs pair with each canonical status.
+HTTP_CODES = {"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403,
+              "NOT_FOUND": 404, "ALREADY_EXISTS": 409, "ABORTED": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500}
+# The fields of an Evaluation an update mask may name.
+MASKABLE = frozenset({"displayName", "description", "tags", "golden", "scenario",
+                      "evaluationMetricsThresholdOverride", "evaluationMetricsConfigOverride"})
+
+
 class _ToolError(Exception):
-    pass
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    def error_object(self) -> dict[str, Any]:
+        return {"error": {"code": HTTP_CODES.get(self.status, 500), "message": self.message, "status": self.status}}
 
 
 def _ok(value: dict[str, Any]) -> types.CallToolResult:
@@ -180,19 +212,13 @@ def _page(items: list[dict[str, Any]], key: str, args: dict[str, Any], default_s
     return out
 
 
-def _apply_mask(stored: dict[str, Any], update: dict[str, Any], mask: str | None) -> None:
-    paths = [p.strip() for p in mask.split(",")] if mask else [k for k in update if k not in ("name", "etag")]
-    for path in paths:
-        keys = path.split(".")
-        src: Any = update
-        dst = stored
-        for key in keys[:-1]:
-            src = src.get(key, {}) if isinstance(src, dict) else {}
-            dst = dst.setdefault(key, {})
-        if isinstance(src, dict) and keys[-1] in src:
-            dst[keys[-1]] = copy.deepcopy(src[keys[-1]])
+def _apply_mask(stored: dict[str, Any], update: dict[str, Any], mask: list[str]) -> None:
+    """Replace each named top-level field by the update's (absent there: removed)."""
+    for path in mask:
+        if path in update:
+            stored[path] = copy.deepcopy(update[path])
         else:
-            dst.pop(keys[-1], None)
+            stored.pop(path, None)
 
 
 class FakeCes:
@@ -205,32 +231,39 @@ class FakeCes:
         st = self.state
         with st.lock:
             st.calls.append((name, copy.deepcopy(args)))
+            if name in st.faults:
+                raise _ToolError(*st.faults[name])
             handler = getattr(self, "_" + name, None)
             if handler is None:
-                raise _ToolError(f"unknown tool {name}")
+                raise _ToolError("NOT_FOUND", f"unknown tool {name}")
             result: dict[str, Any] = handler(args)
             return result
 
     def _need(self, args: dict[str, Any], key: str) -> Any:
         if key not in args:
-            raise _ToolError(f"INVALID_ARGUMENT: missing {key}")
+            raise _ToolError("INVALID_ARGUMENT", f"missing {key}")
         return args[key]
 
     def _get(self, name: str) -> dict[str, Any]:
         if name not in self.state.evaluations:
-            raise _ToolError(f"NOT_FOUND: evaluation {name} not found")
+            raise _ToolError("NOT_FOUND", f"evaluation {name} not found")
         return self.state.evaluations[name]
 
     def _list_evaluations(self, args: dict[str, Any]) -> dict[str, Any]:
         parent = self._need(args, "parent")
         items = [copy.deepcopy(e) for n, e in sorted(self.state.evaluations.items()) if n.startswith(parent + "/")]
+        if self.state.list_order == "recent":
+            items.sort(key=lambda e: str(e.get("updateTime", "")), reverse=True)
         if not args.get("lastTenResults"):
             for item in items:
                 item.pop("lastTenResults", None)
         return _page(items, "evaluations", args, self.state.page_size)
 
     def _get_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
-        return copy.deepcopy(self._get(self._need(args, "name")))
+        out = copy.deepcopy(self._get(self._need(args, "name")))
+        if not args.get("lastTenResults"):
+            out.pop("lastTenResults", None)
+        return out
 
     def _create_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
         parent = self._need(args, "parent")
@@ -245,13 +278,23 @@ class FakeCes:
         update = self._need(args, "evaluation")
         stored = self._get(update.get("name", ""))
         if update.get("etag") and update["etag"] != stored.get("etag"):
-            raise _ToolError(
-                f"ABORTED: etag mismatch for {stored['name']}: the evaluation was changed since it was read"
-            )
-        _apply_mask(stored, update, args.get("updateMask"))
+            raise _ToolError("ABORTED", f"{stored['name']} was modified concurrently; read it again")
+        mask = [p.strip() for p in str(self._need(args, "updateMask")).split(",") if p.strip()]
+        for path in mask:
+            if path not in MASKABLE:
+                raise _ToolError("INVALID_ARGUMENT", f"update_mask path {path!r} is not an updatable field")
+        if "displayName" in mask:
+            app = stored["name"].split("/evaluations/", 1)[0]
+            for other in self.state.evaluations.values():
+                if (other["name"] != stored["name"] and other["name"].startswith(app + "/")
+                        and other.get("displayName") == update.get("displayName")):
+                    raise _ToolError("ALREADY_EXISTS", f"display name {update.get('displayName')!r} is taken")
+        _apply_mask(stored, update, mask)
         stored["etag"] = self.state.new_etag()
-        stored["updateTime"] = "2026-02-01T00:00:00Z"
-        return copy.deepcopy(stored)
+        stored["updateTime"] = f"2026-02-01T00:00:{next(self.state._ids) % 60:02d}Z"
+        out = copy.deepcopy(stored)
+        out.pop("lastTenResults", None)  # filled only when asked for, and update cannot ask
+        return out
 
     def _delete_evaluation(self, args: dict[str, Any]) -> dict[str, Any]:
         self._get(self._need(args, "name"))
@@ -265,31 +308,39 @@ class FakeCes:
             return {"name": f"{app}/operations/op{n}", "done": True,
                     "error": {"code": 9, "message": "FAILED_PRECONDITION: the app has no deployed version"}}
         wanted = args.get("evaluations") or []
-        names = [
-            e for e in sorted(self.state.evaluations)
-            if e.startswith(app + "/") and (not wanted or e.rsplit("/", 1)[-1] in wanted or e in wanted)
-        ]
-        run = _Run(name=f"{app}/evaluationRuns/run{n}", app=app, evaluations=names)
+        if not wanted and not args.get("evaluationDataset"):
+            raise _ToolError("INVALID_ARGUMENT", "one of evaluations or evaluation_dataset is required")
+        for eval_id in wanted:
+            if "/" in eval_id:
+                raise _ToolError("INVALID_ARGUMENT", f"{eval_id!r} is not an evaluation id")
+            if f"{app}/evaluations/{eval_id}" not in self.state.evaluations:
+                raise _ToolError("NOT_FOUND", f"evaluation {eval_id} not found in {app}")
+        names = [f"{app}/evaluations/{eval_id}" for eval_id in wanted]
+        run = _Run(name=f"{app}/evaluationRuns/run{n}", app=app, evaluations=names,
+                   app_version=args.get("appVersion"))
         self.state.runs[run.name] = run
         return {"name": f"{app}/operations/op{n}", "done": False,
                 "metadata": {"evaluationRun": run.name, "evaluations": names}}
 
     def _run_view(self, run: _Run) -> dict[str, Any]:
         done = len(run.results)
-        passed = sum(1 for r in run.results if self.state.results[r]["evaluationStatus"] == "PASS")
+        passed = sum(1 for r in run.results if self.state.results[r].get("evaluationStatus") == "PASS")
+        errors = sum(1 for r in run.results if self.state.results[r].get("executionState") == "ERROR")
         out: dict[str, Any] = {
             "name": run.name, "evaluations": run.evaluations, "evaluationResults": list(run.results),
             "state": "COMPLETED" if done == len(run.evaluations) else "RUNNING",
             "progress": {"totalCount": len(run.evaluations), "completedCount": done,
-                         "passedCount": passed, "failedCount": done - passed, "errorCount": 0},
+                         "passedCount": passed, "failedCount": done - passed - errors, "errorCount": errors},
         }
+        if run.app_version:
+            out["appVersion"] = run.app_version
         return out
 
     def _get_evaluation_run(self, args: dict[str, Any]) -> dict[str, Any]:
         name = self._need(args, "name")
         run = self.state.runs.get(name)
         if run is None:
-            raise _ToolError(f"NOT_FOUND: evaluation run {name} not found")
+            raise _ToolError("NOT_FOUND", f"evaluation run {name} not found")
         run.polls += 1
         if "flaky" in run.app:
             view = self._run_view(run)
@@ -299,12 +350,19 @@ class FakeCes:
             return view
         if run.polls > 1 and len(run.results) < len(run.evaluations):  # one more finished per poll
             evaluation = self.state.evaluations[run.evaluations[len(run.results)]]
-            status = "FAIL" if "fail" in str(evaluation.get("displayName", "")).lower() else "PASS"
+            title = str(evaluation.get("displayName", "")).lower()
+            status = "FAIL" if "fail" in title else "PASS"
             result_name = f"{evaluation['name']}/results/{run.name.rsplit('/', 1)[-1]}"
             result = {"name": result_name, "displayName": evaluation.get("displayName", ""),
                       "evaluationStatus": status, "executionState": "COMPLETED", "evaluationRun": run.name}
             result["createTime"] = f"2026-03-01T00:00:{len(self.state.results):02d}Z"
-            if "golden" in evaluation:  # a replay result with a score, as CES gives one per golden turn
+            if run.app_version:
+                result["appVersion"] = run.app_version
+            if "error" in title:  # the replay itself broke: no verdict, the reason in errorInfo
+                del result["evaluationStatus"]
+                result["executionState"] = "ERROR"
+                result["errorInfo"] = {"errorType": "RUNTIME_ERROR", "errorMessage": "the agent raised ValueError"}
+            elif "golden" in evaluation:  # a replay result with a score, as CES gives one per golden turn
                 score = 1 if status == "FAIL" else 4
                 result["goldenResult"] = {"turnReplayResults": [{
                     "semanticSimilarityResult": {"score": score, "outcome": status,
@@ -329,7 +387,7 @@ class FakeCes:
     def _get_evaluation_result(self, args: dict[str, Any]) -> dict[str, Any]:
         name = self._need(args, "name")
         if name not in self.state.results:
-            raise _ToolError(f"NOT_FOUND: evaluation result {name} not found")
+            raise _ToolError("NOT_FOUND", f"evaluation result {name} not found")
         return copy.deepcopy(self.state.results[name])
 
 
@@ -351,7 +409,10 @@ def build_app(state: FakeCesState, token: str = TOKEN) -> Any:
         try:
             return _ok(fake.call(params.name, dict(params.arguments or {})))
         except _ToolError as exc:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+            if state.error_style == "jsonrpc":
+                raise MCPError(-32000, exc.message, exc.error_object()) from None
+            return types.CallToolResult(content=[types.TextContent(type="text", text=exc.message)],
+                                        structured_content=exc.error_object(), is_error=True)
 
     server = Server("fake-ces", on_list_tools=list_tools, on_call_tool=call_tool)
     inner = server.streamable_http_app(stateless_http=True, json_response=True)
@@ -366,6 +427,12 @@ def build_app(state: FakeCesState, token: str = TOKEN) -> Any:
             return
         if scope["type"] == "http":
             state.quota_projects.add(dict(scope["headers"]).get(b"x-goog-user-project", b"").decode())
+        if scope["type"] == "http" and state.http_fault is not None and scope["method"] == "POST":
+            error = _ToolError(*state.http_fault)
+            await send({"type": "http.response.start", "status": HTTP_CODES.get(error.status, 500),
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": json.dumps(error.error_object()).encode()})
+            return
         if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
             body = json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
                                          "message": "Request had invalid authentication credentials."}}).encode()

@@ -32,7 +32,7 @@ def test_first_pull_writes_the_file_and_its_snapshot(tmp_path: Path) -> None:
     assert saved.written and (saved.evaluations, saved.with_results) == (2, 1)
     assert saved.line(APP) == f"wrote {dest}: 2 evaluation(s) of {APP}, 1 with a last result"
     ids = [c["eval_id"] for c in orjson.loads(dest.read_bytes())["eval_cases"]]
-    assert ids == ["weather-golden", "refund-scenario"]
+    assert ids == ["refund-scenario", "weather-golden"]  # a first pull is sorted by display name
     assert len(orjson.loads(snapshot_file_for(dest).read_bytes())["evaluations"]) == 2
 
 

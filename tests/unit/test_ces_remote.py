@@ -20,16 +20,18 @@ def test_output_only_fields_are_never_named() -> None:
     assert update_mask(golden_evaluation(), new) == []
 
 
-def test_changed_fields_are_named_a_level_into_golden_and_scenario() -> None:
+def test_golden_and_scenario_are_named_whole() -> None:
+    """The reference documents no sub-paths (golden.turns) for an update mask: a changed golden or
+    scenario is named as a whole, as it is sent whole."""
     new = golden_evaluation()
     new["golden"]["turns"][0]["steps"][1]["userInput"]["text"] = "changed"
     new["tags"] = ["smoke"]
     del new["description"]
-    assert update_mask(golden_evaluation(), new) == ["description", "golden.turns", "tags"]
+    assert update_mask(golden_evaluation(), new) == ["description", "golden", "tags"]
 
     old = scenario_evaluation()
     edited = copy.deepcopy(old)
     edited["scenario"]["rubrics"].append("The agent is brief.")
     edited["scenario"]["maxTurns"] = 4
     edited["displayName"] = "Refund, short"
-    assert update_mask(old, edited) == ["displayName", "scenario.maxTurns", "scenario.rubrics"]
+    assert update_mask(old, edited) == ["displayName", "scenario"]

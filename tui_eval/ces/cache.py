@@ -151,6 +151,26 @@ class SavedPull:
                 f"{self.with_results} with a last result")
 
 
+def stable_order(eval_file: Path, evaluations: list[Evaluation]) -> list[Evaluation]:
+    """The evaluations in the order of the file they replace; new ones after it, by display name (so a
+    first pull is sorted). CES lists in an order of its own, which an update may change: without this,
+    every push and pull would reorder the file."""
+    before = _load_json(eval_file)
+    place: dict[str, int] = {}
+    cases = before.get("eval_cases") if isinstance(before, dict) else None
+    for case in cases if isinstance(cases, list) else []:
+        extra = case.get("ces") if isinstance(case, dict) else None
+        residue = extra.get("evaluation") if isinstance(extra, dict) else None
+        name = residue.get("name") if isinstance(residue, dict) else None
+        if isinstance(name, str):
+            place.setdefault(name, len(place))
+
+    def key(e: Evaluation) -> tuple[int, str, str]:
+        return (place.get(e.name or "", len(place)), e.display_name or "", e.name or "")
+
+    return sorted(evaluations, key=key)
+
+
 def save_pull(eval_file: Path, app: str, evaluations: list[Evaluation], *, force: bool = False) -> SavedPull:
     """Write a pull to `eval_file` (and its snapshot) unless that would lose unpushed edits (see above)."""
     from ..schema.fileio import atomic_write
@@ -164,6 +184,7 @@ def save_pull(eval_file: Path, app: str, evaluations: list[Evaluation], *, force
             logger.info("not overwriting %s: unpushed edits to %s", eval_file, saved.kept_for)
             return saved
     eval_file.parent.mkdir(parents=True, exist_ok=True)
+    evaluations = stable_order(eval_file, evaluations)
     eval_set = evaluations_to_eval_set(evaluations, short_name(app), creation_timestamp=time.time())
     atomic_write(eval_file, json_bytes(eval_set))
     atomic_write(snapshot_file_for(eval_file), json_bytes({"evaluations": [e.to_json_dict() for e in evaluations]}))

@@ -1,9 +1,16 @@
 """`tui-eval ces import|export|pull|run|push|show`: CES evaluations as ADK eval sets, and the CES app behind them.
 
-Exit codes: 0 done (run: every evaluation passed), 1 run with failures, a push with etag conflicts or a
-pull that kept a file with unpushed edits,
-2 bad arguments, unreadable input, or CES unreachable / refusing. Errors print one line each, no traceback.
-Only argparse is imported here at start-up; the rest waits for a `ces` command.
+Exit codes (the README lists them too):
+  0 done (run: every evaluation passed)
+  1 run: an evaluation failed; push: a conflict (a stale etag, or CES answered ABORTED or
+    FAILED_PRECONDITION); pull: a file with unpushed edits was kept
+  2 bad arguments, unreadable input, CES unreachable, INVALID_ARGUMENT or another refusal
+  3 run: incomplete, nothing failed but the run could not start, ended in ERROR, was not followed to
+    its end (--timeout) or an evaluation errored
+  4 UNAUTHENTICATED (no or refused credentials), 5 PERMISSION_DENIED, 6 NOT_FOUND,
+  7 RESOURCE_EXHAUSTED (quota)
+A refusal's code comes from CES's canonical status, never from its wording. Errors print one line each,
+no traceback. Only argparse is imported here at start-up; the rest waits for a `ces` command.
 """
 
 from __future__ import annotations
@@ -18,12 +25,36 @@ if TYPE_CHECKING:
     from .model import EvaluationRun
 
 T = TypeVar("T")
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_UNAUTHENTICATED, EXIT_PERMISSION_DENIED, EXIT_NOT_FOUND, EXIT_QUOTA = 4, 5, 6, 7
+#: A CES failure's exit code by its canonical status; any other status (or none) is EXIT_BAD_INPUT.
+EXIT_BY_STATUS = {
+    "ABORTED": EXIT_FAILED,
+    "FAILED_PRECONDITION": EXIT_FAILED,
+    "INVALID_ARGUMENT": EXIT_BAD_INPUT,
+    "UNAUTHENTICATED": EXIT_UNAUTHENTICATED,
+    "PERMISSION_DENIED": EXIT_PERMISSION_DENIED,
+    "NOT_FOUND": EXIT_NOT_FOUND,
+    "RESOURCE_EXHAUSTED": EXIT_QUOTA,
+}
 DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"  # kept equal to client.DEFAULT_ENDPOINT (tested)
 
 
 class _Usage(Exception):
-    """Bad input or a CES failure: one line, exit code 2."""
+    """Bad input or a CES failure: one line, and the exit code it deserves (2 unless said)."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def exit_code_for(exc: Exception) -> int:
+    """The exit code of a CES failure: by its canonical status; a run that could not start or end: 3."""
+    from .client import CesRunError
+
+    if isinstance(exc, CesRunError):
+        return EXIT_INCOMPLETE
+    return EXIT_BY_STATUS.get(getattr(exc, "status", None) or "", EXIT_BAD_INPUT)
 
 
 def _add_endpoint(p: argparse.ArgumentParser) -> None:
@@ -55,6 +86,7 @@ def add_ces_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     run.add_argument("app", metavar="APP_RESOURCE")
     run.add_argument("--evaluations", nargs="+", metavar="ID", help="evaluation ids (or names), comma or space separated")
     run.add_argument("--display-name", help="display name of the evaluation run")
+    run.add_argument("--app-version", metavar="VERSION", help="the app version to run (default: CES's choice)")
     run.add_argument("--poll-interval", type=float, default=2.0, help="seconds between progress checks (default 2)")
     run.add_argument("--timeout", type=float, default=3600.0, help="give up following after this many seconds")
     _add_endpoint(run)
@@ -170,7 +202,7 @@ def _connect_and(args: argparse.Namespace, work: Callable[[CesClient], Awaitable
     try:
         return asyncio.run(with_client(_endpoint(args), work))
     except CesError as exc:
-        raise _Usage(str(exc)) from None
+        raise _Usage(str(exc), exit_code_for(exc)) from None
 
 
 def _safe(text: object) -> str:
@@ -222,20 +254,31 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     async def work(client: CesClient) -> RunOutcome:
         return await run(client, args.app, wanted or None, on_progress=on_progress,
-                         poll_interval=args.poll_interval, timeout=args.timeout, display_name=args.display_name)
+                         poll_interval=args.poll_interval, timeout=args.timeout, display_name=args.display_name,
+                         app_version=args.app_version)
 
     outcome = _connect_and(args, work)
     if outcome.run.state == "ERROR":
         print(f"error: {_safe(outcome.run.name)} ended in ERROR: {_safe(outcome.run.error_reason)}", file=err)
-        return EXIT_BAD_INPUT
+        return EXIT_INCOMPLETE
     for result in outcome.results:
-        status = result.evaluation_status or result.execution_state or "?"
-        print(f"{status:5} {_safe(result.display_name or result.name)}", file=out)
+        errored = result.execution_state == "ERROR"
+        status = "ERROR" if errored else result.evaluation_status or result.execution_state or "?"
+        line = f"{status:5} {_safe(result.display_name or result.name)}"
+        info = result.error_info
+        why = " ".join(x for x in (info.error_type, info.error_message) if x) if info is not None else ""
+        if not why and errored and result.error:  # no errorInfo: the result's Status says why
+            why = str(result.error.get("message") or "")
+        if why:
+            line += f": {_safe(why)}"
+        print(line, file=out)
     p = outcome.run.progress
     if p is not None:
         print(f"{_safe(outcome.run.name)}: {p.passed_count or 0} passed, {p.failed_count or 0} failed, "
               f"{p.error_count or 0} errors of {p.total_count or 0}", file=out)
-    return EXIT_FAILED if outcome.failed else EXIT_OK
+    if outcome.failed:
+        return EXIT_FAILED
+    return EXIT_INCOMPLETE if outcome.incomplete else EXIT_OK
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -249,12 +292,23 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except MappingError as exc:
         raise _Usage(f"{path} at {exc.json_path}: {exc.message}") from None
 
+    def save() -> None:
+        # Each accepted update at once: its new etag, so the next push starts from what CES now holds,
+        # even when a later update fails.
+        from ..schema.fileio import atomic_write
+        from .cache import json_bytes
+        from .client import CesError
+
+        try:
+            atomic_write(path, json_bytes(eval_set))
+        except OSError as exc:
+            raise CesError(f"{path}: cannot write the pushed evaluations' new etags: {exc.strerror or exc}; "
+                           "pull before editing again") from None
+
     async def work(client: CesClient) -> PushReport:
-        return await push(client, eval_set)
+        return await push(client, eval_set, on_updated=save)
 
     report = _connect_and(args, work)
-    if report.updated:
-        _write(path, eval_set)  # the new etags, so the next push starts from what CES now holds
     for name, mask in report.updated:
         print(f"updated {_safe(name)} ({', '.join(mask)})", file=out)
     for eval_id in report.skipped:
@@ -265,6 +319,15 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("error: nothing was overwritten for the conflicting evaluation(s): pull again "
               "(`tui-eval ces pull`), re-apply your edits, then push", file=err)
         return EXIT_FAILED
+    if report.failed is not None:
+        name, why = report.failed
+        print(f"failed {_safe(name)}: {_safe(why)}", file=err)
+        for later in report.not_tried:
+            print(f"not tried {_safe(later)}", file=err)
+        saved = f" ({path} has their new etags)" if report.updated else ""
+        print(f"error: push stopped: {len(report.updated)} pushed{saved}, 1 failed, {len(report.not_tried)} "
+              "not tried; fix the failed one, then push again", file=err)
+        return exit_code_for(why)
     print(f"{len(report.updated)} updated, {len(report.unchanged)} unchanged, {len(report.skipped)} skipped", file=out)
     return EXIT_OK
 
@@ -321,4 +384,4 @@ def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return cmd_push(args, out, err)
     except _Usage as exc:
         print(f"error: {_safe(exc)}", file=err)
-        return EXIT_BAD_INPUT
+        return exc.code

@@ -3,6 +3,10 @@
 The SDK and the HTTP stack are imported inside the functions that need them: nothing of this is paid
 for at dashboard start-up. Every failure reaches the caller as one `CesError` whose message is a single
 line naming the endpoint and what to do, never a traceback.
+
+What went wrong is read from the error's canonical status (`{"error": {"code", "message", "status"}}`,
+Google's error shape), wherever the server puts it: a tool result's structured content (or its JSON
+text), a JSON-RPC error's `data`, an HTTP error's body; never from the message's wording.
 """
 
 from __future__ import annotations
@@ -38,16 +42,51 @@ M = TypeVar("M", bound=BaseModel)
 P = TypeVar("P", EvaluationPage, EvaluationRunPage, EvaluationResultPage)
 
 
+# google.rpc.Code by number, for a Status that gives only its code.
+CANONICAL_CODES = {
+    1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND",
+    6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION",
+    10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE",
+    15: "DATA_LOSS", 16: "UNAUTHENTICATED",
+}
+# An HTTP code whose canonical status is not in doubt, for an error that gives no status.
+HTTP_STATUSES = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED"}
+CONFLICT_STATUSES = frozenset({"ABORTED", "FAILED_PRECONDITION"})
+
+
+def status_of(error: object) -> str | None:
+    """The canonical status of a Google error object (`{"error": {...}}` or the inner object), else None."""
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        error = error["error"]
+    if not isinstance(error, dict):
+        return None
+    status = error.get("status")
+    if isinstance(status, str) and status.strip():
+        return status.strip().upper()
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        return CANONICAL_CODES.get(code) or HTTP_STATUSES.get(code)
+    return None
+
+
+def _message_of(error: object) -> str | None:
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        error = error["error"]
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message.strip() else None
+
+
 def regional_endpoint(location: str) -> str:
     """The regional MCP endpoint of a CES location, e.g. `us` -> https://ces.us.rep.googleapis.com/mcp."""
     return f"https://ces.{location}.rep.googleapis.com/mcp"
 
 
 class CesError(Exception):
-    """A CES failure, said in one line."""
+    """A CES failure, said in one line; `status` is its canonical status when CES gave one."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, status: str | None = None) -> None:
         super().__init__(" ".join(message.split()))
+        self.status = status
 
 
 class CesAuthError(CesError):
@@ -58,17 +97,51 @@ class CesNetworkError(CesError):
     """The endpoint could not be reached."""
 
 
-class CesToolError(CesError):
-    """A tool answered with an error (isError)."""
+def status_message(where: str, status: str | None, detail: str, tool: str = "") -> str:
+    """One line per canonical status: where it happened, what CES said, and what to do about it."""
+    if status in CONFLICT_STATUSES:
+        if tool in ("update_evaluation", "delete_evaluation"):
+            return (f"{where}: the evaluation changed in CES since it was read ({status}: {detail}): pull again "
+                    "(`tui-eval ces pull`), re-apply your edits, then push")
+        return f"{where}: refused in the resource's current state ({status}: {detail}): check it in CES, then retry"
+    if status == "UNAUTHENTICATED":
+        return f"{where}: the credentials were refused ({status}: {detail}): {LOGIN_HINT}"
+    if status == "PERMISSION_DENIED":
+        return (f"{where}: permission denied ({detail}): the account needs a CES role in this project (and "
+                f"roles/mcp.toolUser to call MCP tools); to use another account, {LOGIN_HINT}")
+    if status == "NOT_FOUND":
+        return (f"{where}: not found ({detail}): check the resource name (projects/P/locations/L/apps/A) and "
+                "that the endpoint serves its location (--location / --endpoint)")
+    if status == "RESOURCE_EXHAUSTED":
+        return f"{where}: quota exhausted ({detail}): wait a minute and try again, or raise the project's CES quota"
+    if status == "INVALID_ARGUMENT":
+        return f"{where}: CES refused the request as invalid ({detail})"
+    return f"{where}: {status}: {detail}" if status else f"{where}: {detail}"
 
-    def __init__(self, tool: str, message: str) -> None:
-        super().__init__(f"{tool}: {message}")
+
+class CesToolError(CesError):
+    """A tool call that failed: an error result (isError) or a JSON-RPC error; `status` says why."""
+
+    def __init__(self, tool: str, detail: str, status: str | None = None, endpoint: str = "CES") -> None:
+        super().__init__(status_message(f"{tool} at {endpoint}", status, detail, tool), status)
         self.tool = tool
-        self.detail = message
+        self.detail = detail
 
 
 class CesConflictError(CesToolError):
-    """The evaluation changed on the server since it was read (etag mismatch)."""
+    """ABORTED or FAILED_PRECONDITION: the evaluation changed since it was read (an etag mismatch)."""
+
+
+class CesRunError(CesError):
+    """A run in CES that could not start (its operation failed) or that ended in state ERROR."""
+
+
+def tool_error(tool: str, endpoint: str, error: object, fallback: str) -> CesToolError:
+    """The CesToolError for a Google error object (`{"error": {...}}`); `fallback` when it has no message."""
+    status = status_of(error)
+    detail = _message_of(error) or fallback or "the tool reported an error"
+    kind = CesConflictError if status in CONFLICT_STATUSES else CesToolError
+    return kind(tool, detail, status, endpoint)
 
 
 def auth_headers(endpoint: str) -> dict[str, str]:
@@ -85,12 +158,13 @@ def auth_headers(endpoint: str) -> dict[str, str]:
         credentials, _project = google.auth.default(scopes=list(SCOPES))
         credentials.refresh(Request())
     except google.auth.exceptions.DefaultCredentialsError:
-        raise CesAuthError(f"no Google credentials found for {endpoint}: {LOGIN_HINT}") from None
+        raise CesAuthError(f"no Google credentials found for {endpoint}: {LOGIN_HINT}", "UNAUTHENTICATED") from None
     except google.auth.exceptions.GoogleAuthError as exc:
-        raise CesAuthError(f"Google credentials for {endpoint} could not be refreshed ({exc}): {LOGIN_HINT}") from None
+        raise CesAuthError(f"Google credentials for {endpoint} could not be refreshed ({exc}): {LOGIN_HINT}",
+                           "UNAUTHENTICATED") from None
     token = getattr(credentials, "token", None)
     if not isinstance(token, str) or not token:
-        raise CesAuthError(f"Google credentials gave no access token for {endpoint}: {LOGIN_HINT}")
+        raise CesAuthError(f"Google credentials gave no access token for {endpoint}: {LOGIN_HINT}", "UNAUTHENTICATED")
     headers = {"Authorization": f"Bearer {token}"}
     quota_project = getattr(credentials, "quota_project_id", None)
     if isinstance(quota_project, str) and quota_project:
@@ -115,13 +189,22 @@ class CesClient:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call one tool; its JSON result (structured content, else the JSON text)."""
+        from mcp.shared.exceptions import MCPError
+
         logger.debug("CES %s %s", tool, sorted(arguments))
-        result = await self._session.call_tool(tool, arguments)
+        try:
+            result = await self._session.call_tool(tool, arguments)
+        except MCPError as exc:  # the JSON-RPC error style: Google's error object in `data`
+            raise tool_error(tool, self.endpoint, exc.data, f"MCP error {exc.code}: {exc.message}") from None
         text = "".join(getattr(block, "text", "") for block in result.content)
         if result.is_error:
-            detail = text or "the tool reported an error"
-            kind = CesConflictError if ("etag" in detail.lower() or "ABORTED" in detail) else CesToolError
-            raise kind(tool, detail)
+            error: object = result.structured_content
+            if status_of(error) is None:  # some servers send the error object as the text only
+                try:
+                    error = json.loads(text)
+                except ValueError:
+                    error = None
+            raise tool_error(tool, self.endpoint, error, text.strip())
         if isinstance(result.structured_content, dict):
             return result.structured_content
         if not text.strip():
@@ -189,12 +272,16 @@ class CesClient:
 
     # ---- runs and results ----
 
-    async def run_evaluation(self, app: str, evaluations: list[str] | None = None, display_name: str | None = None) -> Operation:
+    async def run_evaluation(self, app: str, evaluations: list[str] | None = None, display_name: str | None = None,
+                             app_version: str | None = None) -> Operation:
+        """Start a run of the evaluations named by id (not by resource name, as the reference says)."""
         args: dict[str, Any] = {"app": app}
         if evaluations:
             args["evaluations"] = evaluations
         if display_name:
             args["displayName"] = display_name
+        if app_version:
+            args["appVersion"] = app_version
         return await self._typed("run_evaluation", args, Operation)
 
     async def list_evaluation_runs(self, app: str) -> list[EvaluationRun]:
@@ -262,9 +349,10 @@ def _explain(exc: BaseException, endpoint: str, last: _LastHttpError) -> CesErro
     for leaf in leaves:
         if isinstance(leaf, CesError):
             return leaf
+    status = _http_status(last)
     if last.status in (401, 403):
         return CesAuthError(f"{endpoint} refused the credentials (HTTP {last.status}): {LOGIN_HINT}; "
-                            "also check that the account may use CES in this project")
+                            "also check that the account may use CES in this project", status)
     for leaf in leaves:
         if isinstance(leaf, httpx2.TransportError):
             return CesNetworkError(
@@ -272,11 +360,27 @@ def _explain(exc: BaseException, endpoint: str, last: _LastHttpError) -> CesErro
                 "check the network, or pass --endpoint / --location"
             )
     if last.status is not None:
-        return CesError(f"{endpoint} answered HTTP {last.status}: {last.body}")
+        try:
+            body: object = json.loads(last.body)
+        except ValueError:
+            body = None
+        return CesError(status_message(f"{endpoint} answered HTTP {last.status}", status,
+                                       _message_of(body) or last.body), status)
     for leaf in leaves:
         if isinstance(leaf, MCPError):
-            return CesError(f"{endpoint}: MCP error: {leaf}")
+            return CesError(f"{endpoint}: MCP error: {leaf}", status_of(leaf.data))
     return None
+
+
+def _http_status(last: _LastHttpError) -> str | None:
+    """The canonical status of an HTTP error: from its JSON body, else from the HTTP code."""
+    if last.status is None:
+        return None
+    try:
+        body = json.loads(last.body)
+    except ValueError:
+        body = None
+    return status_of(body) or HTTP_STATUSES.get(last.status)
 
 
 async def with_client(

@@ -40,6 +40,8 @@ class CesTarget:
     endpoint: str = DEFAULT_ENDPOINT
     #: Seconds between two looks at a run's progress.
     poll_interval: float = 2.0
+    #: The app version runs in CES use (`--app-version`); None: CES's choice.
+    app_version: str | None = None
 
 
 class Cancel:
@@ -110,14 +112,15 @@ def run_app(
 
     async def work(client: CesClient) -> RunAndPull:
         outcome = await run(client, target.app, evaluations, on_progress=on_progress,
-                            poll_interval=target.poll_interval)
+                            poll_interval=target.poll_interval, app_version=target.app_version)
         fresh = await pull(client, target.app)
         return RunAndPull(outcome, save_pull(target.eval_file, target.app, fresh))
 
     return _blocking(lambda: with_client(target.endpoint, work), cancel)
 
 
-def ces_target_of(paths: list[str], endpoint: str | None) -> tuple[Path, CesTarget | None]:
+def ces_target_of(paths: list[str], endpoint: str | None,
+                  app_version: str | None = None) -> tuple[Path, CesTarget | None]:
     """The dashboard's command line: (the local folder or file, the CES app), from `[PATH] [ces://APP]`.
 
     With only a ces:// app, the folder is the app's cache folder (created), so the dashboard shows the
@@ -136,5 +139,5 @@ def ces_target_of(paths: list[str], endpoint: str | None) -> tuple[Path, CesTarg
     directory = cache_dir_for(app)
     if not local:
         directory.mkdir(parents=True, exist_ok=True)
-    target = CesTarget(app, eval_file_for(directory, app), endpoint or DEFAULT_ENDPOINT)
+    target = CesTarget(app, eval_file_for(directory, app), endpoint or DEFAULT_ENDPOINT, app_version=app_version)
     return (Path(local[0]) if local else directory), target

@@ -114,6 +114,7 @@ class EvalApp(App[int]):
         num_runs: int = 1,
         ces: CesTarget | None = None,
         ces_endpoint: str | None = None,
+        ces_app_version: str | None = None,
     ) -> None:
         super().__init__()
         self.catalog = Catalog(Path(path).resolve())
@@ -148,7 +149,7 @@ class EvalApp(App[int]):
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
         #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
-        self.ces = CesLink(self, ces, ces_endpoint)
+        self.ces = CesLink(self, ces, ces_endpoint, ces_app_version)
         self.register_theme(TUI_EVAL_THEME)
         self.theme = theme or default_theme()
 
@@ -770,7 +771,8 @@ def _gc_policy(phase: HeapPhase) -> None:
 
 
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
-            num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None) -> int:
+            num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None,
+            ces_app_version: str | None = None) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy and the GIL switch interval are set here.
@@ -792,7 +794,7 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         # CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
         sys.setswitchinterval(SWITCH_INTERVAL)
     app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, num_runs=num_runs,
-                 ces=ces, ces_endpoint=ces_endpoint)
+                 ces=ces, ces_endpoint=ces_endpoint, ces_app_version=ces_app_version)
     if policy is not None:
         # The start-up load builds every eval set's models (small, acyclic objects), which the cyclic
         # GC would rescan again and again: no collections until the loaded folder settles (the app

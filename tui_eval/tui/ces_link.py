@@ -33,11 +33,14 @@ ERROR_SECONDS = 30
 class CesLink:
     """Owned by the app; all methods but the workers run on the UI thread."""
 
-    def __init__(self, app: EvalApp, target: CesTarget | None, endpoint: str | None = None) -> None:
+    def __init__(self, app: EvalApp, target: CesTarget | None, endpoint: str | None = None,
+                 app_version: str | None = None) -> None:
         self.app = app
         self.target = target
         #: The endpoint runs of a pulled folder's cases use (`--endpoint`), when there is no target.
         self.endpoint = endpoint
+        #: The app version runs of a pulled folder's cases use (`--app-version`), when there is no target.
+        self.app_version = app_version
         #: The last CES failure, as shown (tests read it).
         self.last_error: str | None = None
         #: Work in flight, stopped on quit: the default executor's threads are joined at exit, and a
@@ -81,7 +84,8 @@ class CesLink:
     # ---- run ---------------------------------------------------------------------------------
 
     def target_for(self, key: CaseKey | None) -> tuple[CesTarget, list[str] | None] | None:
-        """The app and evaluations a run in CES covers: the case's evaluation, else all of the target's."""
+        """The app and evaluations a run in CES covers: the case's evaluation, else (None) every evaluation
+        CES lists for the target app (sent by id: see remote.run)."""
         from ..ces.caseview import results_of
         from ..ces.dashboard import CesTarget
         from ..ces.mapping import app_of
@@ -97,7 +101,8 @@ class CesLink:
             return self.target, [found.name]
         # A pulled folder opened as a plain path: the case names its app; the results go back to its file.
         endpoint = self.target.endpoint if self.target is not None else self.endpoint
-        base = CesTarget(app, Path(key.eval_file))
+        version = self.target.app_version if self.target is not None else self.app_version
+        base = CesTarget(app, Path(key.eval_file), app_version=version)
         return (replace(base, endpoint=endpoint) if endpoint else base), [found.name]
 
     def run(self, key: CaseKey | None) -> bool:

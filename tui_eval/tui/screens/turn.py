@@ -17,7 +17,7 @@ from textual.worker import Worker, WorkerState
 
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..catalog import turn_status_of
-from ..messages import EditKind, EditRequested, OpenCesHistory, RunRequested
+from ..messages import CesRunRequested, EditKind, EditRequested, OpenCesHistory, RunRequested
 from ..text import one_line, plain, status_content, word_diff
 from ..verdicts import (
     MATCH_TYPES,
@@ -79,6 +79,7 @@ class TurnScreen(Screen[None]):
         Binding("r", "rerun", "Re-run case", show=False, id="turn.rerun"),
         Binding("k", "cycle_repetition", "Run k of N", id="turn.repetition"),
         Binding("c", "ces_history", "CES history", id="turn.ces_history"),
+        Binding("C", "ces_run", "Run in CES", show=False, id="turn.ces_run"),
         Binding("g", "code_diff", "Code diff", show=False, id="turn.diff"),
     ]
 
@@ -288,7 +289,7 @@ class TurnScreen(Screen[None]):
             return (self.app.ready and not self.app.busy) or None
         if action == "cycle_repetition":
             return bool(self.catalog.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
-        if action == "ces_history":
+        if action in ("ces_history", "ces_run"):  # a CES case's keys, as in the browser
             return self.query_one(CesTurnPanel).display
         return True
 
@@ -386,6 +387,9 @@ class TurnScreen(Screen[None]):
 
     def action_ces_history(self) -> None:
         self.post_message(OpenCesHistory(self.key))
+
+    def action_ces_run(self) -> None:
+        self.post_message(CesRunRequested(self.key))
 
     def action_rerun(self) -> None:
         self.post_message(RunRequested(f"Run {self.key.eval_id}", keys=(self.key,)))
