@@ -1,0 +1,92 @@
+"""Issue 19: what the dashboard shows beside a case is true (a real score, never a count or seconds),
+the tree sorts by it and by duration, and replays stay apart from the agent's own results."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.app.conftest import settle
+from tests.app.test_app_browse import labels, summary_text, visible_cases
+
+DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
+
+
+def _demo(tmp_path: Path) -> Path:
+    demo = tmp_path / "demo"
+    shutil.copytree(DEMO, demo, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    return demo
+
+
+def _case_line(app, eval_id: str) -> str:
+    return next(line for line in labels(app) if f" {eval_id}  " in line or line.endswith(f" {eval_id}"))
+
+
+async def test_the_number_beside_a_case_is_its_deciding_score_never_a_count_or_seconds(tmp_path: Path, make_app) -> None:
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("right")  # hello_world's cases
+        # `greeting` passes with no tool calls: its tool_call_count_v1 is 0 and it took ~0.1 s; both
+        # used to be the number beside it. Both its scored metrics are 1.00.
+        assert _case_line(app, "greeting").endswith("✔ greeting  1.00")
+        assert _case_line(app, "roll_six_sided").endswith("✔ roll_six_sided  1.00")
+        # A failed case shows the failing metric's score (ten_sided_wording fails on wording only).
+        wording = app.catalog.result(next(k for k in app.catalog.all_keys() if k.eval_id == "ten_sided_wording"))
+        response = wording.metric("response_match_score")
+        assert response.status == 2
+        assert _case_line(app, "ten_sided_wording").endswith(f"✘ ten_sided_wording  {response.score:.2f}")
+        # The summary names the metric the tree's number comes from.
+        await pilot.press("down")
+        assert "tool_trajectory_avg_score 1.00 / 1 ◂" in summary_text(app)
+
+
+async def test_an_informational_metric_under_the_filter_shows_its_unit(tmp_path: Path, make_app) -> None:
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        app.screen.set_metric("tool_call_count_v1")
+        await pilot.pause()
+        line = _case_line(app, "greeting")
+        assert line.endswith("greeting  0 calls"), line
+        app.screen.set_metric("invocation_duration_v1")
+        await pilot.pause()
+        assert _case_line(app, "greeting").endswith(" s"), _case_line(app, "greeting")
+
+
+async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Path, make_app) -> None:
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("right")  # hello_world's cases
+        in_file = visible_cases(app)
+        hello = [k for k in app.catalog.all_keys() if k.eval_id in in_file]
+        scores = {k.eval_id: app.catalog.case_score(k) for k in hello}
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen.browser.border_title == "Eval sets · worst score first"
+        by_score = visible_cases(app)
+        assert sorted(by_score) == sorted(in_file) and by_score != in_file
+        assert [scores[c] for c in by_score] == sorted(scores.values())
+        # The failed cases (their failing metric's score) come before the passed ones.
+        statuses = [int(app.catalog.result(next(k for k in hello if k.eval_id == c)).status) for c in by_score]
+        assert statuses == sorted(statuses, reverse=True)
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen.browser.border_title == "Eval sets · slowest first"
+        walls = {k.eval_id: app.catalog.result(k).wall_seconds for k in hello}
+        by_time = visible_cases(app)
+        assert [walls[c] for c in by_time] == sorted(walls.values(), reverse=True)
+        for case in by_time:  # the number is now the case's wall time, with its unit
+            line = next(line for line in labels(app) if f" {case}  " in line)
+            assert f" {case}  {walls[case]:.2f}s" in line, line
+        await pilot.press("s")
+        await pilot.pause()
+        assert visible_cases(app) == in_file
+        assert app.screen.browser.border_title == "Eval sets"
