@@ -90,3 +90,30 @@ async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Pa
         await pilot.pause()
         assert visible_cases(app) == in_file
         assert app.screen.browser.border_title == "Eval sets"
+
+
+async def test_the_trajectory_diff_keeps_the_files_order_and_reads_a_swap_as_one_move(workspace: Path, make_app) -> None:
+    """transfer_order expects lookup_contact, transfer, get_balance; the agent called get_balance first."""
+    from tests.app.test_app_turn import grid_text, open_turn, text_of
+
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = await open_turn(app, pilot, "transfer_order")
+        for match_type, passed in (("EXACT", False), ("IN_ORDER", False), ("ANY_ORDER", True)):
+            cells = grid_text(screen)[2:]
+            left = [c.split("(")[0].split()[-1] for c in cells[0::2] if c]
+            right = [c.split("(")[0].split()[-1] for c in cells[1::2] if c]
+            assert left == ["lookup_contact", "transfer", "get_balance"], (match_type, cells)
+            assert right == ["get_balance", "lookup_contact", "transfer"], (match_type, cells)
+            head = text_of(screen, "#trajectory-head")
+            assert f"[{match_type}" in head, head
+            assert "missing" not in head and "missing" not in " ".join(cells), (match_type, head, cells)
+            if passed:
+                assert all(c.startswith("✔") for c in cells if c)
+                assert "3 matched" in head
+            else:
+                assert "2 matched, get_balance moved from 3 to 1" in head, head
+                assert "↕ get_balance() moved from 3 to 1" in cells
+                assert "↕ get_balance() moved to 1" in cells
+            await pilot.press("m")
