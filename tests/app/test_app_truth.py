@@ -117,3 +117,71 @@ async def test_the_trajectory_diff_keeps_the_files_order_and_reads_a_swap_as_one
                 assert "↕ get_balance() moved from 3 to 1" in cells
                 assert "↕ get_balance() moved to 1" in cells
             await pilot.press("m")
+
+
+async def _cli(*args: str) -> tuple[int, str]:
+    """The CLI as a user runs it (its own event loop, so on a thread beside the test's)."""
+    import asyncio
+    import io
+
+    from tui_eval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = await asyncio.to_thread(main, list(args), out, err)
+    return code, out.getvalue() + err.getvalue()
+
+
+async def test_a_replay_never_becomes_the_agents_latest_status(tmp_path: Path, make_app, monkeypatch) -> None:
+    """The agent fails 5 of hello_world's 9 cases; a replay of the eval file's own turns then passes all 9
+    and lands in the same history folder. The tree, history, compare and report keep them apart."""
+    import orjson
+
+    from tui_eval.engine.store import HISTORY_DIR, list_history
+
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    demo = _demo(tmp_path)
+    hello = demo / "hello_world"
+    evalset = hello / "hello_world.evalset.json"
+    code, text = await _cli("run", str(hello), str(evalset))
+    assert code == 1, text
+    code, text = await _cli("run", f"replay:{evalset}", str(evalset))
+    assert code == 0, text
+    entries = list_history(hello / HISTORY_DIR)
+    assert [e.replay for e in entries] == [True, False]  # newest first: the replay is the latest record
+    replay_head = orjson.loads(entries[0].path.read_bytes())
+    source = replay_head["source"]
+    assert source["kind"] == "replay" and source["replay_file"] == str(evalset.resolve())
+    assert source["agent_dir"] is None and source["judge_credentials"] is False
+    agent_source = orjson.loads(entries[1].path.read_bytes())["source"]
+    assert agent_source["kind"] == "agent" and agent_source["agent_dir"] == str(hello.resolve())
+    assert agent_source["replay_file"] is None and agent_source["models"] == []  # the offline policy
+
+    # `tui-eval report FOLDER` reports the agent's run, not the newer replay.
+    code, report = await _cli("report", str(hello))
+    assert code == 0, report
+    assert "**4 of 9 case results passed**" in report and "all passed" not in report
+    assert "Source: agent hello\\_world" in report
+    code, report = await _cli("report", str(entries[0].path))
+    assert "**replay: all passed**" in report and "replay of hello_world.evalset.json (not an agent run)".replace("_", "\\_") in report
+
+    app = make_app(demo, recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        # The tree keeps the agent's own latest status.
+        assert labels(app)[0].startswith("▶ hello_world (9) ✔4 ✘5"), labels(app)[0]
+        await pilot.press("h")
+        await settle(pilot)
+        from textual.widgets import DataTable
+
+        table = app.screen.query_one(DataTable)
+        runs = [str(table.get_row_at(r)[7]) for r in range(table.row_count)]
+        assert sum(r.startswith("replay ") for r in runs) == 1, runs
+        newest = next(r for r in range(table.row_count) if str(table.get_row_at(r)[7]).startswith("replay "))
+        table.move_cursor(row=newest)
+        await pilot.press("enter")
+        await settle(pilot)
+        from textual.widgets import Static
+
+        status = str(app.screen.query_one("#compare-status", Static).render())
+        assert "⚠ the later run is a replay of recorded turns, the other ran the agent" in status, status
