@@ -120,7 +120,10 @@ def trajectory_reasons(m: MetricResult) -> list[str]:
                 parts.append(f"{_call(a['name'])} args: {_arg_diffs_text(diffs)}" if diffs
                              else f"extra {_call(a['name'])}")
             elif a["status"] == "out_of_order":
-                parts.append(f"{_call(a['name'])} out of order")
+                # One order failure, said once: where the file expects the call and where the agent made it.
+                j = a["expected_index"]
+                parts.append(f"{_call(a['name'])} out of order" + (f": moved from {j + 1} to {a['index'] + 1}"
+                                                                  if j is not None else ""))
         if parts:
             lines.append((f"turn {i + 1}: " if several else "") + "; ".join(parts))
     return lines

@@ -57,12 +57,18 @@ class SharedRun:
     insight: RunInsight | None = None
     code_state: CodeState | None = None
     judge_stats: dict[str, Any] = field(default_factory=dict)
+    #: What produced the run (engine.store.provenance): an agent folder or a replay, models, credentials.
+    source: dict[str, Any] | None = None
+
+    @property
+    def replay(self) -> bool:
+        return bool(self.source) and self.source.get("kind") == "replay"  # type: ignore[union-attr]
 
     @classmethod
     def of(cls, record: RunRecord) -> SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
-                   record.insight, record.code_state, dict(record.judge_stats))
+                   record.insight, record.code_state, dict(record.judge_stats), record.source)
 
     def counts(self) -> dict[EvalStatus, int]:
         out = dict.fromkeys(EvalStatus, 0)
@@ -83,7 +89,9 @@ def _records_of(path: Path) -> list[Path]:
         entries = list_history(folder)
         if not entries:
             raise ShareError(f"{path}: no run records ({RECORD_SUFFIX}) in this folder")
-        run_id = entries[0].run_id
+        # The folder's newest agent run: a replay of recorded turns is not the agent's result (the
+        # newest replay only when the folder holds nothing else; its report says it is one).
+        run_id = ([e for e in entries if not e.replay] or entries)[0].run_id
         return [e.path for e in entries if e.run_id == run_id]
     if not path.name.endswith(RECORD_SUFFIX):
         raise ShareError(f"{path}: not a run record (a {RECORD_SUFFIX} file from the eval history)")
@@ -114,7 +122,39 @@ def load_shared_run(path: Path) -> SharedRun:
         cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
         insight=insight,
         code_state=state,
+        source=_source_of(meta),
     )
+
+
+def _source_of(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """A record's provenance; records from before it was kept say only their agent's name."""
+    from .engine.store import is_replay_record
+
+    source = meta.get("source")
+    if isinstance(source, dict):
+        return source
+    return {"kind": "replay"} if is_replay_record(meta) else None
+
+
+def source_line(source: dict[str, Any] | None) -> str | None:
+    """`replay of recorded.evalset.json (not an agent run)` or `agent folder …; judge …`, for reports."""
+    if not source:
+        return None
+    parts: list[str] = []
+    if source.get("kind") == "replay":
+        file = source.get("replay_file")
+        parts.append(f"replay of {Path(str(file)).name if file else 'recorded turns'} (not an agent run)")
+    elif source.get("kind") == "agent" and source.get("agent_dir"):
+        parts.append(f"agent {Path(str(source['agent_dir'])).name}")
+    models = source.get("models")
+    if models:
+        parts.append("model " + ", ".join(str(m) for m in models))
+    judges = source.get("judge_models")
+    if judges:
+        creds = source.get("judge_credentials")
+        parts.append("judge " + ", ".join(str(j) for j in judges)
+                     + ("" if creds is None else " (credentials present)" if creds else " (no judge credentials)"))
+    return "; ".join(parts) or None
 
 
 # ---- plain-text lines for the CLI summary ---------------------------------------------------------
@@ -302,7 +342,12 @@ def render_markdown(run: SharedRun) -> str:
     verdict = "all passed" if counts[EvalStatus.PASSED] == total and total else \
         f"{counts[EvalStatus.PASSED]} of {total} case results passed"
     runs = f" over {run.num_runs} runs" if run.num_runs > 1 else ""
+    if run.replay:
+        verdict = f"replay: {verdict}"
     lines.append(f"**{verdict}**{runs} ({counts_text(counts)})" + (" (cancelled)" if run.cancelled else ""))
+    source = source_line(run.source)
+    if source:
+        lines.append(f"\nSource: {md(source)}")
     lines += [""] + _summary_table(run) + [""]
     repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
     if run.num_runs > 1 and repeats:
@@ -382,6 +427,7 @@ def render_html(run: SharedRun) -> str:
              f"<p><strong>{e(counts_text(counts))}</strong>"
              + (f" over {run.num_runs} runs" if run.num_runs > 1 else "")
              + (" (cancelled)" if run.cancelled else "") + "</p>",
+             *([f"<p>Source: {e(safe_line(src))}</p>"] if (src := source_line(run.source)) else []),
              "<table><tr><th>eval set</th><th>run</th><th>passed</th><th>failed</th><th>not evaluated</th></tr>"]
     for result, rep in zip(run.results, run.repetitions):
         c = result.counts()

@@ -56,7 +56,7 @@ async def test_match_type_switch_shows_how_each_would_judge(workspace: Path, mak
         head = text_of(screen, "#trajectory-head")
         assert "[EXACT* ✘]" in head and "IN_ORDER ✘" in head and "ANY_ORDER ✔" in head
         cells = grid_text(screen)
-        assert any(c.startswith("↕ out of order get_balance") for c in cells)
+        assert "↕ get_balance() moved from 3 to 1" in cells
         await pilot.press("m")
         assert screen.match_type == "IN_ORDER"
         assert "[IN_ORDER ✘]" in text_of(screen, "#trajectory-head")

@@ -86,6 +86,8 @@ class RunRecord:
     repetitions: list[int] = field(default_factory=list)
     code_state: CodeState | None = None
     insight: RunInsight | None = None
+    #: What produced the run (store.provenance): agent folder or replay file, models, judge credentials.
+    source: dict[str, Any] | None = None
 
     def counts(self) -> dict[EvalStatus, int]:
         out = {s: 0 for s in EvalStatus}
@@ -433,6 +435,9 @@ class Run:
         if code_task is not None:
             self.record.code_state = await code_task
         self.record.insight = self._insight()
+        from .store import provenance
+
+        self.record.source = provenance(self.agent, self.record, [t.config for t in plan.targets])
         if self._owns_judge and self.judge is not None and hasattr(self.judge, "aclose"):
             try:
                 await self.judge.aclose()

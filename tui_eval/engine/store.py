@@ -187,10 +187,58 @@ class ResultStore:
                 "config_source": config.source if config else None,
                 "counts": {s.name: n for s, n in result.counts().items()},
             }
+            rich["source"] = record.source or provenance(agent, record, [t.config for t in plan.targets])
             rich.update(_insight_fields(record, index, directory, diffs))
             atomic_write(record_path, record_chunks(rich, result.case_results))
             saved.append(str(adk_path))
         return saved
+
+
+def _agent_models(record: RunRecord) -> list[str]:
+    """The models the agent's turns name in their events (none for an offline policy or a replay)."""
+    from .insight import UNKNOWN_MODEL, invocation_usage
+
+    models: dict[str, None] = {}
+    for result in record.results:
+        for case in result.case_results:
+            for inv in case.actual:
+                for model, _usage in invocation_usage(inv):
+                    if model != UNKNOWN_MODEL:
+                        models[model] = None
+    return list(models)
+
+
+def provenance(agent: Agent | None, record: RunRecord, configs: list[Any]) -> dict[str, Any]:
+    """What produced a run, kept in its record: a replay of recorded turns is not the agent's result.
+
+    kind "agent" (an agent folder), "replay" (`replay:PATH`) or "none"; the models the agent's turns
+    name, the judge models the configs name, and whether judge credentials were present."""
+    from ..judge import JudgeOptions, create_judge_service
+    from ..metrics.base import get_metric
+
+    inner = getattr(agent, "inner", agent)  # an isolated agent wraps the real one
+    replay_file = getattr(inner, "path", None) if type(inner).__name__ == "ReplayAgent" else None
+    home = getattr(agent, "home", None)
+    kind = "replay" if replay_file is not None else "agent" if agent is not None else "none"
+    return {
+        "kind": kind,
+        "agent_dir": str(Path(home).resolve()) if home is not None else None,
+        "replay_file": str(Path(replay_file).resolve()) if replay_file is not None else None,
+        "models": _agent_models(record),
+        # The judged criteria's models only (a run with no judged metric asked no judge).
+        "judge_models": list(dict.fromkeys(
+            crit.judge.judge_model for c in configs if c is not None for name, crit in c.criteria.items()
+            if (spec := get_metric(name)) is not None and spec.needs_judge)),
+        "judge_credentials": create_judge_service(JudgeOptions(use_cache=False, cache_dir=None)).available,
+    }
+
+
+def is_replay_record(data: dict[str, Any]) -> bool:
+    """Whether a run record's results came from a replay (records before `source` say agent "replay")."""
+    source = data.get("source")
+    if isinstance(source, dict) and source.get("kind"):
+        return source.get("kind") == "replay"
+    return data.get("agent") == "replay"
 
 
 CODE_DIFF_SUFFIX = ".code.diff"
@@ -246,6 +294,8 @@ class HistoryEntry:
     # whose coverage a reader can only infer from their case count.
     coverage: str | None = None
     duration: float = 0.0
+    #: The results came from a replay (`replay:PATH`), not from running the agent.
+    replay: bool = False
 
     @property
     def partial(self) -> bool:
@@ -299,6 +349,7 @@ def list_history(directory: Path) -> list[HistoryEntry]:
                     coverage=(str(data["coverage"]) if data.get("coverage")
                               else "cancelled" if data.get("cancelled") else None),
                     duration=float(data.get("duration") or 0.0),
+                    replay=is_replay_record(data),
                 )
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

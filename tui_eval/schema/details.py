@@ -101,10 +101,12 @@ class Alignment(TypedDict):
 
 
 def alignment_counts(alignment: Alignment) -> dict[str, int]:
-    """Calls per status: "missing" counts expected calls, the other statuses actual calls."""
+    """Calls per status: "missing" counts expected calls, the other statuses actual calls. An expected
+    call the agent made at another place counts once, as out of order (not also as missing)."""
     out = {"matched": 0, "missing": 0, "extra": 0, "out_of_order": 0}
+    moved = {a["expected_index"] for a in alignment["actual"] if a["status"] == "out_of_order"}
     for e in alignment["expected"]:
-        if e["status"] == "missing":
+        if e["status"] == "missing" and e["index"] not in moved:
             out["missing"] += 1
     for a in alignment["actual"]:
         out[a["status"]] += 1

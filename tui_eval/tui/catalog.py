@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.model import EvalCase
     from ..schema.results import CaseResult, MetricResult
 
-PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
+PASSED, FAILED, NOT_EVALUATED, INFORMATIONAL = 1, 2, 3, 4
 _CASE_KEY: Any = None
 
 
@@ -47,6 +47,42 @@ def turn_status_of(result: CaseResult | None, index: int, metric: str | None = N
     if FAILED in statuses:
         return FAILED
     return PASSED if PASSED in statuses else NOT_EVALUATED
+
+
+#: How the tree orders a file's cases: the file's order, worst score first, slowest first.
+CASE_ORDERS: tuple[str, ...] = ("file", "score", "duration")
+CASE_ORDER_WORDS = {"file": "file order", "score": "worst score first", "duration": "slowest first"}
+# An informational metric's value is a count, tokens or seconds, never a score: under a metric filter
+# that picks one, the tree shows it with its unit so it is not read as a score.
+_UNITS = {"tool_call_count_v1": "calls", "inference_call_count_v1": "model calls", "token_usage_v1": "tok",
+          "invocation_duration_v1": "s"}
+
+
+def deciding_metric(result: CaseResult | None) -> MetricResult | None:
+    """The metric whose score stands for the case: its lowest-scoring failed metric if any failed, else
+    its lowest-scoring passed one. Informational and unscored (not evaluated) metrics never do."""
+    if result is None:
+        return None
+    best: MetricResult | None = None
+    best_key: tuple[bool, float] | None = None
+    for m in result.metrics:
+        if m.score is None or int(m.status) not in (PASSED, FAILED):
+            continue
+        key = (int(m.status) != FAILED, m.score)
+        if best_key is None or key < best_key:
+            best, best_key = m, key
+    return best
+
+
+def value_text(m: MetricResult) -> str | None:
+    """The number the tree shows for one metric: a score `0.50`, an informational value with its unit
+    (`3 calls`, `0.08 s`, `812 tok`), None without a value."""
+    if m.score is None:
+        return None
+    if int(m.status) == INFORMATIONAL:
+        unit = _UNITS.get(m.metric_name, "info")
+        return f"{m.score:.2f} {unit}" if unit == "s" else f"{m.score:.4g} {unit}"
+    return f"{m.score:.2f}"
 
 
 @dataclass(slots=True)
@@ -97,6 +133,8 @@ class Catalog:
     results: Results = field(default_factory=Results)
     running: set[Any] = field(default_factory=set)
     filter: Filter = field(default_factory=Filter)
+    #: The order of cases in the tree (one of CASE_ORDERS).
+    order: str = "file"
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
     #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
@@ -286,16 +324,48 @@ class Catalog:
             return int(metric.status) if metric is not None else None
         return int(result.status)
 
-    def case_score(self, key: CaseKey) -> float | None:
-        """The score shown beside a case: the filtered metric's, else the worst metric's score."""
+    def score_metric(self, key: CaseKey) -> MetricResult | None:
+        """The metric whose value is shown beside a case: the filtered metric, else the deciding one."""
         result = self.results.get(key)
         if result is None:
             return None
         if self.filter.metric:
-            metric = result.metric(self.filter.metric)
-            return metric.score if metric is not None else None
-        scores = [m.score for m in result.metrics if m.score is not None]
-        return min(scores) if scores else None
+            return result.metric(self.filter.metric)
+        return deciding_metric(result)
+
+    def case_score(self, key: CaseKey) -> float | None:
+        """The score shown beside a case (see `deciding_metric`); never an informational value."""
+        metric = self.score_metric(key)
+        if metric is None or int(metric.status) == INFORMATIONAL:
+            return None
+        return metric.score
+
+    def score_text(self, key: CaseKey) -> str | None:
+        """The text beside a case: `0.50`, or under a filter on an informational metric `3 calls`."""
+        metric = self.score_metric(key)
+        return value_text(metric) if metric is not None else None
+
+    def cycle_order(self) -> str:
+        """Switch to the next case order and return it."""
+        self.order = CASE_ORDERS[(CASE_ORDERS.index(self.order) + 1) % len(CASE_ORDERS)]
+        return self.order
+
+    def _ordered(self, path: Path, cases: list[EvalCase]) -> list[EvalCase]:
+        """Cases in the current order; cases without a result (or a score) keep file order, last."""
+        if self.order == "file":
+            return cases
+        name = str(path)
+        make_key = _case_key()
+        missing = float("inf")
+        if self.order == "score":
+            def by(case: EvalCase) -> float:
+                score = self.case_score(make_key(name, case.eval_id))
+                return missing if score is None else score
+        else:
+            def by(case: EvalCase) -> float:
+                result = self.results.get(make_key(name, case.eval_id))
+                return missing if result is None else -result.wall_seconds
+        return sorted(cases, key=by)
 
     def turn_status(self, key: CaseKey, index: int) -> int | None:
         """A turn's status in the case's latest result (under the metric filter)."""
@@ -309,7 +379,7 @@ class Catalog:
         cached = self._counts.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        out: dict[int | None, int] = {PASSED: 0, FAILED: 0, NOT_EVALUATED: 0, None: 0}
+        out: dict[int | None, int] = {PASSED: 0, FAILED: 0, NOT_EVALUATED: 0, INFORMATIONAL: 0, None: 0}
         if len(self.results):
             make_key, name = _case_key(), str(path)
             for case in cases:
@@ -370,9 +440,9 @@ class Catalog:
 
     def visible_cases(self, path: Path) -> list[EvalCase]:
         cases = self.cases(path)
-        if not self.filter.active:
-            return cases
-        return [c for c in cases if self.matches(path, c)]
+        if self.filter.active:
+            cases = [c for c in cases if self.matches(path, c)]
+        return self._ordered(path, cases)
 
     def failed_keys(self) -> list[CaseKey]:
         return [k for k in self.all_keys() if (r := self.results.get(k)) is not None and int(r.status) == FAILED]

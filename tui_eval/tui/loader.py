@@ -66,8 +66,11 @@ def load_latest_results(
             if not entries or file_state is None or file_state.eval_set is None:
                 continue
             set_id = file_state.eval_set.eval_set_id
-            same_file = [e for e in entries if e.eval_file and _same_path(e.eval_file, path)]
-            same_set = [e for e in entries
+            agent = workspace.agent_for(path)
+            # A replay of recorded turns is not an agent's result: never its latest status.
+            usable = entries if agent is None or agent.startswith("replay:") else [e for e in entries if not e.replay]
+            same_file = [e for e in usable if e.eval_file and _same_path(e.eval_file, path)]
+            same_set = [e for e in usable
                         if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]
             missing = {c.eval_id for c in file_state.eval_set.eval_cases}
             for entry in same_file or same_set:  # newest first
@@ -84,13 +87,16 @@ def load_latest_results(
                         continue
                     missing.discard(case.eval_id)
                     loaded[key] = case
-                    inbox.push_result(key, case, saved_origin(entry.creation_timestamp), entry.creation_timestamp)
+                    # Tagged when the dashboard runs no replay itself (a replay-mode dashboard says so on top).
+                    tag = entry.replay and agent is None
+                    inbox.push_result(key, case, saved_origin(entry.creation_timestamp, replay=tag),
+                                      entry.creation_timestamp)
     return loaded
 
 
-def saved_origin(timestamp: float) -> str:
-    """Where a saved result came from, as the summary shows it beside its age."""
-    return "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+def saved_origin(timestamp: float, *, replay: bool = False) -> str:
+    """Where a saved result came from, as the summary shows it beside its age (a replay says so)."""
+    return "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp)) + (" · replay" if replay else "")
 
 
 def _read(path: Path, inbox: Inbox) -> EvalSetResult | None:

@@ -52,7 +52,7 @@ STEP_STYLE = {
     "args": "$text-error",
 }
 STEP_GLYPH = {"matched": "✔", "missing": "✘", "extra": "+", "out_of_order": "↕", "args": "≠"}
-STEP_WORD = {"matched": "", "missing": "missing ", "extra": "extra ", "out_of_order": "out of order ", "args": "other args "}
+STEP_WORD = {"matched": "", "missing": "missing ", "extra": "extra ", "out_of_order": "", "args": "other args "}
 
 
 def status_chip(status: int | None) -> Content:
@@ -109,10 +109,12 @@ def evaluated_note(result: CaseResult) -> str | None:
     return result.coverage_text()
 
 
-def case_metric_lines(result: CaseResult) -> list[Content]:
+def case_metric_lines(result: CaseResult, marked: MetricResult | None = None) -> list[Content]:
+    """A line per metric (and its reason); `marked`, the metric the tree's number comes from, ends in ◂."""
     lines: list[Content] = []
     for m in result.metrics:
-        lines.append(metric_line(m))
+        line = metric_line(m)
+        lines.append(line + Content.styled(" ◂", "bold $text-accent") if m is marked else line)
         if m.reason:
             lines.append(plain(f"    {m.reason}", "$text-warning"))
     if result.error:
@@ -188,9 +190,10 @@ class TrajectoryRow:
     actual: Content | None
 
 
-def _step_content(kind: str, call: FunctionCall | None, name: str, width: int) -> Content:
+def _step_content(kind: str, call: FunctionCall | None, name: str, width: int, note: str = "") -> Content:
     sig = call_signature(call.name or "", call.args, width) if call is not None else literal(name)
-    return Content.assemble((f"{STEP_GLYPH[kind]} {STEP_WORD[kind]}", STEP_STYLE[kind]), sig)
+    return Content.assemble((f"{STEP_GLYPH[kind]} {STEP_WORD[kind]}", STEP_STYLE[kind]), sig,
+                            (f" {note}", STEP_STYLE[kind]) if note else "")
 
 
 def _kind(step: ExpectedStep | ActualStep) -> str:
@@ -200,49 +203,96 @@ def _kind(step: ExpectedStep | ActualStep) -> str:
     return status
 
 
+def moved_pairs(alignment: Alignment) -> dict[int, int]:
+    """expected index -> actual index of each expected call the agent made at another place (ADK's
+    verdict counts it once, as out of order: never also as missing)."""
+    act_by = {a["index"]: a for a in alignment["actual"]}
+    out: dict[int, int] = {}
+    for e in alignment["expected"]:
+        i = e["actual_index"]
+        if e["status"] == "missing" and i is not None and i in act_by and act_by[i]["status"] == "out_of_order":
+            out[e["index"]] = i
+    return out
+
+
+def _in_line(pairs: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """The heaviest subset of (expected, actual, weight) pairs in the same order on both sides: the
+    pairs that can share a row while each column keeps its own order."""
+    pairs = sorted(pairs)
+    best: list[int] = []
+    prev: list[int] = []
+    for k, (_j, i, w) in enumerate(pairs):
+        best.append(w)
+        prev.append(-1)
+        for q in range(k):
+            if pairs[q][1] < i and best[q] + w > best[k]:
+                best[k], prev[k] = best[q] + w, q
+    if not pairs:
+        return []
+    k = max(range(len(pairs)), key=best.__getitem__)
+    chain: list[tuple[int, int]] = []
+    while k >= 0:
+        chain.append((pairs[k][0], pairs[k][1]))
+        k = prev[k]
+    return chain[::-1]
+
+
 def trajectory_rows(
     alignment: Alignment,
     expected: list[FunctionCall],
     actual: list[FunctionCall],
     width: int = 200,
 ) -> list[TrajectoryRow]:
-    """Pair expected and actual calls as the alignment says; unpaired calls get a row of their own."""
+    """The expected calls in the eval file's order beside the actual calls in the agent's order.
+
+    Paired calls share a row where both orders allow it (matched calls first); a call whose partner sits
+    on another row says where it is: `book_hotel() moved from 2 to 1` (out of order), `(actual 2)`."""
     exp_steps = alignment["expected"]
     act_steps = alignment["actual"]
-    rows: list[tuple[int | None, int | None]] = []
-    placed: set[int] = set()
-    for a in act_steps:
-        j = a["expected_index"]
-        if j is not None and j not in placed:
-            placed.add(j)
-            rows.append((j, a["index"]))
-        else:
-            rows.append((None, a["index"]))
-    for e in exp_steps:
-        j = e["index"]
-        if j in placed:
-            continue
-        at = 0
-        for pos, (ej, _ai) in enumerate(rows):
-            if ej is not None and ej < j:
-                at = pos + 1
-        rows.insert(at, (j, None))
-        placed.add(j)
     exp_by = {e["index"]: e for e in exp_steps}
     act_by = {a["index"]: a for a in act_steps}
-    out = []
-    for j, i in rows:
-        left = right = None
-        if j is not None:
-            e = exp_by[j]
-            call = expected[j] if 0 <= j < len(expected) else None
-            left = _step_content(_kind(e), call, str(e["name"]), width)
-        if i is not None:
-            a = act_by[i]
-            call = actual[i] if 0 <= i < len(actual) else None
-            right = _step_content(_kind(a), call, str(a["name"]), width)
-        out.append(TrajectoryRow(left, right))
-    return out
+    # Every expected call with its actual partner: matched, out of order, or the same tool with other args.
+    partners = [(e["index"], e["actual_index"], 3 if e["status"] == "matched" else 1)
+                for e in exp_steps if e["actual_index"] is not None and e["actual_index"] in act_by]
+    anchors = _in_line(partners)
+    rows: list[tuple[int | None, int | None]] = []
+    j = i = 0
+    n, m = len(exp_steps), len(act_steps)
+    for aj, ai in [*anchors, (n, m)]:
+        # Calls between two shared rows: the expected ones, then the actual ones, each in its order.
+        rows.extend((k, None) for k in range(j, aj))
+        rows.extend((None, k) for k in range(i, ai))
+        if aj < n and ai < m:
+            rows.append((aj, ai))
+        j, i = aj + 1, ai + 1
+    shared = set(anchors)
+    return [TrajectoryRow(None if rj is None else _cell(exp_by[rj], expected, "expected", shared, width),
+                          None if ri is None else _cell(act_by[ri], actual, "actual", shared, width))
+            for rj, ri in rows]
+
+
+def _cell(step: ExpectedStep | ActualStep, calls: list[FunctionCall], side: str,
+          shared: set[tuple[int, int]], width: int) -> Content:
+    """One call of one column, with where its partner is when that is not on the same row."""
+    k = step["index"]
+    call = calls[k] if 0 <= k < len(calls) else None
+    partner: int | None
+    if side == "expected":
+        partner = step.get("actual_index")  # type: ignore[assignment]
+        on_row = partner is not None and (k, partner) in shared
+    else:
+        partner = step.get("expected_index")  # type: ignore[assignment]
+        on_row = partner is not None and (partner, k) in shared
+    kind = _kind(step)
+    note = ""
+    if partner is not None and not on_row:
+        if side == "actual" and kind == "out_of_order":
+            note = f"moved from {partner + 1} to {k + 1}"
+        elif side == "expected" and kind == "missing":
+            kind, note = "out_of_order", f"moved to {partner + 1}"
+        else:
+            note = f"(actual {partner + 1})" if side == "expected" else f"(expected {partner + 1})"
+    return _step_content(kind, call, str(step["name"]), width, note)
 
 
 def arg_diff_lines(alignment: Alignment) -> list[Content]:
@@ -267,15 +317,27 @@ def arg_diff_lines(alignment: Alignment) -> list[Content]:
 
 
 def alignment_summary(alignment: Alignment) -> str:
-    """`1 matched, 1 with other args, 1 extra`: the alignment in one line."""
+    """`1 matched, 1 with other args, 1 extra`, or `1 matched, book_hotel moved from 2 to 1`: the
+    alignment in one line. A call made at another place counts once, as moved (never also missing)."""
+    moved = moved_pairs(alignment)
     counts = {"matched": 0, "args": 0, "missing": 0, "extra": 0, "out_of_order": 0}
     for e in alignment["expected"]:
-        if e["status"] == "missing" and not e.get("arg_diffs"):
+        if e["status"] == "missing" and not e.get("arg_diffs") and e["index"] not in moved:
             counts["missing"] += 1
     for a in alignment["actual"]:
         counts[_kind(a)] += 1
-    words = {"args": "with other args", "out_of_order": "out of order"}
-    return ", ".join(f"{n} {words.get(k, k)}" for k, n in counts.items() if n) or "no tool calls"
+    words = {"args": "with other args"}
+    parts = [f"{n} {words.get(k, k)}" for k, n in counts.items() if n and k != "out_of_order"]
+    named = [f"{literal(a['name'])} moved from {j + 1} to {i + 1}" for j, i in sorted(moved.items(), key=lambda p: p[1])
+             for a in [next(x for x in alignment["actual"] if x["index"] == i)]]
+    unnamed = counts["out_of_order"] - len(named)
+    if len(named) > 2:
+        parts.extend([*named[:2], f"{len(named) - 2} more moved"])
+    else:
+        parts.extend(named)
+    if unnamed > 0:
+        parts.append(f"{unnamed} out of order")
+    return ", ".join(parts) or "no tool calls"
 
 
 def stored_trajectory(result: CaseResult | None, index: int) -> TrajectoryDetails | None:

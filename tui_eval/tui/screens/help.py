@@ -13,7 +13,9 @@ from textual.widgets import Static
 
 FLOWS = (
     "Browse eval sets > cases > turns with their last status and score (this session's runs, else the "
-    "newest saved run). Filter to failed cases (f), view one metric (m), search (/), or jump to any case "
+    "newest saved run). The number beside a case is the score of its lowest failed metric, else of its "
+    "lowest passed one (marked ◂ in the summary; never a count, tokens or seconds); s sorts the cases by "
+    "it, then by duration. Filter to failed cases (f), view one metric (m), search (/), or jump to any case "
     "with the command palette (ctrl+p).\n\n"
     "Run the highlighted file or case (r), everything (R) or the failures (F). Runs go on in the "
     "background; x cancels and keeps what finished.\n\n"

@@ -129,8 +129,9 @@ class HistoryScreen(Screen[None]):
         table.add_column("✔", key="passed")
         table.add_column("✘", key="failed")
         table.add_column("–", key="ne")
-        table.add_column("run", key="run")
+        # "took" before the run id: the id is the longest cell, and at 80 columns what follows it is cut.
         table.add_column("took", key="took")
+        table.add_column("run", key="run")
         self.load_history()
 
     @work(thread=True, group="history", exclusive=True, exit_on_error=False)
@@ -172,7 +173,11 @@ class HistoryScreen(Screen[None]):
         for e in entries:
             key = str(e.path)
             self.entries[key] = e
-            run = Text(literal(e.run_id), style="dim")
+            run = Text()
+            if e.replay:
+                # Recorded turns scored again, not the agent run: said first on the row (the id may be cut).
+                run.append("replay ", style=rich_style(self.app, "text-accent"))
+            run.append(literal(e.run_id), style="dim")
             coverage = coverage_of(e, sizes.get(e.eval_set_id))
             if coverage != "all":
                 # A partial run: its missing cases kept their older results, so say it covers only some.
@@ -183,8 +188,8 @@ class HistoryScreen(Screen[None]):
                 Text(""), Text(fmt_time(e.creation_timestamp)), Text(literal(e.eval_set_id)),
                 Text(str(e.counts.get("PASSED", 0)), style=rich_style(self.app, "text-success")),
                 Text(str(e.counts.get("FAILED", 0)), style=rich_style(self.app, "text-error")),
-                Text(str(e.counts.get("NOT_EVALUATED", 0)), style=rich_style(self.app, "text-warning")), run,
-                Text(duration_text(e.duration), style="dim"), key=key,
+                Text(str(e.counts.get("NOT_EVALUATED", 0)), style=rich_style(self.app, "text-warning")),
+                Text(duration_text(e.duration), style="dim"), run, key=key,
             )
         self._show_pass_rates(entries)
         hint = "enter compares a run with the one before it; space marks a base run to compare against"
@@ -242,6 +247,8 @@ class HistoryScreen(Screen[None]):
             if not older:
                 self.notify("No earlier run of this eval set to compare with.", markup=False)
                 return
+            # An agent run is compared with the agent's previous run, a replay with a replay, when there is one.
+            older = [e for e in older if e.replay == after.replay] or older
             before = max(older, key=lambda e: e.creation_timestamp)
         self.app.push_screen(CompareScreen(self.catalog, before, after))
 
@@ -333,9 +340,20 @@ class CompareScreen(Screen[None]):
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: list(_KIND_VAR).index(kv[0])))
-        self.query_one("#compare-status", Static).update(
-            Content.styled((summary or "no cases") + ". enter shows a case in the browser.", "$text-muted"))
+        status = Content.styled((summary or "no cases") + ". enter shows a case in the browser.", "$text-muted")
+        warnings = self.warnings()
+        if warnings:
+            status = Content("\n").join([*(Content.styled(f"⚠ {w}", "$text-warning") for w in warnings), status])
+        self.query_one("#compare-status", Static).update(status)
         table.focus()
+
+    def warnings(self) -> list[str]:
+        """What makes the two runs not like for like (a replay against an agent run)."""
+        out = []
+        if self.before.replay != self.after.replay:
+            which = "earlier" if self.before.replay else "later"
+            out.append(f"the {which} run is a replay of recorded turns, the other ran the agent")
+        return out
 
     def show_code_change(self) -> None:
         """Beside the regressions: the commit range and files, or agent files changed (not committed)."""

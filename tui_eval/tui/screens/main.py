@@ -56,6 +56,7 @@ class MainScreen(Screen[None]):
         Binding("f", "toggle_failed", "Failed only", id="filter.failed"),
         Binding("m", "cycle_metric", "Metric", id="filter.metric"),
         Binding("slash", "search", "Search", id="filter.search"),
+        Binding("s", "cycle_order", "Sort: file order, worst score, slowest", show=False, id="browser.sort"),
         Binding("escape", "clear_filters", "Clear filters", show=False, id="filter.clear"),
         Binding("o", "open_turn", "Open turn", show=False, id="turn.open"),
         Binding("a", "accept", "Accept as expected", show=False, id="edit.accept"),
@@ -82,6 +83,7 @@ class MainScreen(Screen[None]):
         super().__init__(id="main")
         self.catalog = catalog
         self._search_timer: Timer | None = None
+        self._resort_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
@@ -96,7 +98,7 @@ class MainScreen(Screen[None]):
         # Watch the cursor rather than wait for NodeHighlighted: the summary then changes in the same
         # frame as the cursor (the message arrives a frame later, doubling key-to-paint latency).
         self.watch(self.browser, "cursor_line", self._cursor_moved, init=False)
-        self.browser.border_title = "Eval sets"
+        self._title_browser()
         self.query_one("#summary-scroll").border_title = "Summary"
         self.summary.show(None)
         self.refresh_topbar()
@@ -166,11 +168,19 @@ class MainScreen(Screen[None]):
         if not keys:
             return
         self.browser.refresh_keys(keys)
+        if self.catalog.order != "file" and self._resort_timer is None:
+            # Sorted by score or duration: new results move cases, at most once a second.
+            self._resort_timer = self.set_timer(1.0, self._resort)
         entry = self.summary.entry
         if isinstance(entry, (CaseEntry, TurnEntry)) and entry.key in keys:
             self.summary.refresh_entry()
         elif isinstance(entry, SetEntry) and any(str(entry.path) == k.eval_file for k in keys):
             self.summary.refresh_entry()
+
+    def _resort(self) -> None:
+        self._resort_timer = None
+        if self.catalog.order != "file":
+            self.browser.rebuild(keep_open=True)
 
     def files_changed(self) -> None:
         self.browser.sync_files()
@@ -233,6 +243,20 @@ class MainScreen(Screen[None]):
         current = self.catalog.filter.metric
         cycle = [None, *names]
         self.set_metric(cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else None)
+
+    def action_cycle_order(self) -> None:
+        from ..catalog import CASE_ORDER_WORDS
+
+        order = self.catalog.cycle_order()
+        self._title_browser()
+        self.browser.rebuild(keep_open=True)
+        self.notify(f"Cases sorted: {CASE_ORDER_WORDS[order]} (s changes it).", markup=False, timeout=3)
+
+    def _title_browser(self) -> None:
+        # The tree's title says what its numbers are when they are not the file's order of scores.
+        order = self.catalog.order
+        self.browser.border_title = {"file": "Eval sets", "score": "Eval sets · worst score first",
+                                     "duration": "Eval sets · slowest first"}[order]
 
     def set_metric(self, name: str | None) -> None:
         self.catalog.filter.metric = name

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, fmt_score, literal, one_line
+from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, literal, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...ces.caseview import CesMarker
@@ -56,7 +56,8 @@ Entry = Union[SetEntry, CaseEntry, TurnEntry, MoreEntry, None]
 #: Cases a file shows per page: 100,000 tree nodes built at once froze the dashboard for seconds, so a
 #: huge file shows its cases a page at a time (search and the failed-only filter narrow it first).
 PAGE = 5000
-_STATUS_CLASS = {1: "browser--passed", 2: "browser--failed", 3: "browser--not-evaluated", None: "browser--none"}
+_STATUS_CLASS = {1: "browser--passed", 2: "browser--failed", 3: "browser--not-evaluated", 4: "browser--muted",
+                 None: "browser--none"}
 
 
 class EvalBrowser(Tree[Entry]):
@@ -107,14 +108,27 @@ class EvalBrowser(Tree[Entry]):
         if self.cursor_node is None and self.root.children:
             self.move_cursor(self.root.children[0])
 
-    def rebuild(self) -> None:
-        """Rebuild every node after the filter changed, keeping the cursor on the same case if it is still shown."""
+    def rebuild(self, *, keep_open: bool = False) -> None:
+        """Rebuild every node after the filter or the order changed, keeping the cursor on the same case
+        if it is still shown (and, with `keep_open`, the files and cases that were open: a re-sort)."""
         keep = self.cursor_node.data if self.cursor_node is not None else None
+        open_sets = [p for p, n in self._set_nodes.items() if n.is_expanded] if keep_open else []
+        open_cases = [k for k, n in self._case_nodes.items() if n.is_expanded] if keep_open else []
         self.clear()
         self._set_nodes.clear()
         self._case_nodes.clear()
         self._populated.clear()
         self.sync_files()
+        for path in open_sets:
+            node = self._set_nodes.get(path)
+            if node is not None:
+                node.expand()
+                self._populate_set(node)
+        for key in open_cases:
+            case_node = self._case_nodes.get(key)
+            if case_node is not None:
+                case_node.expand()
+                self._populate_case(case_node)
         if isinstance(keep, (CaseEntry, TurnEntry)):
             self.select_key(keep.key, quiet=True)
         elif isinstance(keep, SetEntry) and keep.path in self._set_nodes:
@@ -366,10 +380,14 @@ class EvalBrowser(Tree[Entry]):
             text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
             text.append(" ")
         text.append(literal(key.eval_id))
-        score = catalog.case_score(key)
-        if score is not None:
-            text.append(f"  {fmt_score(score)}", self._style("browser--muted"))
         result = catalog.result(key)
+        if catalog.order == "duration":
+            if result is not None:
+                text.append(f"  {result.wall_seconds:.2f}s", self._style("browser--muted"))
+        else:
+            score = catalog.score_text(key)
+            if score is not None:
+                text.append(f"  {score}", self._style("browser--muted"))
         if result is not None and result.error:
             text.append("  agent error", self._style("browser--error"))
         elif result is not None and not catalog.filter.metric:

@@ -177,7 +177,8 @@ class Summary(Static):
             if runs:  # this session's --num-runs repetitions, right under the latest one's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 
-            lines.extend(case_metric_lines(result))
+            # ◂ marks the metric whose score is the number beside the case in the tree.
+            lines.extend(case_metric_lines(result, marked=cat.score_metric(key)))
             lines.append(Content(""))
             n = max(turns, len(result.actual))
             chips: list[Content | str] = [Content.styled("turns ", "$text-muted")]

@@ -1,0 +1,187 @@
+"""Issue 19: what the dashboard shows beside a case is true (a real score, never a count or seconds),
+the tree sorts by it and by duration, and replays stay apart from the agent's own results."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.app.conftest import settle
+from tests.app.test_app_browse import labels, summary_text, visible_cases
+
+DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
+
+
+def _demo(tmp_path: Path) -> Path:
+    demo = tmp_path / "demo"
+    shutil.copytree(DEMO, demo, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    return demo
+
+
+def _case_line(app, eval_id: str) -> str:
+    return next(line for line in labels(app) if f" {eval_id}  " in line or line.endswith(f" {eval_id}"))
+
+
+async def test_the_number_beside_a_case_is_its_deciding_score_never_a_count_or_seconds(tmp_path: Path, make_app) -> None:
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("right")  # hello_world's cases
+        # `greeting` passes with no tool calls: its tool_call_count_v1 is 0 and it took ~0.1 s; both
+        # used to be the number beside it. Both its scored metrics are 1.00.
+        assert _case_line(app, "greeting").endswith("✔ greeting  1.00")
+        assert _case_line(app, "roll_six_sided").endswith("✔ roll_six_sided  1.00")
+        # A failed case shows the failing metric's score (ten_sided_wording fails on wording only).
+        wording = app.catalog.result(next(k for k in app.catalog.all_keys() if k.eval_id == "ten_sided_wording"))
+        response = wording.metric("response_match_score")
+        assert response.status == 2
+        assert _case_line(app, "ten_sided_wording").endswith(f"✘ ten_sided_wording  {response.score:.2f}")
+        # The summary names the metric the tree's number comes from.
+        await pilot.press("down")
+        assert "tool_trajectory_avg_score 1.00 / 1 ◂" in summary_text(app)
+
+
+async def test_an_informational_metric_under_the_filter_shows_its_unit(tmp_path: Path, make_app) -> None:
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        app.screen.set_metric("tool_call_count_v1")
+        await pilot.pause()
+        line = _case_line(app, "greeting")
+        assert line.endswith("greeting  0 calls"), line
+        app.screen.set_metric("invocation_duration_v1")
+        await pilot.pause()
+        assert _case_line(app, "greeting").endswith(" s"), _case_line(app, "greeting")
+
+
+async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Path, make_app) -> None:
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("right")  # hello_world's cases
+        in_file = visible_cases(app)
+        hello = [k for k in app.catalog.all_keys() if k.eval_id in in_file]
+        scores = {k.eval_id: app.catalog.case_score(k) for k in hello}
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen.browser.border_title == "Eval sets · worst score first"
+        by_score = visible_cases(app)
+        assert sorted(by_score) == sorted(in_file) and by_score != in_file
+        assert [scores[c] for c in by_score] == sorted(scores.values())
+        # The failed cases (their failing metric's score) come before the passed ones.
+        statuses = [int(app.catalog.result(next(k for k in hello if k.eval_id == c)).status) for c in by_score]
+        assert statuses == sorted(statuses, reverse=True)
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen.browser.border_title == "Eval sets · slowest first"
+        walls = {k.eval_id: app.catalog.result(k).wall_seconds for k in hello}
+        by_time = visible_cases(app)
+        assert [walls[c] for c in by_time] == sorted(walls.values(), reverse=True)
+        for case in by_time:  # the number is now the case's wall time, with its unit
+            line = next(line for line in labels(app) if f" {case}  " in line)
+            assert f" {case}  {walls[case]:.2f}s" in line, line
+        await pilot.press("s")
+        await pilot.pause()
+        assert visible_cases(app) == in_file
+        assert app.screen.browser.border_title == "Eval sets"
+
+
+async def test_the_trajectory_diff_keeps_the_files_order_and_reads_a_swap_as_one_move(workspace: Path, make_app) -> None:
+    """transfer_order expects lookup_contact, transfer, get_balance; the agent called get_balance first."""
+    from tests.app.test_app_turn import grid_text, open_turn, text_of
+
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = await open_turn(app, pilot, "transfer_order")
+        for match_type, passed in (("EXACT", False), ("IN_ORDER", False), ("ANY_ORDER", True)):
+            cells = grid_text(screen)[2:]
+            left = [c.split("(")[0].split()[-1] for c in cells[0::2] if c]
+            right = [c.split("(")[0].split()[-1] for c in cells[1::2] if c]
+            assert left == ["lookup_contact", "transfer", "get_balance"], (match_type, cells)
+            assert right == ["get_balance", "lookup_contact", "transfer"], (match_type, cells)
+            head = text_of(screen, "#trajectory-head")
+            assert f"[{match_type}" in head, head
+            assert "missing" not in head and "missing" not in " ".join(cells), (match_type, head, cells)
+            if passed:
+                assert all(c.startswith("✔") for c in cells if c)
+                assert "3 matched" in head
+            else:
+                assert "2 matched, get_balance moved from 3 to 1" in head, head
+                assert "↕ get_balance() moved from 3 to 1" in cells
+                assert "↕ get_balance() moved to 1" in cells
+            await pilot.press("m")
+
+
+async def _cli(*args: str) -> tuple[int, str]:
+    """The CLI as a user runs it (its own event loop, so on a thread beside the test's)."""
+    import asyncio
+    import io
+
+    from tui_eval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = await asyncio.to_thread(main, list(args), out, err)
+    return code, out.getvalue() + err.getvalue()
+
+
+async def test_a_replay_never_becomes_the_agents_latest_status(tmp_path: Path, make_app, monkeypatch) -> None:
+    """The agent fails 5 of hello_world's 9 cases; a replay of the eval file's own turns then passes all 9
+    and lands in the same history folder. The tree, history, compare and report keep them apart."""
+    import orjson
+
+    from tui_eval.engine.store import HISTORY_DIR, list_history
+
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    demo = _demo(tmp_path)
+    hello = demo / "hello_world"
+    evalset = hello / "hello_world.evalset.json"
+    code, text = await _cli("run", str(hello), str(evalset))
+    assert code == 1, text
+    code, text = await _cli("run", f"replay:{evalset}", str(evalset))
+    assert code == 0, text
+    entries = list_history(hello / HISTORY_DIR)
+    assert [e.replay for e in entries] == [True, False]  # newest first: the replay is the latest record
+    replay_head = orjson.loads(entries[0].path.read_bytes())
+    source = replay_head["source"]
+    assert source["kind"] == "replay" and source["replay_file"] == str(evalset.resolve())
+    assert source["agent_dir"] is None and source["judge_credentials"] is False
+    agent_source = orjson.loads(entries[1].path.read_bytes())["source"]
+    assert agent_source["kind"] == "agent" and agent_source["agent_dir"] == str(hello.resolve())
+    assert agent_source["replay_file"] is None and agent_source["models"] == []  # the offline policy
+
+    # `tui-eval report FOLDER` reports the agent's run, not the newer replay.
+    code, report = await _cli("report", str(hello))
+    assert code == 0, report
+    assert "**4 of 9 case results passed**" in report and "all passed" not in report
+    assert "Source: agent hello\\_world" in report
+    code, report = await _cli("report", str(entries[0].path))
+    assert "**replay: all passed**" in report and "replay of hello_world.evalset.json (not an agent run)".replace("_", "\\_") in report
+
+    app = make_app(demo, recording=None)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        # The tree keeps the agent's own latest status.
+        assert labels(app)[0].startswith("▶ hello_world (9) ✔4 ✘5"), labels(app)[0]
+        await pilot.press("h")
+        await settle(pilot)
+        from textual.widgets import DataTable
+
+        table = app.screen.query_one(DataTable)
+        runs = [str(table.get_row_at(r)[7]) for r in range(table.row_count)]
+        assert sum(r.startswith("replay ") for r in runs) == 1, runs
+        newest = next(r for r in range(table.row_count) if str(table.get_row_at(r)[7]).startswith("replay "))
+        table.move_cursor(row=newest)
+        await pilot.press("enter")
+        await settle(pilot)
+        from textual.widgets import Static
+
+        status = str(app.screen.query_one("#compare-status", Static).render())
+        assert "⚠ the later run is a replay of recorded turns, the other ran the agent" in status, status
