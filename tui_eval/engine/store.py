@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import CaseResult, EvalSetResult
     from ..agents.base import Agent
     from .codestate import CodeChange
+    from .executor import Executor
     from .plan import RunPlan
     from .runner import RunRecord
 
@@ -132,7 +133,7 @@ def history_dir(eval_file: str | Path, agent_home: str | Path | None = None) -> 
     return Path(eval_file).resolve().parent / HISTORY_DIR
 
 
-def app_name_for(agent: Agent | None, eval_file: Path) -> str:
+def app_name_for(agent: Executor | Agent | None, eval_file: Path) -> str:
     if agent is not None and agent.home is not None:
         return agent.name
     return Path(eval_file).resolve().parent.name or "eval"
@@ -144,12 +145,12 @@ class ResultStore:
     def __init__(self, root: Path | None = None) -> None:
         self.root = root
 
-    def history_dir(self, agent: Agent | None, eval_file: Path) -> Path:
+    def history_dir(self, agent: Executor | Agent | None, eval_file: Path) -> Path:
         if self.root is not None:
             return self.root
         return history_dir(eval_file, agent.home if agent is not None else None)
 
-    def save_run(self, record: RunRecord, plan: RunPlan, agent: Agent | None) -> list[str]:
+    def save_run(self, record: RunRecord, plan: RunPlan, agent: Executor | Agent | None) -> list[str]:
         saved: list[str] = []
         configs = {str(t.eval_file): t.config for t in plan.targets}
         diffs: dict[Path, str] = {}  # one side file of the dirty diff per history folder
@@ -208,7 +209,7 @@ def _agent_models(record: RunRecord) -> list[str]:
     return list(models)
 
 
-def provenance(agent: Agent | None, record: RunRecord, configs: list[Any]) -> dict[str, Any]:
+def provenance(agent: Executor | Agent | None, record: RunRecord, configs: list[Any]) -> dict[str, Any]:
     """What produced a run, kept in its record: a replay of recorded turns is not the agent's result.
 
     kind "agent" (an agent folder), "replay" (`replay:PATH`) or "none"; the models the agent's turns
@@ -216,7 +217,7 @@ def provenance(agent: Agent | None, record: RunRecord, configs: list[Any]) -> di
     from ..judge import JudgeOptions, create_judge_service
     from ..metrics.base import get_metric
 
-    inner = getattr(agent, "inner", agent)  # an isolated agent wraps the real one
+    inner = getattr(agent, "agent", agent)  # an agent answering in this process (replay), else its executor
     replay_file = getattr(inner, "path", None) if type(inner).__name__ == "ReplayAgent" else None
     home = getattr(agent, "home", None)
     kind = "replay" if replay_file is not None else "agent" if agent is not None else "none"
