@@ -1,6 +1,6 @@
 """Where agent turns run: sync-tool cases side by side, and what a worker process costs per case.
 
-    python bench/executors.py [--python PATH] [--rounds 3] [--cases 180]
+    python bench/executors.py [--python PATH] [--rounds 3] [--cases 180] [--only sync|overhead|pool]
 
 Two figures, each through the real `tui-eval run` in a subprocess (so `--python` can point at another
 checkout's interpreter to compare trees):
@@ -11,6 +11,9 @@ checkout's interpreter to compare trees):
 - per-case overhead: the demo agent demo_agents/hello_world (offline policy, real tools), its 9 cases
   copied to --cases cases, `--no-save`: wall and CPU time (this process's children: the CLI and its
   workers) per case, and the same for a replay of the same conversations (no agent code: the floor).
+- pool size: a google-adk agent with an instant tool, 48 cases at --concurrency 16, on 1, 2 and 4
+  workers: how far spreading ADK's own CPU per turn over processes goes (the local pool's default is
+  one worker per core, at most 4). Not for `--python` trees without --workers.
 """
 
 from __future__ import annotations
@@ -108,6 +111,45 @@ def sync_tools(python: str, tmp: Path, rounds: int) -> None:
         print(f"  the tool's mean latency as reported: {statistics.median(means):5.2f} s")
 
 
+FAST_ADK = SLOW_ADK.replace("time.sleep(1.0)", "pass").replace("slow_agent", "fast_agent")
+
+
+def pool_size(python: str, tmp: Path, rounds: int, n_cases: int) -> None:
+    """The same google-adk agent with an instant tool: ADK's own CPU per turn is what the pool spreads."""
+    folder = tmp / "fast_agent"
+    folder.mkdir()
+    (folder / "agent.py").write_text(FAST_ADK)
+    (folder / "__init__.py").write_text("from . import agent\n")
+    cases = [{"eval_id": f"c{i}", "conversation": [{
+        "invocation_id": "t0", "user_content": {"role": "user", "parts": [{"text": f"Look up City{i}"}]},
+        "final_response": {"role": "model", "parts": [{"text": f"City{i} looked up."}]},
+        "intermediate_data": {"tool_uses": [{"name": "lookup", "args": {"city": f"City{i}"}}]}}]}
+        for i in range(n_cases)]
+    evalset = folder / "fast.evalset.json"
+    evalset.write_text(json.dumps({"eval_set_id": "fast", "eval_cases": cases}))
+
+    def respond(request: object) -> object:
+        user = [p.get("text", "") for c in request.contents if c.get("role") == "user"  # type: ignore[attr-defined]
+                for p in c.get("parts") or [] if "text" in p][-1]
+        city = user.removeprefix("Look up ")
+        last = request.contents[-1].get("parts") or []  # type: ignore[attr-defined]
+        if not any("functionResponse" in p or "function_response" in p for p in last):
+            return function_call_reply("lookup", {"city": city})
+        return text_reply(f"{city} looked up.")
+
+    print(f"pool size: google-adk agent, {n_cases} one-turn cases (a model call, a tool, a model call), "
+          f"--concurrency 16, medians of {rounds}")
+    with FakeGemini() as gemini:
+        gemini.responder = respond
+        env = dict(os.environ, GOOGLE_API_KEY="dummy", GOOGLE_GEMINI_BASE_URL=gemini.base_url)
+        for workers in ("1", "2", "4"):
+            runs = [_run_cli(python, ["run", str(folder), str(evalset), "--no-save", "--concurrency", "16",
+                                      "--workers", workers], env, tmp)[:2] for _ in range(rounds)]
+            wall = statistics.median(r[0] for r in runs)
+            cpu = statistics.median(r[1] for r in runs)
+            print(f"  --workers {workers}: wall {wall:5.2f} s  cpu {cpu:5.2f} s")
+
+
 def overhead(python: str, tmp: Path, rounds: int, n_cases: int) -> None:
     demo = tmp / "hello_world"
     shutil.copytree(ROOT / "demo_agents" / "hello_world", demo, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
@@ -139,13 +181,15 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="the interpreter of the tree to measure")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cases", type=int, default=180)
-    parser.add_argument("--only", choices=("sync", "overhead"))
+    parser.add_argument("--only", choices=("sync", "overhead", "pool"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tui-eval-bench-") as tmp:
         if args.only in (None, "sync"):
             sync_tools(args.python, Path(tmp), args.rounds)
         if args.only in (None, "overhead"):
             overhead(args.python, Path(tmp), args.rounds, args.cases)
+        if args.only in (None, "pool"):
+            pool_size(args.python, Path(tmp), args.rounds, 48)
 
 
 if __name__ == "__main__":
