@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
 from pydantic import BaseModel
 
 from ...schema.config import Criterion
+from ...schema.judge_model import parse_judge_model
 from ...schema.model import (
     AppDetails,
     Content,
@@ -263,6 +264,12 @@ def turn_steps(inv: Invocation) -> list[Step]:
     return []
 
 
+def judge_identity(judge_model: str) -> dict[str, Any]:
+    """The record's `judge_provider`, `judge_model` and `judge_endpoint` for a judge_model value."""
+    ref = parse_judge_model(judge_model)
+    return {"judge_provider": ref.provider, "judge_model": ref.model, "judge_endpoint": ref.base_url}
+
+
 # -- running a metric over a case -----------------------------------------------------------------
 
 ScoreFn = Callable[[int], Awaitable[InvocationMetricResult]]
@@ -310,7 +317,7 @@ def case_result(
     if scores is None:
         scores = [r.score for r in per_invocation if r.score is not None]
     details = JudgeCaseDetails(
-        judge_model=crit.judge.judge_model,
+        **judge_identity(crit.judge.judge_model),
         num_samples=crit.judge.num_samples,
         evaluated_invocations=sum(1 for r in per_invocation if r.score is not None),
         token_usage=TokenUsage.total([usage_of(r) for r in per_invocation]),
