@@ -10,6 +10,7 @@ from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
 
 from pydantic import BaseModel
 
+from ...schema.calls import pair_calls as pair_calls  # shared with mocked tools
 from ...schema.config import Criterion
 from ...schema.judge_model import parse_judge_model
 from ...schema.model import (
@@ -176,23 +177,6 @@ def tool_declarations_text(app: AppDetails | None) -> str:
     if not tools:
         return "The agent has no tools."
     return _dumps({"tool_declarations": tools})
-
-
-def pair_calls(calls: list[FunctionCall], responses: list[FunctionResponse]
-               ) -> list[tuple[FunctionCall, FunctionResponse | None]]:
-    """Each call with its response: by id where both have one, else the next unclaimed same-name one."""
-    unclaimed = list(responses)
-    out: list[tuple[FunctionCall, FunctionResponse | None]] = []
-    for call in calls:
-        match = None
-        if call.id:
-            match = next((r for r in unclaimed if r.id == call.id), None)
-        if match is None:
-            match = next((r for r in unclaimed if r.name == call.name and not (call.id and r.id)), None)
-        if match is not None:
-            unclaimed.remove(match)
-        out.append((call, match))
-    return out
 
 
 def call_dict(call: FunctionCall) -> dict[str, Any]:
