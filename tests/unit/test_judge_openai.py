@@ -273,3 +273,19 @@ async def test_the_record_keeps_who_judged(openai_env: FakeOpenAI, tmp_path: Pat
     record = json.loads(json.dumps(result.to_record()))
     assert record["details"]["judge_provider"] == "openai" and record["details"]["judge_model"] == "gpt-4.1-mini"
     await judge.aclose()
+
+
+async def test_the_simulated_user_may_be_an_openai_model(openai_env: FakeOpenAI,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Gemini credentials at all: the scenario's user is played by the OpenAI-compatible model."""
+    from tests.e2e.test_simulator import SIM_MARK, START, _run, _user_texts
+
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    script = iter(["How long do refunds take?", "Thanks! </finished>"])
+    openai_env.responder = lambda req: next(script) if SIM_MARK in req.prompt_text else None
+    record = await _run({"criteria": {"tool_trajectory_avg_score": 1.0},
+                         "user_simulator_config": {"model": MODEL, "max_allowed_invocations": 5}}).execute()
+    [case] = record.results[0].case_results
+    assert case.error is None
+    assert _user_texts(case) == [START, "How long do refunds take?"]
+    assert {r.model for r in openai_env.requests} == {"gpt-4.1-mini"} and openai_env.calls == 2

@@ -261,3 +261,10 @@ class UserSimulatorConfig(EvalBaseModel):
     max_allowed_invocations: int = Field(default=20, ge=1)
     custom_instructions: str | None = None
     include_function_calls: bool | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        # The simulated user may be an OpenAI-compatible model too (`openai:MODEL[@URL]`), as judges.
+        parse_judge_model(value)
+        return value
