@@ -266,6 +266,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = raw.decode("utf-8", "replace")
+            if url.path.startswith("/__fake__/"):
+                self._control(url.path)
+                return
             request = RecordedRequest(self.command, url.path, {k.lower(): v for k, v in self.headers.items()},
                                       body, raw, time.monotonic())
             with server._lock:
@@ -286,6 +289,16 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             finally:
                 with server._lock:
                     server.in_flight -= 1
+
+        def _control(self, path: str) -> None:
+            """Counters for a server running in another process (`python -m tests.support.fake_openai`)."""
+            if path == "/__fake__/reset":
+                with server._lock:
+                    server.requests.clear()
+                    server.max_in_flight = 0
+            stats = {"calls": server.calls, "requests": len(server.requests),
+                     "in_flight": server.in_flight, "max_in_flight": server.max_in_flight}
+            self._send(Reply(body=stats))
 
         def _send(self, reply: Reply) -> None:
             if isinstance(reply.body, (dict, list)):
@@ -315,3 +328,32 @@ def judge_responder(**answers: Any) -> Responder:
         return None if answer is None else json_reply(answer)
 
     return respond
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until interrupted: `python -m tests.support.fake_openai [--port N] [--latency S] [--judge]`.
+    Prints the base URL (with /v1) on the first line; GET /__fake__/stats gives counters, /__fake__/reset
+    clears them."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible server for tests and benchmarks.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
+    parser.add_argument("--judge", action="store_true", help="answer tui-eval's judge schemas (all positive)")
+    parser.add_argument("--text", default="OK", help="reply to any other request with this text")
+    args = parser.parse_args(argv)
+    server = FakeOpenAI(latency=args.latency)
+    if args.judge:
+        server.responder = judge_responder()
+    server.default = text_reply(args.text)
+    server.start(port=args.port)
+    print(server.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
