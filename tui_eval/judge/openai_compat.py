@@ -73,9 +73,13 @@ def request_settings(schema: type[BaseModel] | None, config: dict[str, Any] | No
 
 
 def _strict_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema in OpenAI's strict form (every property required, no extra keys), built by the SDK."""
-    from openai.lib._pydantic import to_strict_json_schema
-
+    """The schema in OpenAI's strict form (every property required, no extra keys), built by the SDK's
+    own structured-output helper (what `chat.completions.parse` sends)."""
+    try:
+        from openai.lib._pydantic import to_strict_json_schema
+    except ImportError:  # an SDK that moved its helper: pydantic's schema, which strict servers may refuse
+        logger.warning("openai.lib._pydantic.to_strict_json_schema is gone; sending pydantic's JSON schema")
+        return schema.model_json_schema()
     return to_strict_json_schema(schema)
 
 
