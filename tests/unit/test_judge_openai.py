@@ -289,3 +289,18 @@ async def test_the_simulated_user_may_be_an_openai_model(openai_env: FakeOpenAI,
     assert case.error is None
     assert _user_texts(case) == [START, "How long do refunds take?"]
     assert {r.model for r in openai_env.requests} == {"gpt-4.1-mini"} and openai_env.calls == 2
+
+
+def test_without_the_openai_package_the_reason_says_how_to_install_it(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['openai'] = None  # as if the extra were not installed\n"
+        "from tui_eval.judge import JudgeOptions, create_judge_service\n"
+        "judge = create_judge_service(JudgeOptions(cache_dir=None, use_cache=False))\n"
+        "print(judge.unavailable_for('openai:gpt-4.1-mini'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2],
+                         env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "k"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == 'the openai judge needs the openai package: pip install "tui-eval[openai]"'
