@@ -1,9 +1,10 @@
 """Benchmark: LLM-judge throughput, serial (ADK's default parallelism_limit=1) vs bounded concurrency vs cache.
 
-    python bench/judge_throughput.py [--invocations 200] [--samples 5] [--latency 0.1] [--also 16]
+    python bench/judge_throughput.py [--invocations 200] [--samples 5] [--latency 0.1] [--also 16] [--provider openai]
 
 Scores final_response_match_v2 (the real metric code, the real google-genai client) over N invocations
-x num_samples against the local fake Gemini server, which answers every call after `--latency`
+x num_samples against the local fake Gemini server (`--provider openai`: the fake OpenAI-compatible
+server through the real `openai` SDK, judge_model "openai:..."), which answers every call after `--latency`
 seconds. The server runs in its own process, as a remote model would (in-process, its threads would
 compete with the client for the GIL). Prints wall time, calls made, the most calls the server saw in
 flight, and the speed-up over serial; then re-runs over a warm cache, which must make zero calls and
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,15 +51,20 @@ def make_case(n: int) -> EvalCase:
 class RemoteServer:
     """The fake Gemini server in a child process, with its counters read over HTTP."""
 
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, provider: str = "gemini") -> None:
+        self.provider = provider
+        module = "tests.support.fake_openai" if provider == "openai" else "tests.support.fake_gemini"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.fake_gemini", "--judge", "--latency", str(latency)],
+            [sys.executable, "-m", module, "--judge", "--latency", str(latency)],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()
+        # The judge_model the metric names: the fake OpenAI server is named in it (`openai:MODEL@URL`).
+        self.judge_model = f"openai:gpt-4.1-mini@{self.base_url}" if provider == "openai" else "gemini-2.5-flash"
 
     def _get(self, what: str) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.base_url}/__fake__/{what}") as resp:
+        root = self.base_url.removesuffix("/v1")
+        with urllib.request.urlopen(f"{root}/__fake__/{what}") as resp:
             return json.loads(resp.read())
 
     def reset(self) -> None:
@@ -75,7 +82,7 @@ async def score(server: RemoteServer, case: EvalCase, samples: int, concurrency:
                 ) -> tuple[float, int, int, float | None]:
     """(wall seconds, calls the server received, max in flight, case score) for one scoring pass."""
     config = read_eval_config({"criteria": {"final_response_match_v2": {
-        "threshold": 0.5, "judge_model_options": {"judge_model": "gemini-2.5-flash", "num_samples": samples}}}})
+        "threshold": 0.5, "judge_model_options": {"judge_model": server.judge_model, "num_samples": samples}}}})
     judge = create_judge_service(JudgeOptions(
         api_key="dummy", base_url=server.base_url, concurrency=concurrency,
         cache_dir=cache_dir, use_cache=cache_dir is not None, timeout=30.0))
@@ -99,14 +106,19 @@ async def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the fake model takes per call")
     parser.add_argument("--also", type=int, nargs="*", default=[16], help="further concurrency levels to show")
     parser.add_argument("--skip-serial", action="store_true", help="estimate serial from latency instead of running it")
+    parser.add_argument("--provider", choices=("gemini", "openai"), default="gemini",
+                        help="which judge: Gemini (google-genai) or an OpenAI-compatible server (openai SDK)")
     args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "dummy")  # the fake OpenAI server accepts any key
 
     case = make_case(args.invocations)
     total = args.invocations * args.samples
+    client = ("fake OpenAI-compatible server, real openai client" if args.provider == "openai"
+              else "fake Gemini server, real google-genai client")
     print(f"final_response_match_v2: {args.invocations} invocations x {args.samples} samples = {total} judge calls, "
-          f"{args.latency * 1000:.0f} ms per call (fake Gemini server, real google-genai client)\n")
+          f"{args.latency * 1000:.0f} ms per call ({client})\n")
     rows: list[tuple[str, float, int, int]] = []
-    server = RemoteServer(args.latency)
+    server = RemoteServer(args.latency, args.provider)
     try:
         tmp = tempfile.mkdtemp(prefix="judge-bench-")
         # Warm-up: import google-genai and open the first connection outside the timings.

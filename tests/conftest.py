@@ -15,6 +15,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.support.fake_gemini import FakeGemini  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 
 # Credentials and endpoints that would let a test talk to a real model.
 _LLM_ENV = (
@@ -26,6 +27,8 @@ _LLM_ENV = (
     "GOOGLE_GEMINI_BASE_URL",
     "GOOGLE_VERTEX_BASE_URL",
     "GOOGLE_APPLICATION_CREDENTIALS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
 )
 
 
@@ -55,3 +58,21 @@ def gemini_env(fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> Fake
     monkeypatch.setenv("GOOGLE_API_KEY", "dummy")
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_gemini.base_url)
     return fake_gemini
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A started fake OpenAI-compatible server on 127.0.0.1 (random port), stopped after the test."""
+    server = FakeOpenAI().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def openai_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    """The fake OpenAI-compatible server plus OPENAI_API_KEY=dummy and OPENAI_BASE_URL pointing at it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    return fake_openai

@@ -190,6 +190,16 @@ def failures_of(record: RunRecord, *, strict: bool = False) -> list[str]:
     return blocks
 
 
+def check_mock_tools(value: str | None) -> str | None:
+    """A `mock_tools` argument checked now (a SetupError names the choices), not in every session."""
+    from .agents.mocks import parse_mock_mode
+
+    try:
+        return parse_mock_mode(value)
+    except ValueError as exc:
+        raise SetupError(f"mock_tools={value!r}: strict or fallback") from exc
+
+
 def check_record(record: RunRecord, *, strict: bool = False) -> None:
     """Raise an AssertionError naming every failing case and metric, as ADK's AgentEvaluator does."""
     blocks = failures_of(record, strict=strict)
@@ -239,6 +249,7 @@ async def aevaluate(
     executor: str = "local",
     workers: int | None = None,
     agent_memory_limit: int | None = None,
+    mock_tools: str | None = None,
 ) -> RunRecord:
     """`evaluate` on the caller's event loop (for `async def` code). Same arguments and result."""
     from .engine.runner import RunOptions
@@ -249,7 +260,8 @@ async def aevaluate(
         targets = [str(t) for t in eval_path_or_dir]
     config_path, config_obj = _config_arg(config)
     options = RunOptions(concurrency=concurrency, turn_timeout=turn_timeout, save=save, strict=strict,
-                         executor=executor, workers=workers, agent_memory_limit=agent_memory_limit)
+                         executor=executor, workers=workers, agent_memory_limit=agent_memory_limit,
+                         mock_tools=check_mock_tools(mock_tools))
     prepared = prepare_run(agent_ref_for(agent_module_or_path), targets, config_path=config_path,
                            config=config_obj, num_runs=num_runs, options=options)
     record = await execute(prepared, options)
@@ -272,6 +284,7 @@ def evaluate(
     executor: str = "local",
     workers: int | None = None,
     agent_memory_limit: int | None = None,
+    mock_tools: str | None = None,
 ) -> RunRecord:
     """Run the eval cases of `eval_path_or_dir` (an eval file, `FILE:id1,id2`, a folder of eval files,
     an eval set id of the agent, or a list of those) with the agent, and return the RunRecord
@@ -284,9 +297,11 @@ def evaluate(
     ADK's AgentEvaluator. Raises SetupError (a ValueError) for bad arguments or unreadable files.
     History is written to `<agent>/.adk/eval_history` only with `save=True`. The agent runs in worker
     processes (`workers`, `agent_memory_limit` in bytes), or on Ray with `executor="ray"` or
-    `"ray://HOST:PORT"`.
+    `"ray://HOST:PORT"`. `mock_tools="strict"` (or "fallback") answers every tool call from the case's
+    recorded tool_responses instead of running the tool (see `--mock-tools`).
     """
     coro = aevaluate(agent_module_or_path, eval_path_or_dir, config, num_runs, raise_on_failure=raise_on_failure,
                      strict=strict, save=save, concurrency=concurrency, turn_timeout=turn_timeout,
-                     executor=executor, workers=workers, agent_memory_limit=agent_memory_limit)
+                     executor=executor, workers=workers, agent_memory_limit=agent_memory_limit,
+                     mock_tools=mock_tools)
     return run_sync(coro)

@@ -68,6 +68,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
                    help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
                    "fails its case with a MemoryError instead of exhausting the machine")
+    _add_mock_tools(p)
 
 
 def _executor(value: str) -> str:
@@ -100,6 +101,19 @@ def _memory_size(value: str) -> int:
     if size < 64 << 20:
         raise argparse.ArgumentTypeError(f"{value!r} is too small for a Python process (64M at least)")
     return size
+
+
+MOCK_TOOLS_FLAG = "--mock-tools"
+
+
+def _add_mock_tools(p: argparse.ArgumentParser) -> None:
+    # A bare --mock-tools is rewritten to --mock-tools=strict before parsing (see main), so the value
+    # never swallows the agent or eval file that follows it.
+    p.add_argument(MOCK_TOOLS_FLAG, dest="mock_tools", choices=("strict", "fallback"), default=None,
+                   metavar="{strict,fallback}",
+                   help="hermetic run: the model runs, the tools do not: each tool call is answered from the "
+                   "case's recorded tool_responses; a call with none fails the turn (strict, the default "
+                   "of a bare --mock-tools) or runs the real tool (--mock-tools=fallback)")
 
 
 def _positive_seconds(value: str) -> float:
@@ -207,6 +221,7 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
     p.add_argument("--num-runs", type=int, default=1, metavar="N",
                    help="run each case N times (the summary shows each case's N runs as marks)")
+    _add_mock_tools(p)
 
 
 def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
@@ -281,6 +296,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         executor=args.executor,
         workers=args.workers,
         agent_memory_limit=args.agent_memory_limit,
+        mock_tools=args.mock_tools,
     )
     try:
         prepared = prepare_run(agent_ref, targets, config_path=args.config, num_runs=args.num_runs, options=options)
@@ -484,7 +500,8 @@ def cmd_open(args: argparse.Namespace) -> int:
     from .tui.app import run_app
 
     return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs,
-                   ces=ces, ces_endpoint=args.endpoint, ces_app_version=args.app_version) or 0
+                   ces=ces, ces_endpoint=args.endpoint, ces_app_version=args.app_version,
+                   mock_tools=args.mock_tools) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:
@@ -540,6 +557,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     err = err or sys.stderr
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["open", *argv]
+    argv = [f"{MOCK_TOOLS_FLAG}=strict" if a == MOCK_TOOLS_FLAG else a for a in argv]
     if argv[0] == "--version":
         from . import __version__
 

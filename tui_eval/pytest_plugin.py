@@ -9,7 +9,8 @@ prints (responses, tool calls, the trajectory verdict, judge and not-evaluated r
 Options (command line, or the ini keys in brackets): `--tui-eval-agent` [tui_eval_agent] names the
 agent (default: the agent folder around each eval file), `--tui-eval-config` [tui_eval_config] an
 EvalConfig for every file (default: test_config.json beside each), `--tui-eval-strict`
-[tui_eval_strict] fails a passed case whose metrics were not all evaluated.
+[tui_eval_strict] fails a passed case whose metrics were not all evaluated, `--tui-eval-mock-tools
+strict|fallback` [tui_eval_mock_tools] answers tool calls from the recorded responses (`--mock-tools`).
 """
 
 from __future__ import annotations
@@ -42,9 +43,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="EvalConfig JSON for every eval file (default: test_config.json beside each)")
     group.addoption("--tui-eval-strict", action="store_true", dest="tui_eval_strict", default=None,
                     help="a case with a metric that was not evaluated fails")
+    group.addoption("--tui-eval-mock-tools", dest="tui_eval_mock_tools", choices=("strict", "fallback"),
+                    default=None, help="answer tool calls from the cases' recorded tool_responses: strict (an "
+                    "unrecorded call fails the turn) or fallback (it runs the real tool)")
     parser.addini("tui_eval_agent", "agent folder (relative to the ini file) for --tui-eval", default=None)
     parser.addini("tui_eval_config", "EvalConfig JSON (relative to the ini file) for --tui-eval", default=None)
     parser.addini("tui_eval_strict", "a metric not evaluated fails its case", type="bool", default=False)
+    parser.addini("tui_eval_mock_tools", "strict or fallback: answer tool calls from the recorded responses",
+                  default=None)
 
 
 def _setting(config: pytest.Config, name: str) -> str | None:
@@ -104,7 +110,17 @@ class EvalFile(pytest.File):
         # Only what pytest selected (-k, node ids) runs; an id list needs no `:` syntax, so any id works.
         target = prepared.plan.targets[0]
         target.case_ids = wanted or None
-        return run_sync(execute(prepared))
+        mock_tools = self.config.getoption("tui_eval_mock_tools") or self.config.getini("tui_eval_mock_tools") or None
+        if mock_tools is None:
+            return run_sync(execute(prepared))
+        from .api import check_mock_tools
+        from .engine.options import RunOptions
+
+        try:
+            options = RunOptions(save=False, mock_tools=check_mock_tools(str(mock_tools)))
+        except SetupError as exc:
+            return exc
+        return run_sync(execute(prepared, options))
 
 
 class EvalCaseItem(pytest.Item):

@@ -224,6 +224,7 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         executor=args.executor,
         workers=args.workers,
         agent_memory_limit=args.agent_memory_limit,
+        mock_tools=args.mock_tools,
     )
     session = LiveSession(
         root,

@@ -425,50 +425,73 @@ def _make_handler(server: FakeGemini) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def judge_responder(
+def _pick(choice: Any, about: str) -> Any:
+    """A scripted answer: a fixed string, or a function of what is judged (a rubric id, a sentence, the prompt)."""
+    return choice(about) if callable(choice) else choice
+
+
+def judge_answer(
+    schema: Any,
+    text: str,
     *,
-    verdict: str = "valid",
-    rubric_verdict: str = "yes",
-    sentence_label: str = "supported",
+    verdict: Any = "valid",
+    rubric_verdict: Any = "yes",
+    sentence_label: Any = "supported",
     safety_verdict: str = "safe",
+    similarity: Any = 4,
+    user_turn_valid: Any = True,
     rationale: str = "fake judge rationale",
-) -> Responder:
-    """A responder that plays tui-eval's LLM judge: it reads the request's response schema and answers
-    with a matching JSON object (rubric ids and sentences are taken from the prompt). Returns None for
-    requests without a schema, so queued replies still serve agent traffic on the same server."""
+) -> dict[str, Any] | None:
+    """What tui-eval's LLM judge answers to a prompt `text` asked with a response `schema` (Gemini's or
+    a JSON schema: only property names and item types are read), or None when the schema is not one of
+    the judge's. Rubric ids and sentences are taken from the prompt. Each verdict may be a function of
+    the rubric id / sentence / prompt, so that scripted answers can differ per item."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties") or {}
     id_pattern = re.compile(r"\[id: ([^\]]+)\]")
+    if "verdicts" in props:
+        ids = id_pattern.findall(text.rsplit("<properties>", 1)[-1])
+        return {"verdicts": [
+            {"rubric_id": rid, "evidence": "fake evidence", "rationale": rationale,
+             "verdict": _pick(rubric_verdict, rid)}
+            for rid in ids]}
+    if "sentences" in props:
+        item = (props["sentences"].get("items") or {})
+        if str(item.get("type", "")).upper() == "STRING":
+            response = text.split("<response>", 1)[-1].rsplit("</response>", 1)[0].strip()
+            parts = [s for s in re.split(r"(?<=[.!?])\s+", response) if s.strip()]
+            return {"sentences": parts}
+        block = text.rsplit("<sentences>", 1)[-1].split("</sentences>", 1)[0].strip()
+        labelled = []
+        for line in block.splitlines():
+            num, _, sentence = line.partition(". ")
+            if num.isdigit():
+                labelled.append({"index": int(num), "sentence": sentence, "rationale": rationale,
+                                 "label": _pick(sentence_label, sentence), "supporting_excerpt": "fake excerpt",
+                                 "contradicting_excerpt": None})
+        return {"sentences": labelled}
+    if "violated_policies" in props:
+        return {"rationale": rationale, "violated_policies": [], "verdict": safety_verdict}
+    if "score" in props and "reasoning" in props:  # CES semantic similarity, 0..4
+        return {"reasoning": rationale, "score": _pick(similarity, text)}
+    if "is_valid" in props:  # the user simulator's quality, one criterion named
+        valid = _pick(user_turn_valid, text.rsplit("# Generated User Response", 1)[-1])
+        return {"criteria": [{"name": "CONVERSATION_PLAN_FOLLOWED", "reasoning": rationale, "passes": valid}],
+                "is_valid": valid}
+    if "reasoning" in props:
+        return {"reasoning": rationale, "verdict": _pick(verdict, text)}
+    return None
+
+
+def judge_responder(**answers: Any) -> Responder:
+    """A responder that plays tui-eval's LLM judge (see `judge_answer` for the keyword arguments): it
+    reads the request's response schema and answers with a matching JSON object. Returns None for
+    requests without a schema, so queued replies still serve agent traffic on the same server."""
 
     def respond(request: RecordedRequest) -> Reply | None:
-        schema = request.response_schema
-        if not isinstance(schema, dict):
-            return None
-        props = schema.get("properties") or {}
-        text = request.prompt_text
-        if "verdicts" in props:
-            ids = id_pattern.findall(text.rsplit("<properties>", 1)[-1])
-            return json_reply({"verdicts": [
-                {"rubric_id": rid, "evidence": "fake evidence", "rationale": rationale, "verdict": rubric_verdict}
-                for rid in ids]})
-        if "sentences" in props:
-            item = (props["sentences"].get("items") or {})
-            if item.get("type", "").upper() == "STRING":
-                response = text.split("<response>", 1)[-1].rsplit("</response>", 1)[0].strip()
-                parts = [s for s in re.split(r"(?<=[.!?])\s+", response) if s.strip()]
-                return json_reply({"sentences": parts})
-            block = text.rsplit("<sentences>", 1)[-1].split("</sentences>", 1)[0].strip()
-            labelled = []
-            for line in block.splitlines():
-                num, _, sentence = line.partition(". ")
-                if num.isdigit():
-                    labelled.append({"index": int(num), "sentence": sentence, "rationale": rationale,
-                                     "label": sentence_label, "supporting_excerpt": "fake excerpt",
-                                     "contradicting_excerpt": None})
-            return json_reply({"sentences": labelled})
-        if "violated_policies" in props:
-            return json_reply({"rationale": rationale, "violated_policies": [], "verdict": safety_verdict})
-        if "reasoning" in props:
-            return json_reply({"reasoning": rationale, "verdict": verdict})
-        return None
+        answer = judge_answer(request.response_schema, request.prompt_text, **answers)
+        return None if answer is None else json_reply(answer)
 
     return respond
 

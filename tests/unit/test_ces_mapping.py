@@ -44,8 +44,10 @@ def test_golden_case_carries_user_text_tool_calls_and_responses() -> None:
     assert [p.text for p in turn1.user_content.parts] == ["What's the weather in Paris?"]
     raw1 = eval_set["eval_cases"][0]["conversation"][0]
     assert raw1["intermediate_data"]["tool_uses"] == [{"id": "c1", "name": "get_weather", "args": {"city": "Paris"}}]
+    # The golden's mockToolResponse is a recorded tool response too (what --mock-tools answers with).
     assert raw1["intermediate_data"]["tool_responses"] == [
-        {"id": "c1", "name": "get_weather", "response": {"output": {"temp_c": 21}}}
+        {"id": "c1", "name": "get_weather", "response": {"output": {"temp_c": 21}}},
+        {"name": "get_weather", "response": {"output": "sunny"}},
     ]
     assert raw1["final_response"] == {"role": "model", "parts": [{"text": "It is 21 degrees"}, {"text": " and sunny."}]}
     raw2 = eval_set["eval_cases"][0]["conversation"][1]

@@ -32,6 +32,7 @@ from ..schema.model import (
     ToolTiming,
 )
 from .base import Agent, AgentError, AgentSession, CaseContext
+from .mocks import ToolMocks, UnexpectedToolCall
 
 try:
     from google.adk.agents.run_config import RunConfig, ToolThreadPoolConfig
@@ -141,6 +142,28 @@ class _AppDetailsPlugin(BasePlugin):
         return None
 
 
+class _MockToolsPlugin(BasePlugin):
+    """--mock-tools on ADK's Runner: each tool call is answered from the case's recorded responses before
+    the tool runs (a before_tool_callback that returns the response), so the agent's code is unchanged."""
+
+    def __init__(self, mocks: ToolMocks) -> None:
+        super().__init__(name=f"tui_eval_mock_tools_{uuid.uuid4().hex[:8]}")
+        self.mocks = mocks
+        self.mocked_ids: set[str] = set()
+        # Kept as well as raised: the turn fails with it even if ADK handles a callback's exception.
+        self.unexpected: UnexpectedToolCall | None = None
+
+    async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
+        try:
+            answer = self.mocks.answer(getattr(tool, "name", ""), dict(tool_args or {}))
+        except UnexpectedToolCall as exc:
+            self.unexpected = exc
+            raise
+        if answer is not None:
+            self.mocked_ids.add(getattr(tool_context, "function_call_id", None) or "")
+        return answer
+
+
 def _static_app_details(root: Any) -> AppDetails:
     """Instructions of every agent in the tree when no model was called in a turn (tools unknown then)."""
     details: dict[str, AgentDetails] = {}
@@ -202,11 +225,14 @@ class AdkAgent(Agent):
         app_name = si.app_name if si is not None and si.app_name else self.name
         user_id = si.user_id if si is not None and si.user_id else "test_user_id"
         plugin = _AppDetailsPlugin()
+        mocks = ToolMocks.for_case(case, ctx.mock_tools)
+        mock_plugin = _MockToolsPlugin(mocks) if mocks is not None else None
+        ours: list[Any] = [plugin] + ([mock_plugin] if mock_plugin is not None else [])
         if self.app is not None:
-            app = self.app.model_copy(update={"plugins": list(self.app.plugins) + [plugin], "root_agent": root})
+            app = self.app.model_copy(update={"plugins": list(self.app.plugins) + ours, "root_agent": root})
         else:
             # model_construct, as ADK's Runner does for a bare agent: no strict app-name validation.
-            app = App.model_construct(name=app_name, root_agent=root, plugins=[plugin])
+            app = App.model_construct(name=app_name, root_agent=root, plugins=ours)
         session_service = InMemorySessionService()
         runner = Runner(
             app=app,
@@ -221,7 +247,7 @@ class AdkAgent(Agent):
             state=dict(si.state) if si is not None else {},
             session_id=(si.session_id if si is not None else None) or f"tui-eval-{uuid.uuid4().hex[:12]}",
         )
-        return AdkSession(runner, session.id, user_id, plugin, root)
+        return AdkSession(runner, session.id, user_id, plugin, root, mock_plugin)
 
     async def aclose(self) -> None:
         stack, self._exit_stack = self._exit_stack, None
@@ -230,8 +256,10 @@ class AdkAgent(Agent):
 
 
 class AdkSession(AgentSession):
-    def __init__(self, runner: Any, session_id: str, user_id: str, plugin: _AppDetailsPlugin, root: Any) -> None:
+    def __init__(self, runner: Any, session_id: str, user_id: str, plugin: _AppDetailsPlugin, root: Any,
+                 mock_plugin: _MockToolsPlugin | None = None) -> None:
         self.runner = runner
+        self.mock_plugin = mock_plugin
         self.session_id = session_id
         self.user_id = user_id
         self.plugin = plugin
@@ -247,8 +275,12 @@ class AdkSession(AgentSession):
         busy_block: ContextManager[Any] = busy_collector() if busy_collector is not None else contextlib.nullcontext()
         # time.monotonic, as ADK: the busy intervals are read off that clock.
         t0 = time.monotonic()
+        if self.mock_plugin is not None:
+            self.mock_plugin.mocks.turn_index = index
         with busy_block as busy:
             await self._run(message, events, started, timings)
+        if self.mock_plugin is not None and self.mock_plugin.unexpected is not None:
+            raise self.mock_plugin.unexpected
         # Rounded to milliseconds, as ADK's EvaluationGenerator does.
         duration = round(time.monotonic() - t0, 3)
         model_seconds = round(busy.model_seconds(), 3) if busy is not None else None
@@ -273,7 +305,9 @@ class AdkSession(AgentSession):
                     # The tool's own run time where the plugin saw it run, else from call to response.
                     own = self.plugin.tool_seconds.pop(response.id or "", None)
                     seconds = own if own is not None else now - t_call
-                    timings.append(ToolTiming(name=name, seconds=round(seconds, 6), call_id=response.id))
+                    mocked = self.mock_plugin is not None and (response.id or "") in self.mock_plugin.mocked_ids
+                    timings.append(ToolTiming(name=name, seconds=round(seconds, 6), call_id=response.id,
+                                              mocked=mocked))
 
     def _invocation(self, user_content: Content, events: list[Any], index: int, created: float, duration: float,
                     timings: list[ToolTiming], model_seconds: float | None = None,

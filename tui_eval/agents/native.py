@@ -49,6 +49,7 @@ from ..schema.model import (
 )
 from ..schema.load import read_content
 from .base import Agent, AgentError, AgentSession, CaseContext
+from .mocks import ToolMocks
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 MODE_ENV = "TUI_EVAL_AGENT_MODE"
@@ -317,7 +318,7 @@ class NativeAgent(Agent):
             state.update(si.state)
         seed = stable_seed(self.agent_name, case.eval_id, si.user_id if si else "", (si.session_id if si else None) or "")
         tool_ctx = ToolContext(state=state, rng=random.Random(seed), agent_name=self.agent_name)
-        return NativeSession(self, tool_ctx, mode)
+        return NativeSession(self, tool_ctx, mode, mocks=ToolMocks.for_case(case, ctx.mock_tools))
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
@@ -346,8 +347,10 @@ class NativeAgent(Agent):
 class NativeSession(AgentSession):
     """One conversation with a NativeAgent; the history of both modes lives here."""
 
-    def __init__(self, agent: NativeAgent, tool_ctx: ToolContext, mode: str) -> None:
+    def __init__(self, agent: NativeAgent, tool_ctx: ToolContext, mode: str, mocks: ToolMocks | None = None) -> None:
         self.agent = agent
+        # --mock-tools: the case's recorded tool answers, given instead of running the tools.
+        self.mocks = mocks
         self.tool_ctx = tool_ctx
         self.mode = mode
         self.session_id = f"native-{uuid.uuid4().hex[:12]}"
@@ -358,6 +361,8 @@ class NativeSession(AgentSession):
         t0 = time.perf_counter()
         created = time.time()
         record = _TurnRecord(self.agent.agent_name)
+        if self.mocks is not None:
+            self.mocks.turn_index = index
         if self.mode == "gemini":
             final = await self._gemini_turn(user_content, index, record)
         else:
@@ -386,8 +391,12 @@ class NativeSession(AgentSession):
         record.calls.append(FunctionCall(name=name, args=args, id=call_id))
         fn = self.agent.tools.get(name)
         t0 = time.perf_counter()
-        if fn is None:
-            response: dict[str, Any] = {"error": f"unknown tool {name!r}"}
+        # --mock-tools: the recorded answer instead of the tool (strict raises for an unrecorded call).
+        mocked = self.mocks.answer(name, args) if self.mocks is not None else None
+        if mocked is not None:
+            response: dict[str, Any] = mocked
+        elif fn is None:
+            response = {"error": f"unknown tool {name!r}"}
         else:
             kwargs = dict(args)
             if "tool_context" in inspect.signature(fn).parameters:
@@ -405,7 +414,8 @@ class NativeSession(AgentSession):
                 raise AgentError(f"MemoryError in tool {name}") from None
             except Exception as exc:
                 response = {"error": f"{type(exc).__name__}: {exc}"}
-        record.timings.append(ToolTiming(name=name, seconds=round(time.perf_counter() - t0, 6), call_id=call_id))
+        record.timings.append(ToolTiming(name=name, seconds=round(time.perf_counter() - t0, 6), call_id=call_id,
+                                         mocked=mocked is not None))
         record.responses.append(FunctionResponse(name=name, response=response, id=call_id))
         return response
 

@@ -150,7 +150,10 @@ async def simulate_conversation(
         raise AgentError(f"case {case.eval_id!r} has no conversation_scenario")
     stop_signal = stop_signal_for(config)
     limit = config.user_simulator.max_allowed_invocations
-    can_simulate = judge is not None and judge.available
+    # Per model: the simulated user may be an `openai:` model, with its own credentials.
+    per_model = getattr(judge, "unavailable_for", None)
+    can_simulate = judge is not None and (per_model(config.user_simulator.model) is None if per_model is not None
+                                          else judge.available)
     history: list[Invocation] = []
     while len(history) < limit:
         if not history:

@@ -177,8 +177,10 @@ def _golden_turn(turn: JsonDict, index: int) -> JsonDict:
             continue
         if isinstance(expectation.get("toolCall"), dict):
             tool_uses.append(_function_call(expectation["toolCall"]))
-        if isinstance(expectation.get("toolResponse"), dict):
-            tool_responses.append(_function_response(expectation["toolResponse"]))
+        # A mock response is what the tool answers in CES: a recorded tool response, as --mock-tools reads it.
+        for key in ("toolResponse", "mockToolResponse"):
+            if isinstance(expectation.get(key), dict):
+                tool_responses.append(_function_response(expectation[key]))
         if isinstance(expectation.get("agentResponse"), dict):
             message = expectation["agentResponse"]
             responses.append((str(message.get("role") or "agent"), _response_parts(message)))
@@ -388,7 +390,8 @@ def _turn_from_invocation(turn: JsonDict, invocation: Mapping[str, Any], app: st
         expectation = step.get("expectation")
         if isinstance(expectation, dict):
             had_condition = bool(set(expectation) - {"note"})
-            for key, queue, payload in (("toolCall", call_q, "args"), ("toolResponse", resp_q, "response")):
+            for key, queue, payload in (("toolCall", call_q, "args"), ("toolResponse", resp_q, "response"),
+                                        ("mockToolResponse", resp_q, "response")):
                 if isinstance(expectation.get(key), dict):
                     if queue:
                         _fill_call(expectation[key], queue.take(), payload, app)

@@ -92,8 +92,9 @@ def invocation_tool_timings(inv: Invocation) -> list[ToolCallTiming]:
     if not inv.tool_timings:
         return []
     ok = _tool_ok(inv)
+    # A mocked call (--mock-tools) ran no tool: its time says nothing about the tool's latency.
     return [ToolCallTiming(name=t.name, seconds=t.seconds, ok=ok.get(t.call_id, True) if t.call_id else True)
-            for t in inv.tool_timings]
+            for t in inv.tool_timings if not t.mocked]
 
 
 def tool_call_timings(results: Iterable[EvalSetResult]) -> list[ToolCallTiming]:

@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from ..agents.base import Agent
 from ..agents.conversation import CaseJob, Inference, error_text
-from ..metrics.base import MetricInput, MetricSpec, spec_for
+from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
 from ..schema.details import trusted
@@ -200,10 +200,9 @@ async def _score_metric(
     if not actual:
         return skip("no invocations to score")
     if spec.needs_judge:
-        if judge is None:
-            return skip("no judge credentials")
-        if not judge.available:
-            return skip(judge.unavailable_reason or "no judge credentials")
+        unavailable = judge_unavailable(judge, crit.judge.judge_model)
+        if unavailable is not None:
+            return skip(unavailable)
     inp = MetricInput(
         criterion=crit,
         case=case,
@@ -257,18 +256,20 @@ def make_judge(options: RunOptions) -> Any:
 def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
     """The one notice a run gives when configured metrics cannot run at all: judge metrics without
     judge credentials, Vertex metrics without Vertex AI settings (one group per reason)."""
-    judge_ok = judge is not None and bool(getattr(judge, "available", False))
     vertex_ok: bool | None = None  # looked up only when a Vertex metric is configured
     groups: dict[str, list[str]] = {}
-    judge_reason = getattr(judge, "unavailable_reason", None) or "no judge credentials"
     for target in plan.targets:
         for name, crit in target.config.criteria.items():
             spec = spec_for(name, target.config)
             if spec is None:
                 continue
             asks_judge = spec.needs_judge or "judge_model_options" in crit.raw
-            if asks_judge and not judge_ok:
-                reason = judge_reason
+            if asks_judge:
+                # Per judge_model: a Gemini judge and an `openai:` judge need different credentials.
+                unavailable = judge_unavailable(judge, crit.judge.judge_model)
+                if unavailable is None:
+                    continue
+                reason = unavailable
             elif spec.kind == "vertex" and not asks_judge:
                 if vertex_ok is None:
                     from ..judge.vertex import VertexSettings

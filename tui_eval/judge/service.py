@@ -11,10 +11,11 @@ import os
 import random
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..schema.judge_model import JudgeProviderName, parse_judge_model
 from .cache import JudgeCache, cache_key
 from .options import JudgeOptions
 
@@ -264,36 +265,63 @@ def parse_reply(text: str, schema: type[T]) -> T:
         ) from None
 
 
-class JudgeService:
-    """One per run. `await ask(...)` for a sample; `available` is False without credentials."""
+@dataclass(slots=True)
+class ProviderAnswer:
+    """What one successful call gave: the reply's text (None when there was none, with the reason)."""
 
-    def __init__(self, options: JudgeOptions | None = None) -> None:
-        self.options = options or JudgeOptions()
-        self._credentials, self._reason = _find_credentials(self.options)
-        self.stats = JudgeStats()
-        self._semaphore = asyncio.Semaphore(max(1, int(self.options.concurrency)))
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._cache = (
-            JudgeCache(self.options.cache_dir)
-            if self.options.use_cache and self.options.cache_dir is not None
-            else None
-        )
+    text: str | None
+    usage: TokenUsage
+    empty_reason: str = "judge returned no text"
+
+
+class JudgeProvider(Protocol):
+    """One LLM API behind the judge service. The service owns concurrency, retries, timeouts and the
+    cache; a provider only builds requests, sends one, and says what an exception means."""
+
+    name: JudgeProviderName
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why calls cannot be made (no credentials, SDK missing), or None."""
+        ...
+
+    def endpoint(self) -> dict[str, str | None]:
+        """Where calls go, for the cache key: two endpoints may answer the same request differently."""
+        ...
+
+    def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
+                system_instruction: str | None) -> Any:
+        """The request settings for these arguments; raises on a bad judge_model_config."""
+        ...
+
+    async def generate(self, model: str, contents: Any, prepared: Any) -> ProviderAnswer: ...
+
+    def failure(self, exc: BaseException) -> _Failure | JudgeParseError:
+        """A failed call: retryable or not, or a parse error (a 200 whose body is not JSON)."""
+        ...
+
+    def reset(self) -> None:
+        """Forget the client (its connections belong to an event loop that is gone)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class GeminiProvider:
+    """google-genai: the Gemini API or Vertex AI, as ADK's judges."""
+
+    name: JudgeProviderName = "gemini"
+
+    def __init__(self, options: JudgeOptions) -> None:
+        self._credentials, self._reason = _find_credentials(options)
         self._client: Any = None
         self._configs: dict[tuple[Any, str, str | None], Any] = {}
 
     @property
-    def available(self) -> bool:
-        return self._credentials is not None
-
-    @property
     def unavailable_reason(self) -> str | None:
-        return self._reason
+        return None if self._credentials is not None else (self._reason or NO_CREDENTIALS)
 
-    @property
-    def cache(self) -> JudgeCache | None:
-        return self._cache
-
-    def _endpoint(self) -> dict[str, str | None]:
+    def endpoint(self) -> dict[str, str | None]:
         """Where calls go: the base URL, and on Vertex the project and location."""
         creds = self._credentials
         if creds is None:
@@ -318,71 +346,9 @@ class JudgeService:
                 self._client = genai.Client(api_key=creds.api_key, http_options=http)
         return self._client
 
-    async def ask(
-        self,
-        *,
-        model: str,
-        contents: Any,
-        schema: type[T] | None = None,
-        config: dict[str, Any] | None = None,
-        sample: int = 0,
-        system_instruction: str | None = None,
-    ) -> JudgeReply[T]:
-        """One sample. With `schema` the judge must answer JSON matching it (parsed with pydantic);
-        without, the reply is free text. Raises JudgeCallError / JudgeParseError (both JudgeError)."""
-        self.stats.requests += 1
-        key = None
-        if self._cache is not None:
-            key = cache_key(
-                {
-                    "model": model,
-                    "contents": _jsonable(contents),
-                    "system_instruction": system_instruction,
-                    "config": _jsonable(config or {}),
-                    "schema": _schema_json(schema) if schema is not None else None,
-                    "sample": sample,
-                    # Two endpoints (a proxy, a tuned deployment, another Vertex project) may answer
-                    # differently: an answer is only reused from the same one.
-                    "endpoint": self._endpoint(),
-                }
-            )
-            started = time.perf_counter()
-            entry = self._cache.get(key)
-            if entry is not None:
-                try:
-                    parsed = parse_reply(entry["text"], schema) if schema is not None else None
-                except JudgeParseError:
-                    parsed, entry = None, None  # an entry the schema no longer accepts is a miss
-                if entry is not None:
-                    self.stats.cache_hits += 1
-                    return JudgeReply(parsed, entry["text"], TokenUsage.from_dict(entry.get("usage")),
-                                      time.perf_counter() - started, True, model, sample, 0)
-
-        response, latency, attempts = await self._call(model, contents, schema, config, system_instruction)
-        usage = _usage_of(response)
-        self.stats.prompt_tokens += usage.prompt_tokens
-        self.stats.output_tokens += usage.output_tokens
-        self.stats.total_tokens += usage.total_tokens
-        text = _text_of(response)
-        if text is None:
-            self.stats.parse_failures += 1
-            raise JudgeParseError(_empty_reason(response), usage=usage)
-        parsed = None
-        if schema is not None:
-            try:
-                parsed = parse_reply(text, schema)
-            except JudgeParseError as exc:
-                self.stats.parse_failures += 1
-                exc.usage = usage
-                raise
-        if self._cache is not None and key is not None:
-            # Only answers we could use are kept: a re-run re-asks a sample that failed to parse.
-            self._cache.put(key, {"model": model, "sample": sample, "text": text, "usage": usage.to_dict(),
-                                  "latency": latency, "created": time.time()})
-        return JudgeReply(parsed, text, usage, latency, False, model, sample, attempts)
-
-    def _build_config(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
-                      system_instruction: str | None) -> Any:
+    def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
+                system_instruction: str | None) -> Any:
+        self._get_client()  # no credentials: the reason, before any config work
         # Every sample of every invocation shares a handful of configs; validating one costs ~1 ms.
         memo_key = (schema, json.dumps(_jsonable(config or {}), sort_keys=True, default=str), system_instruction)
         built = self._configs.get(memo_key)
@@ -404,21 +370,178 @@ class JudgeService:
         merged["automatic_function_calling"] = {"disable": True}
         return types.GenerateContentConfig.model_validate(merged)
 
-    async def _call(self, model: str, contents: Any, schema: type[BaseModel] | None,
-                    config: dict[str, Any] | None, system_instruction: str | None) -> tuple[Any, float, int]:
-        """The request with retries. Returns (response, seconds of the successful attempt, attempts)."""
+    async def generate(self, model: str, contents: Any, prepared: Any) -> ProviderAnswer:
+        response = await self._get_client().aio.models.generate_content(model=model, contents=contents,
+                                                                         config=prepared)
+        text = _text_of(response)
+        return ProviderAnswer(text, _usage_of(response), _empty_reason(response) if text is None else "")
+
+    def failure(self, exc: BaseException) -> _Failure | JudgeParseError:
+        invalid = _invalid_body_error(exc)
+        if invalid is not None:
+            return JudgeParseError(invalid)
+        return _classify(exc)
+
+    def reset(self) -> None:
+        self._client = None
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            await client.aio.aclose()
+        except Exception as exc:  # closing is best effort: the run's results are already in
+            logger.debug("closing the judge client failed: %s: %s", type(exc).__name__, exc)
+
+
+class JudgeService:
+    """One per run. `await ask(...)` for a sample; `available` is False without Gemini credentials,
+    `unavailable_for(model)` says the same for any judge_model (an `openai:` one included)."""
+
+    def __init__(self, options: JudgeOptions | None = None) -> None:
+        self.options = options or JudgeOptions()
+        self._gemini = GeminiProvider(self.options)
+        # Other providers, one per (provider, endpoint), made when a judge_model first names them.
+        self._providers: dict[tuple[str, str | None], JudgeProvider] = {}
+        self.stats = JudgeStats()
+        self._semaphore = asyncio.Semaphore(max(1, int(self.options.concurrency)))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cache = (
+            JudgeCache(self.options.cache_dir)
+            if self.options.use_cache and self.options.cache_dir is not None
+            else None
+        )
+
+    @property
+    def available(self) -> bool:
+        return self._gemini.unavailable_reason is None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return self._gemini.unavailable_reason
+
+    def unavailable_for(self, model: str) -> str | None:
+        """Why `model` (a judge_model value) cannot judge in this environment, or None when it can."""
+        try:
+            provider, _name = self._route(model)
+        except ValueError as exc:
+            return str(exc)
+        return provider.unavailable_reason
+
+    def describe(self, model: str) -> tuple[str, str, str | None]:
+        """(provider, model, endpoint) a judge_model value names, as the record keeps them."""
+        try:
+            ref = parse_judge_model(model)
+        except ValueError:
+            return "gemini", model, None
+        return ref.provider, ref.model, ref.base_url
+
+    @property
+    def cache(self) -> JudgeCache | None:
+        return self._cache
+
+    def _endpoint(self) -> dict[str, str | None]:
+        return self._gemini.endpoint()
+
+    def _route(self, model: str) -> tuple[JudgeProvider, str]:
+        """The provider that serves a judge_model value and the model name it knows."""
+        ref = parse_judge_model(model)
+        if ref.provider == "gemini":
+            return self._gemini, model
+        key = (ref.provider, ref.base_url)
+        provider = self._providers.get(key)
+        if provider is None:
+            from .openai_compat import OpenAIProvider
+
+            provider = self._providers[key] = OpenAIProvider(self.options, ref.base_url)
+        return provider, ref.model
+
+    async def ask(
+        self,
+        *,
+        model: str,
+        contents: Any,
+        schema: type[T] | None = None,
+        config: dict[str, Any] | None = None,
+        sample: int = 0,
+        system_instruction: str | None = None,
+    ) -> JudgeReply[T]:
+        """One sample. With `schema` the judge must answer JSON matching it (parsed with pydantic);
+        without, the reply is free text. Raises JudgeCallError / JudgeParseError (both JudgeError)."""
+        self.stats.requests += 1
+        try:
+            provider, name = self._route(model)
+        except ValueError as exc:
+            self.stats.failures += 1
+            raise JudgeCallError(str(exc)) from None
+        key = None
+        if self._cache is not None:
+            key = cache_key(
+                {
+                    "provider": provider.name,
+                    "model": name,
+                    "contents": _jsonable(contents),
+                    "system_instruction": system_instruction,
+                    "config": _jsonable(config or {}),
+                    "schema": _schema_json(schema) if schema is not None else None,
+                    "sample": sample,
+                    # Two endpoints (a proxy, a tuned deployment, another Vertex project) may answer
+                    # differently: an answer is only reused from the same one.
+                    "endpoint": provider.endpoint(),
+                }
+            )
+            started = time.perf_counter()
+            entry = self._cache.get(key)
+            if entry is not None:
+                try:
+                    parsed = parse_reply(entry["text"], schema) if schema is not None else None
+                except JudgeParseError:
+                    parsed, entry = None, None  # an entry the schema no longer accepts is a miss
+                if entry is not None:
+                    self.stats.cache_hits += 1
+                    return JudgeReply(parsed, entry["text"], TokenUsage.from_dict(entry.get("usage")),
+                                      time.perf_counter() - started, True, model, sample, 0)
+
+        answer, latency, attempts = await self._call(provider, name, contents, schema, config, system_instruction)
+        usage = answer.usage
+        self.stats.prompt_tokens += usage.prompt_tokens
+        self.stats.output_tokens += usage.output_tokens
+        self.stats.total_tokens += usage.total_tokens
+        text = answer.text
+        if text is None:
+            self.stats.parse_failures += 1
+            raise JudgeParseError(answer.empty_reason, usage=usage)
+        parsed = None
+        if schema is not None:
+            try:
+                parsed = parse_reply(text, schema)
+            except JudgeParseError as exc:
+                self.stats.parse_failures += 1
+                exc.usage = usage
+                raise
+        if self._cache is not None and key is not None:
+            # Only answers we could use are kept: a re-run re-asks a sample that failed to parse.
+            self._cache.put(key, {"provider": provider.name, "model": name, "sample": sample, "text": text,
+                                  "usage": usage.to_dict(), "latency": latency, "created": time.time()})
+        return JudgeReply(parsed, text, usage, latency, False, model, sample, attempts)
+
+    async def _call(self, provider: JudgeProvider, model: str, contents: Any, schema: type[BaseModel] | None,
+                    config: dict[str, Any] | None, system_instruction: str | None
+                    ) -> tuple[ProviderAnswer, float, int]:
+        """The request with retries. Returns (answer, seconds of the successful attempt, attempts)."""
         opts = self.options
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             # A service reused from another event loop (a second run in a worker thread): the semaphore
-            # and the client's connection pool belong to the old loop, so start both afresh.
+            # and the clients' connection pools belong to the old loop, so start them afresh.
             if self._loop is not None:
                 self._semaphore = asyncio.Semaphore(max(1, int(opts.concurrency)))
-                self._client = None
+                for each in self._all_providers():
+                    each.reset()
             self._loop = loop
         try:
-            gen_config = self._build_config(schema, config, system_instruction)
-            client = self._get_client()
+            prepared = provider.prepare(schema, config, system_instruction)
         except JudgeError:
             raise
         except Exception as exc:  # a bad judge_model_config: the user's to fix, shown as the reason
@@ -430,24 +553,22 @@ class JudgeService:
                 self.stats.calls += 1
                 started = time.perf_counter()
                 try:
-                    response = await asyncio.wait_for(
-                        client.aio.models.generate_content(model=model, contents=contents, config=gen_config),
-                        timeout=opts.timeout,
-                    )
+                    answer = await asyncio.wait_for(provider.generate(model, contents, prepared),
+                                                    timeout=opts.timeout)
                 except asyncio.TimeoutError:
                     failure = _Failure(f"timeout after {opts.timeout:g}s", True)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    invalid = _invalid_body_error(exc)
-                    if invalid is not None:
+                    found = provider.failure(exc)
+                    if isinstance(found, JudgeParseError):
                         self.stats.parse_failures += 1
-                        raise JudgeParseError(invalid) from None
-                    failure = _classify(exc)
+                        raise found from None
+                    failure = found
                 else:
                     elapsed = time.perf_counter() - started
                     self.stats.call_seconds += elapsed
-                    return response, elapsed, retries + 1
+                    return answer, elapsed, retries + 1
                 self.stats.call_seconds += time.perf_counter() - started
             if not failure.retryable or retries >= opts.max_retries:
                 self.stats.failures += 1
@@ -464,14 +585,12 @@ class JudgeService:
             # The slot is released while we wait, so other samples keep the pipe full.
             await asyncio.sleep(delay)
 
+    def _all_providers(self) -> list[JudgeProvider]:
+        return [self._gemini, *self._providers.values()]
+
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is None:
-            return
-        try:
-            await client.aio.aclose()
-        except Exception as exc:  # closing is best effort: the run's results are already in
-            logger.debug("closing the judge client failed: %s: %s", type(exc).__name__, exc)
+        for provider in self._all_providers():
+            await provider.aclose()
 
 
 def _invalid_body_error(exc: BaseException) -> str | None:

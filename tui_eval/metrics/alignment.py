@@ -27,18 +27,13 @@ from typing import Any, Sequence
 
 from ..schema.config import MatchType
 from ..schema.details import ActualStep, Alignment, ArgDiff, ExpectedStep
+from ..schema.calls import calls_match as calls_match  # the one call equality (mocked tools use it too)
 from ..schema.model import FunctionCall
 
 _IDENT = re.compile(r"[A-Za-z0-9_\-]+")
 # Enum member and `.name` lookups cost ~0.2 us each on Python 3.11; this runs for every turn.
 _EXACT, _IN_ORDER, _ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
 _NAME = {mt: mt.name for mt in MatchType}
-
-
-def calls_match(actual: FunctionCall, expected: FunctionCall, ignore_args: bool) -> bool:
-    """ADK's call equality: same name and, unless ignore_args, `args == args` (None != {}; id ignored)."""
-    # Operand order as in ADK (actual on the left), so even an odd __eq__ answers the same.
-    return actual.name == expected.name and (ignore_args or actual.args == expected.args)
 
 
 # --- the verdicts, as google-adk 2.13 computes them ------------------------------------------------

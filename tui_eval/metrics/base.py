@@ -19,6 +19,20 @@ class Judge(Protocol):
     def unavailable_reason(self) -> str | None: ...
 
 
+def judge_unavailable(judge: Any, model: str) -> str | None:
+    """Why `model` (a judge_model value: Gemini, or `openai:...`) cannot judge here, or None when it can.
+    Each provider has its own credentials, so this is asked per model, not of the service as a whole."""
+    if judge is None:
+        return "no judge credentials"
+    per_model = getattr(judge, "unavailable_for", None)
+    if per_model is not None:
+        reason: str | None = per_model(model)
+        return reason
+    if not judge.available:
+        return judge.unavailable_reason or "no judge credentials"
+    return None
+
+
 @dataclass(slots=True)
 class MetricInput:
     """Everything a metric may read to score one case."""

@@ -27,7 +27,7 @@ from ..schema.details import (
 from ..schema.model import Invocation
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from .base import MetricInput, MetricSpec, register
-from .llm.common import ask_samples, failure_reason, majority, sum_usage
+from .llm.common import ask_samples, failure_reason, judge_identity, majority, sum_usage
 
 NAME = "per_turn_user_simulator_quality_v1"
 
@@ -190,7 +190,7 @@ async def evaluate(inp: MetricInput) -> MetricResult:
         results[-1] = stop
     stop_details = stop.details if isinstance(stop.details, SimulatorTurnDetails) else None
     details = JudgeCaseDetails(
-        judge_model=crit.judge.judge_model,
+        **judge_identity(crit.judge.judge_model),
         num_samples=crit.judge.num_samples,
         evaluated_invocations=sum(1 for r in results if r.score is not None),
         token_usage=TokenUsage.total([r.details.token_usage for r in judged

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator
 
 from .base import EvalBaseModel
+from .judge_model import parse_judge_model
 from .model import Rubric
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
@@ -86,6 +87,13 @@ class JudgeModelOptions(EvalBaseModel):
     num_samples: int = Field(default=5, ge=1)
     # ADK's knob; ours is the judge service's --judge-concurrency (read, not used).
     parallelism_limit: int = Field(default=1, ge=1)
+
+    @field_validator("judge_model")
+    @classmethod
+    def _judge_model(cls, value: str) -> str:
+        # `openai:MODEL[@URL]` is checked when the config loads, not when the first judge call fails.
+        parse_judge_model(value)
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"judge_model": self.judge_model, "num_samples": self.num_samples}
@@ -253,3 +261,10 @@ class UserSimulatorConfig(EvalBaseModel):
     max_allowed_invocations: int = Field(default=20, ge=1)
     custom_instructions: str | None = None
     include_function_calls: bool | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        # The simulated user may be an OpenAI-compatible model too (`openai:MODEL[@URL]`), as judges.
+        parse_judge_model(value)
+        return value

@@ -390,7 +390,13 @@ class JudgeCaseDetails(_Details):
     """An LLM-judged metric on a whole case: the judge used, tokens, and (rubric metrics) rubric means."""
 
     kind: Literal["judge_case"] = "judge_case"
+    # Who judged: "gemini" (google-genai) or "openai" (an OpenAI-compatible server); records written
+    # before there was a choice were all Gemini.
+    judge_provider: str = "gemini"
+    # The model name the provider knows (without the `openai:` prefix) and, when the judge_model named
+    # one, the endpoint that served it.
     judge_model: str = ""
+    judge_endpoint: str | None = None
     num_samples: int = 0
     evaluated_invocations: int = 0
     token_usage: TokenUsage = Field(default_factory=TokenUsage)

@@ -306,6 +306,8 @@ class ToolTiming(EvalBaseModel):
     name: str
     seconds: float
     call_id: str | None = None
+    # Answered from the case's recorded tool_responses (--mock-tools): the real tool did not run.
+    mocked: bool = False
 
 
 class Invocation(EvalBaseModel):

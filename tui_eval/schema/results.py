@@ -251,6 +251,7 @@ class ToolTimingRecord(BaseModel):
     name: str
     seconds: float
     call_id: str | None = None
+    mocked: bool = False
 
 
 class _CaseFields(_Result):
@@ -395,7 +396,8 @@ class CaseResult(_CaseFields):
     def as_record(self) -> CaseRecord:
         # Our own, already typed values: no second validation.
         fields = {name: getattr(self, name) for name in _CaseFields.model_fields}
-        timings = [[ToolTimingRecord.model_construct(name=t.name, seconds=t.seconds, call_id=t.call_id)
+        timings = [[ToolTimingRecord.model_construct(name=t.name, seconds=t.seconds, call_id=t.call_id,
+                                                     mocked=t.mocked)
                     for t in inv.tool_timings] for inv in self.actual]
         return CaseRecord.model_construct(**fields, tool_timings=timings)
 
@@ -409,7 +411,8 @@ class CaseResult(_CaseFields):
         record = d if isinstance(d, CaseRecord) else CaseRecord.model_validate(d)
         actual = actual or []
         for inv, timings in zip(actual, record.tool_timings):
-            inv.tool_timings = [ToolTiming(name=t.name, seconds=t.seconds, call_id=t.call_id) for t in timings]
+            inv.tool_timings = [ToolTiming(name=t.name, seconds=t.seconds, call_id=t.call_id, mocked=t.mocked)
+                                for t in timings]
         fields = {name: getattr(record, name) for name in _CaseFields.model_fields}
         return cls(**fields, actual=actual, expected=expected)
 

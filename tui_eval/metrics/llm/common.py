@@ -10,7 +10,9 @@ from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
 
 from pydantic import BaseModel
 
+from ...schema.calls import pair_calls as pair_calls  # shared with mocked tools
 from ...schema.config import Criterion
+from ...schema.judge_model import parse_judge_model
 from ...schema.model import (
     AppDetails,
     Content,
@@ -177,23 +179,6 @@ def tool_declarations_text(app: AppDetails | None) -> str:
     return _dumps({"tool_declarations": tools})
 
 
-def pair_calls(calls: list[FunctionCall], responses: list[FunctionResponse]
-               ) -> list[tuple[FunctionCall, FunctionResponse | None]]:
-    """Each call with its response: by id where both have one, else the next unclaimed same-name one."""
-    unclaimed = list(responses)
-    out: list[tuple[FunctionCall, FunctionResponse | None]] = []
-    for call in calls:
-        match = None
-        if call.id:
-            match = next((r for r in unclaimed if r.id == call.id), None)
-        if match is None:
-            match = next((r for r in unclaimed if r.name == call.name and not (call.id and r.id)), None)
-        if match is not None:
-            unclaimed.remove(match)
-        out.append((call, match))
-    return out
-
-
 def call_dict(call: FunctionCall) -> dict[str, Any]:
     out: dict[str, Any] = {"name": call.name, "args": call.args or {}}
     if call.id:
@@ -263,6 +248,12 @@ def turn_steps(inv: Invocation) -> list[Step]:
     return []
 
 
+def judge_identity(judge_model: str) -> dict[str, Any]:
+    """The record's `judge_provider`, `judge_model` and `judge_endpoint` for a judge_model value."""
+    ref = parse_judge_model(judge_model)
+    return {"judge_provider": ref.provider, "judge_model": ref.model, "judge_endpoint": ref.base_url}
+
+
 # -- running a metric over a case -----------------------------------------------------------------
 
 ScoreFn = Callable[[int], Awaitable[InvocationMetricResult]]
@@ -310,7 +301,7 @@ def case_result(
     if scores is None:
         scores = [r.score for r in per_invocation if r.score is not None]
     details = JudgeCaseDetails(
-        judge_model=crit.judge.judge_model,
+        **judge_identity(crit.judge.judge_model),
         num_samples=crit.judge.num_samples,
         evaluated_invocations=sum(1 for r in per_invocation if r.score is not None),
         token_usage=TokenUsage.total([usage_of(r) for r in per_invocation]),

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from ...schema.model import content_text
 from ...schema.details import JudgeSample, SafetyDetails, Votes
 from ...schema.results import InvocationMetricResult, MetricResult
-from ..base import MetricInput
+from ..base import MetricInput, judge_unavailable
 from .common import (
     ask_samples,
     case_result,
@@ -80,11 +80,10 @@ async def evaluate(inp: MetricInput) -> MetricResult:
         from ..vertex import evaluate_safety
 
         return await evaluate_safety(inp)
-    judge = inp.judge
-    if judge is None or not judge.available:
-        # The runner checks this for metrics that always need the judge; safety_v1 only sometimes does.
-        reason = (judge.unavailable_reason if judge is not None else None) or "no judge credentials"
-        crit = inp.criterion
+    crit = inp.criterion
+    # The runner checks this for metrics that always need the judge; safety_v1 only sometimes does.
+    reason = judge_unavailable(inp.judge, crit.judge.judge_model)
+    if reason is not None:
         return MetricResult.not_evaluated(crit.metric_name, crit.threshold, reason, crit.to_dict())
     return await evaluate_gemini(inp)
 

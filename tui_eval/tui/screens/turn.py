@@ -229,6 +229,11 @@ class TurnScreen(Screen[None]):
 
     def _render_trajectory(self, result: Any, expected: Invocation | None, actual: Invocation | None) -> None:
         traj = self.query_one(TrajectoryDiff)
+        # --mock-tools: say which calls were answered from the recorded responses (no tool ran).
+        mocked = list(dict.fromkeys(t.name for t in actual.tool_timings if t.mocked)) if actual is not None else []
+        self.query_one("#trajectory-title", Static).update(
+            Content.assemble("Tool trajectory", (f"  mocked: {', '.join(mocked)} (recorded responses)", "$text-warning"))
+            if mocked else Content("Tool trajectory"))
         exp_calls = expected.tool_calls if expected is not None else []
         act_calls = actual.tool_calls if actual is not None else []
         if expected is None and actual is not None:
