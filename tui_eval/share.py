@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-import orjson
 
 from .metrics.efficiency import EFFICIENCY_METRICS
 from .engine.codestate import CodeState
 from .engine.insight import RunInsight
 from .engine.pricing import CostEstimate, TokenUsage
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
-from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record
+from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record, read_record_head
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
 from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
@@ -96,9 +95,9 @@ def _records_of(path: Path) -> list[Path]:
     if not path.name.endswith(RECORD_SUFFIX):
         raise ShareError(f"{path}: not a run record (a {RECORD_SUFFIX} file from the eval history)")
     try:
-        run_id = orjson.loads(path.read_bytes())["run_id"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ShareError(f"{path}: cannot read this run record: {exc}") from None
+        run_id = read_record_head(path)["run_id"]
+    except (OSError, ValueError) as exc:
+        raise ShareError(f"cannot read this run record: {exc}") from None
     return [e.path for e in list_history(path.parent) if e.run_id == run_id] or [path]
 
 
@@ -109,9 +108,10 @@ def load_shared_run(path: Path) -> SharedRun:
         try:
             loaded.append(load_record(p))
         except (OSError, ValueError) as exc:
-            raise ShareError(f"{p}: cannot read this run record: {exc}") from None
+            raise ShareError(f"cannot read this run record: {exc}") from None
     loaded.sort(key=lambda m: (str(m[0].get("eval_file", "")), int(m[0].get("repetition") or 1)))
     meta = loaded[0][0]
+    # load_record validated both.
     insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
     state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
     return SharedRun(

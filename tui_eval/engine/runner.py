@@ -449,7 +449,9 @@ class Run:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
             except Exception as exc:  # an unsaveable result (too deep, a name too long) must not lose the run
                 message = f"could not save eval history: {_error_text(exc)}"
-                logger.error("%s", message, exc_info=True)
+                # An unsafe id or a full disk is the user's to fix: the message says it all (one line).
+                expected = isinstance(exc, OSError | ValueError)
+                logger.log(logging.DEBUG if expected else logging.ERROR, "%s", message, exc_info=True)
                 self.record.save_errors.append(message)
                 self.emit(RunError(message))
         self.emit(

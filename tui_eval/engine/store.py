@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -56,6 +58,23 @@ def check_segment(value: str, what: str) -> str:
     if "\x00" in value or "/" in value or "\\" in value or value in (".", "..") or _DRIVE.match(value):
         raise UnsafeNameError(f"{what} {value!r} cannot be used in a file name (path separators or traversal)")
     return value
+
+
+# Characters a file name must not carry verbatim: C0/C1 controls, DEL, line and paragraph separators,
+# bidirectional marks, overrides and isolates (a right-to-left override makes `ls` show another name).
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def name_segment(value: str, what: str) -> str:
+    """`value` as part of a history file name: refused when it could alter the path (`check_segment`),
+    and every control or bidirectional character written as `%XX` / `%uXXXX`, so no file name carries an
+    escape sequence, a newline or a reordering mark. Names without such characters are unchanged."""
+    return _escape_name(check_segment(value, what))
+
+
+def _escape_name(value: str) -> str:
+    return _NAME_UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}" if ord(m.group()) < 0x100
+                            else f"%u{ord(m.group()):04X}", value)
 
 
 def dump_json(obj: Any, *, indent: bool = True) -> bytes:
@@ -154,15 +173,17 @@ class ResultStore:
         saved: list[str] = []
         configs = {str(t.eval_file): t.config for t in plan.targets}
         diffs: dict[Path, str] = {}  # one side file of the dirty diff per history folder
+        taken: set[Path] = set()  # names this save already used: two results never share a file
         for index, result in enumerate(record.results):
             eval_file = Path(result.eval_set_file)
             directory = self.history_dir(agent, eval_file)
-            app = check_segment(app_name_for(agent, eval_file), "app name")
+            app = name_segment(app_name_for(agent, eval_file), "app name")
             # Checked here, not before the run: an id any file name refuses runs fine (--no-save), and
             # only its history cannot be written; the message names the id and its file.
             check_segment(result.eval_set_id, f"{result.eval_set_file}: eval_set_id")
             # The runner names results `<eval_set_id>_<time>[_runN]`; ADK prefixes the app name.
-            name = f"{app}_{result.eval_set_result_id}"
+            stem = f"{app}_{_escape_name(result.eval_set_result_id)}"
+            name = _unique_name(directory, stem, taken)
             adk_path = directory / (name + ADK_SUFFIX)
             record_path = directory / (name + RECORD_SUFFIX)
             # Belt and braces: whatever the id, the file must sit directly in the history folder.
@@ -242,6 +263,18 @@ def is_replay_record(data: dict[str, Any]) -> bool:
     return data.get("agent") == "replay"
 
 
+def _unique_name(directory: Path, stem: str, taken: set[Path]) -> str:
+    """`stem`, or `stem_2`, `stem_3`...: the first name neither this save nor an earlier one used.
+    Two eval sets with one id in one run (or `FILE:a FILE:b`, one file twice) share a stem."""
+    name, n = stem, 1
+    while (directory / name) in taken or (directory / (name + ADK_SUFFIX)).exists() \
+            or (directory / (name + RECORD_SUFFIX)).exists():
+        n += 1
+        name = f"{stem}_{n}"
+    taken.add(directory / name)
+    return name
+
+
 CODE_DIFF_SUFFIX = ".code.diff"
 
 
@@ -306,13 +339,129 @@ class HistoryEntry:
 
 _CASES_KEY = b',"cases":['
 
+#: The largest run record (or ADK history file beside it) read: a 5,000-case record is ~25 MB.
+MAX_RECORD_BYTES = 1024 * 1024 * 1024
+#: The largest code diff side file read (the writer keeps at most `codestate.DIFF_CAP_BYTES`).
+MAX_DIFF_BYTES = 4 * 1024 * 1024
+# Timestamps a record may carry: from the epoch to the end of year 9999 (what a clock can show).
+_MAX_TIMESTAMP = 253402300799.0
+
+
+class RecordError(ValueError):
+    """A run record (or a file it names) that cannot be read, or is not what a record must be: the
+    message says which file and why, in one line."""
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them: never a FIFO (it would block), a device (/dev/zero
+    never ends) or a folder. Raises RecordError."""
+    from ..schema.errors import LoadError
+    from ..schema.load import read_regular_file
+
+    try:
+        return read_regular_file(path, limit)
+    except LoadError as exc:
+        raise RecordError(f"{path}: {exc.message}") from None
+
+
+def _loads(raw: bytes, path: Path) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise RecordError(f"{path}: not valid JSON: {exc}") from None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_record_head(data: object, path: Path) -> dict[str, Any]:
+    """A record's metadata, checked for what every reader relies on (types, finite numbers, times a
+    clock can show, file names without folders). Returns it; raises RecordError naming the first fault.
+    A record is data: a hostile or corrupt one is reported, never followed or trusted."""
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: not a JSON object")
+    fmt = data.get("format")
+    if fmt not in (RECORD_FORMAT, *_OLD_RECORD_FORMATS):
+        raise RecordError(f"{path}: not a tui-eval run record (format {str(fmt)[:40]!r})")
+
+    def fault(key: str, what: str) -> RecordError:
+        return RecordError(f"{path}: {key}: expected {what}, got {type(data[key]).__name__} "
+                           f"{str(data[key])[:40]!r}")
+
+    for key in ("run_id", "eval_set_id"):
+        if not isinstance(data.get(key), str):
+            raise fault(key, "a string") if key in data else RecordError(f"{path}: {key} is missing")
+    for key in ("name", "eval_file", "coverage", "app_name", "agent", "config_source"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise fault(key, "a string")
+    stamp = data.get("creation_timestamp", 0.0)
+    if not _number(stamp) or not 0 <= stamp <= _MAX_TIMESTAMP:
+        raise fault("creation_timestamp", "a time (seconds since 1970, up to year 9999)")
+    for key in ("duration", "wall_seconds"):
+        if data.get(key) is not None and not (_number(data[key]) and data[key] >= 0):
+            raise fault(key, "a number of seconds")
+    for key in ("repetition", "num_runs"):
+        value = data.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise fault(key, "a count")
+    if "cancelled" in data and not isinstance(data["cancelled"], bool):
+        raise fault("cancelled", "true or false")
+    counts = data.get("counts", {})
+    if not isinstance(counts, dict) or not all(isinstance(n, int) and not isinstance(n, bool)
+                                               for n in counts.values()):
+        raise fault("counts", "an object of counts")
+    for key in ("criteria", "code_state", "insight"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise fault(key, "an object")
+    for key in ("adk_file", "code_diff_file"):
+        name = data.get(key)
+        if name is None:
+            continue
+        if not isinstance(name, str):
+            raise fault(key, "a file name")
+        try:
+            check_segment(name, key)
+        except UnsafeNameError:
+            raise RecordError(f"{path}: {key} {name[:80]!r} is not a file name in the history folder") from None
+    return data
+
+
+def record_side_file(record: Path, name: str, what: str = "file") -> Path:
+    """A file a record names (`adk_file`, `code_diff_file`): only a regular file directly inside the
+    record's own history folder, symlinks resolved. Raises RecordError otherwise."""
+    try:
+        check_segment(name, what)
+    except UnsafeNameError:
+        raise RecordError(f"{record}: {what} {name[:80]!r} is not a file name in the history folder") from None
+    folder = Path(record).parent
+    path = folder / name
+    try:
+        target = path.resolve(strict=True)
+        inside = target.parent == folder.resolve(strict=True)
+        regular = stat.S_ISREG(target.stat().st_mode)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
+        raise RecordError(f"{path}: cannot read the {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not inside:
+        raise RecordError(f"{path}: the {what} leads outside its history folder (to {target}); not read")
+    if not regular:
+        raise RecordError(f"{path}: the {what} is not a regular file; not read")
+    return target
+
+
+def read_code_diff(path: Path) -> str:
+    """A saved code diff's text (bounded: a record's side file is data, never a device or a FIFO)."""
+    return _read_bounded(Path(path), MAX_DIFF_BYTES).decode("utf-8", "replace")
+
 
 def read_record_head(path: Path) -> dict[str, Any]:
-    """A run record's keys without its cases. The writer puts "cases" last (`record_chunks`, and the
-    older writers did too), and the bytes `,"cases":[` cannot occur inside a JSON string (a quote there
-    is escaped), so the head before them is parsed alone: ~1 KB of a 25 MB 5,000-case record. A nested
-    "cases" key found first leaves braces open; that, or a head without its format, is parsed whole."""
-    raw = Path(path).read_bytes()
+    """A run record's keys without its cases, checked (`check_record_head`). The writer puts "cases"
+    last (`record_chunks`, and the older writers did too), and the bytes `,"cases":[` cannot occur
+    inside a JSON string (a quote there is escaped), so the head before them is parsed alone: ~1 KB of
+    a 25 MB 5,000-case record. A nested "cases" key found first leaves braces open; that, or a head
+    without its format, is parsed whole. Raises RecordError (a ValueError)."""
+    path = Path(path)
+    raw = _read_bounded(path, MAX_RECORD_BYTES)
     at = raw.find(_CASES_KEY)
     if at > 0:
         try:
@@ -320,63 +469,104 @@ def read_record_head(path: Path) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             head = None
         if isinstance(head, dict) and "format" in head:
-            return head
-    data = orjson.loads(raw)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    data.pop("cases", None)
-    return data
+            return check_record_head(head, path)
+    data = _loads(raw, path)
+    if isinstance(data, dict):
+        data.pop("cases", None)
+    return check_record_head(data, path)
 
 
-def list_history(directory: Path) -> list[HistoryEntry]:
-    """Every readable run record in a history folder, newest first. Unreadable files are skipped."""
+@dataclass(frozen=True, slots=True)
+class UnreadableRecord:
+    """A file in a history folder that is not a readable run record, and why."""
+
+    path: Path
+    reason: str
+
+
+def scan_history(directory: Path) -> tuple[list[HistoryEntry], list[UnreadableRecord]]:
+    """Every readable run record in a history folder, newest first, and the unreadable ones with why."""
     entries: list[HistoryEntry] = []
+    unreadable: list[UnreadableRecord] = []
     if not directory.is_dir():
-        return entries
+        return entries, unreadable
     for path in directory.glob("*" + RECORD_SUFFIX):
         try:
             data = read_record_head(path)
-            if data.get("format") not in (RECORD_FORMAT, *_OLD_RECORD_FORMATS):
-                continue
-            entries.append(
-                HistoryEntry(
-                    path=path,
-                    run_id=data["run_id"],
-                    eval_set_id=data["eval_set_id"],
-                    eval_file=data.get("eval_file", ""),
-                    creation_timestamp=float(data.get("creation_timestamp", 0.0)),
-                    counts=dict(data.get("counts", {})),
-                    cancelled=bool(data.get("cancelled", False)),
-                    coverage=(str(data["coverage"]) if data.get("coverage")
-                              else "cancelled" if data.get("cancelled") else None),
-                    duration=float(data.get("duration") or 0.0),
-                    replay=is_replay_record(data),
-                )
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except RecordError as exc:
+            unreadable.append(UnreadableRecord(path, str(exc)))
             continue
+        entries.append(
+            HistoryEntry(
+                path=path,
+                run_id=data["run_id"],
+                eval_set_id=data["eval_set_id"],
+                eval_file=data.get("eval_file") or "",
+                creation_timestamp=float(data.get("creation_timestamp", 0.0)),
+                counts=dict(data.get("counts", {})),
+                cancelled=bool(data.get("cancelled", False)),
+                coverage=(data["coverage"] if data.get("coverage")
+                          else "cancelled" if data.get("cancelled") else None),
+                duration=float(data.get("duration") or 0.0),
+                replay=is_replay_record(data),
+            )
+        )
     entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
-    return entries
+    unreadable.sort(key=lambda u: u.path.name)
+    return entries, unreadable
+
+
+def list_history(directory: Path) -> list[HistoryEntry]:
+    """Every readable run record in a history folder, newest first (`scan_history` also says which
+    files were unreadable, and why)."""
+    return scan_history(directory)[0]
 
 
 def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any], EvalSetResult]:
     """A saved run record: its metadata and its EvalSetResult with every case's details, and (unless
-    `with_turns` is False) each case's actual and expected turns from the ADK file beside it."""
+    `with_turns` is False) each case's actual and expected turns from the ADK file beside it. Raises
+    RecordError (a ValueError) for a record that cannot be read or is not valid."""
+    from pydantic import ValidationError
+
     from ..schema.results import CaseResult, EvalSetResult, RunRecordFile
 
     path = Path(path)
-    data = orjson.loads(path.read_bytes())
+    data = _loads(_read_bounded(path, MAX_RECORD_BYTES), path)
+    cases_in = data.get("cases", []) if isinstance(data, dict) else None
+    check_record_head(data, path)
+    if not isinstance(cases_in, list):
+        raise RecordError(f"{path}: cases: expected a list")
     if data.get("format") in _OLD_RECORD_FORMATS:
         logger.info("%s: an older run record; its metric details are not shown", path)
-        for case in data.get("cases", []):
-            for metric in case.get("metrics", []):
-                metric.pop("details", None)
-                for inv in metric.get("per_invocation", []):
-                    inv.pop("details", None)
-    record = RunRecordFile.model_validate(data)
+        for case in cases_in:
+            for metric in (case.get("metrics") or [] if isinstance(case, dict) else []):
+                if isinstance(metric, dict):
+                    metric.pop("details", None)
+                    for inv in metric.get("per_invocation") or []:
+                        if isinstance(inv, dict):
+                            inv.pop("details", None)
+    try:
+        record = RunRecordFile.model_validate(data)
+        meta = {k: v for k, v in data.items() if k != "cases"}
+        # Readers build these from the metadata: a record whose parts are not valid is not valid.
+        if isinstance(meta.get("code_state"), dict):
+            from .codestate import CodeState
+
+            CodeState.model_validate(meta["code_state"])
+        if isinstance(meta.get("insight"), dict):
+            from .insight import RunInsight
+
+            RunInsight.model_validate(meta["insight"])
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else None
+        where = ".".join(str(p) for p in first["loc"]) if first else ""
+        raise RecordError(f"{path}: {where or '$'}: {first['msg'] if first else exc}") from None
     turns: dict[str, tuple[list[Invocation], list[Invocation] | None]] = {}
     if with_turns and record.adk_file:
-        turns = _turns_from_adk(path.parent / record.adk_file)
+        try:
+            turns = _turns_from_adk(record_side_file(path, record.adk_file, "ADK history file"))
+        except RecordError as exc:
+            logger.warning("%s (the turns of its cases are not shown)", exc)
     cases = []
     for c in record.cases:
         actual, expected = turns.get(c.eval_id, ([], None))
@@ -388,14 +578,13 @@ def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any],
         case_results=cases,
         eval_set_file=record.eval_file,
     )
-    meta = {k: v for k, v in data.items() if k != "cases"}
     return meta, result
 
 
 def _turns_from_adk(path: Path) -> dict[str, tuple[list[Invocation], list[Invocation] | None]]:
     """eval_id -> (actual turns, expected turns) from an ADK EvalSetResult file; {} if unreadable."""
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(_read_bounded(path, MAX_RECORD_BYTES))
         out = {}
         for case in data.get("eval_case_results", []):
             actual, expected = [], []
@@ -405,7 +594,8 @@ def _turns_from_adk(path: Path) -> dict[str, tuple[list[Invocation], list[Invoca
                     expected.append(read_invocation(per["expected_invocation"], f"$.expected[{i}]"))
             out[case["eval_id"]] = (actual, expected or None)
         return out
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, SchemaError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, SchemaError) as exc:
+        logger.warning("%s: the turns of its cases cannot be read: %s", path, exc)
         return {}
 
 
@@ -477,15 +667,19 @@ class CaseScores:
 def record_case_scores(path: Path) -> tuple[int, list[CaseScores]]:
     """A run record's repetition and each case's status and metric scores, without building its results
     (`load_record` validates every case: ~4 s CPU for a 5,000-case record, against ~0.5 s here)."""
-    data = orjson.loads(Path(path).read_bytes())
-    if data.get("format") not in (RECORD_FORMAT, *_OLD_RECORD_FORMATS):
-        raise ValueError(f"{path}: not a tui-eval run record")
+    path = Path(path)
+    data = _loads(_read_bounded(path, MAX_RECORD_BYTES), path)
+    cases = data.get("cases", []) if isinstance(data, dict) else []
+    check_record_head(data, path)
     rep = data.get("repetition")
     out = []
-    for case in data.get("cases", []):
-        scores: dict[str, float | None] = {}
-        for metric in case.get("metrics", []):
-            score = metric.get("score")
-            scores[str(metric["metric_name"])] = float(score) if isinstance(score, int | float) else None
-        out.append(CaseScores(str(case["eval_id"]), EvalStatus(int(case["status"])), scores))
+    try:
+        for case in cases:
+            scores: dict[str, float | None] = {}
+            for metric in case.get("metrics", []):
+                score = metric.get("score")
+                scores[str(metric["metric_name"])] = float(score) if _number(score) else None
+            out.append(CaseScores(str(case["eval_id"]), EvalStatus(int(case["status"])), scores))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RecordError(f"{path}: a case is not valid: {type(exc).__name__}: {exc}") from None
     return (rep if isinstance(rep, int) else 1), out

@@ -219,11 +219,45 @@ def _cannot_read(path: Path, exc: OSError) -> LoadError:
     return LoadError(str(path), f"cannot read file: {exc.strerror or exc}")
 
 
-def read_regular_file(path: str | Path) -> bytes:
+#: The largest eval file (or config, or CES file) read: 256 MiB, about 60,000 cases of the size of
+#: bench/headless_run.py's (20 MB for 5,000). Parsing needs several times the file's size in memory: a
+#: 2 GiB file made the JSON parser fail to allocate (a segfault under a 4 GB cap). Larger files are
+#: refused with a clear error; $TUI_EVAL_MAX_FILE_MB raises (or lowers) the limit.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_FILE_ENV = "TUI_EVAL_MAX_FILE_MB"
+
+
+def max_file_bytes() -> int:
+    """The size limit of the files a run reads (`MAX_FILE_BYTES`, or $TUI_EVAL_MAX_FILE_MB megabytes)."""
+    raw = os.environ.get(MAX_FILE_ENV, "").strip()
+    if raw:
+        try:
+            megabytes = float(raw)
+        except ValueError:
+            logger.warning("$%s=%r is not a number of megabytes; the limit stays %d MB", MAX_FILE_ENV, raw,
+                           MAX_FILE_BYTES >> 20)
+        else:
+            if megabytes > 0 and megabytes == megabytes:
+                return int(megabytes * 1024 * 1024)
+    return MAX_FILE_BYTES
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1024 * 1024):,.1f} MB" if n < 1024 ** 3 else f"{n / 1024 ** 3:,.2f} GB"
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (f"cannot read file: it is too large ({_megabytes(size)}; files up to {_megabytes(limit)} are read, "
+            f"set ${MAX_FILE_ENV} to change that)")
+
+
+def read_regular_file(path: str | Path, max_bytes: int | None = -1) -> bytes:
     """The bytes of a regular file. A FIFO, socket, device or folder with an eval file's name (or a
     symlink loop) is a LoadError, never a read that blocks: the type is checked before opening, and the
-    open is non-blocking and checked again, in case the file was swapped in between."""
+    open is non-blocking and checked again, in case the file was swapped in between. A file larger than
+    `max_bytes` (default `max_file_bytes()`; None: no limit) is a LoadError before anything is read."""
     path = Path(path)
+    limit = max_file_bytes() if max_bytes == -1 else max_bytes
     try:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):
@@ -232,12 +266,19 @@ def read_regular_file(path: str | Path) -> bytes:
     except OSError as exc:
         raise _cannot_read(path, exc) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise LoadError(str(path), _not_regular(mode))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LoadError(str(path), _not_regular(st.st_mode))
+        if limit is not None and st.st_size > limit:
+            raise LoadError(str(path), _too_large(st.st_size, limit))
         with os.fdopen(fd, "rb", closefd=True) as fh:
             fd = -1
-            return fh.read()
+            if limit is None:
+                return fh.read()
+            data = fh.read(limit + 1)  # a file that grew since fstat is cut off, never read whole
+            if len(data) > limit:
+                raise LoadError(str(path), _too_large(len(data), limit))
+            return data
     except OSError as exc:
         raise _cannot_read(path, exc) from None
     finally:

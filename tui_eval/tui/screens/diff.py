@@ -58,10 +58,13 @@ def find_run_diff(records: Iterable[Path], eval_file: str) -> RunDiff:
         run_id = data.get("run_id") if isinstance(data.get("run_id"), str) else None
         name = data.get("code_diff_file")
         if isinstance(name, str) and name:
-            path = record.parent / name
-            if path.is_file():
-                return RunDiff(path, "", run_id)
-            return RunDiff(None, f"the code diff of this run ({name}) is gone from {record.parent}", run_id)
+            from ...engine.store import RecordError, record_side_file
+
+            try:  # only a regular file inside the record's own history folder is followed
+                return RunDiff(record_side_file(record, name, "code diff file"), "", run_id)
+            except RecordError as exc:
+                log.warning("%s", exc)
+                return RunDiff(None, f"the code diff of this run ({name}) cannot be shown: {exc}", run_id)
         state = data.get("code_state")
         if not isinstance(state, dict):
             older = "" if data.get("format") == RECORD_FORMAT else " (an older record)"
@@ -119,9 +122,11 @@ class DiffScreen(Screen[None]):
     def on_mount(self) -> None:
         body = self.query_one("#diff-body", VerticalScroll)
         body.border_title = self.title_text
-        try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
+        from ...engine.store import read_code_diff
+
+        try:  # bounded, and never a FIFO or a device: a diff file is data from the history folder
+            text = read_code_diff(self.path)
+        except (OSError, ValueError) as exc:
             log.warning("could not read the diff %s: %s", self.path, exc)
             content = plain(f"Could not read {self.path}: {exc}", "$text-error")
         else:

@@ -111,6 +111,8 @@ class HistoryScreen(Screen[None]):
         self.catalog = catalog
         self.entries: dict[str, HistoryEntry] = {}
         self.base: str | None = None
+        #: Records in the history folders that could not be read, each as "path: why".
+        self.unreadable: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Loading run history…", "$text-muted"), id="history-status")
@@ -136,7 +138,7 @@ class HistoryScreen(Screen[None]):
 
     @work(thread=True, group="history", exclusive=True, exit_on_error=False)
     def load_history(self) -> list[HistoryEntry]:
-        from ...engine.store import list_history
+        from ...engine.store import scan_history
         from ..loader import history_dir_for
 
         ws = self.catalog.workspace
@@ -145,8 +147,14 @@ class HistoryScreen(Screen[None]):
             for path in list(self.catalog.files):
                 dirs.setdefault(history_dir_for(ws, path), None)
         entries: list[HistoryEntry] = []
+        unreadable: list[str] = []
         for directory in dirs:
-            entries.extend(list_history(directory))
+            found, bad = scan_history(directory)
+            entries.extend(found)
+            unreadable.extend(u.reason for u in bad)
+        for reason in unreadable:
+            log.warning("unreadable run record: %s", reason)
+        self.unreadable = unreadable  # shown under the table once the entries are
         entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
         return entries
 
@@ -193,8 +201,15 @@ class HistoryScreen(Screen[None]):
             )
         self._show_pass_rates(entries)
         hint = "enter compares a run with the one before it; space marks a base run to compare against"
-        self.query_one("#history-status", Static).update(
-            Content.styled(f"{len(entries)} saved runs. {hint}" if entries else "No saved runs yet: run something (r).", "$text-muted"))
+        status = Content.styled(f"{len(entries)} saved runs. {hint}" if entries else "No saved runs yet: run something (r).", "$text-muted")
+        if self.unreadable:
+            # A record is data from a file: its reason is shown literally, one line each.
+            lines = [Content.styled(f"{len(self.unreadable)} unreadable run record(s):", "$text-warning")]
+            lines += [plain(f"  {reason}", "$text-warning") for reason in self.unreadable[:5]]
+            if len(self.unreadable) > 5:
+                lines.append(Content.styled(f"  … and {len(self.unreadable) - 5} more (see the log)", "$text-warning"))
+            status = Content("\n").join([status, *lines])
+        self.query_one("#history-status", Static).update(status)
         table.focus()
 
     def _show_pass_rates(self, entries: list[HistoryEntry]) -> None:
@@ -307,7 +322,14 @@ class CompareScreen(Screen[None]):
         # What changed in the code between the two runs (git runs here, off the UI thread).
         self.code_lines = code_lines(code_change(m1, m2))
         diff = m2.get("code_diff_file")
-        self.diff_path = self.after.path.parent / diff if isinstance(diff, str) and diff else None
+        self.diff_path = None
+        if isinstance(diff, str) and diff:
+            from ...engine.store import RecordError, record_side_file
+
+            try:  # only a regular file inside the record's own history folder
+                self.diff_path = record_side_file(self.after.path, diff, "code diff file")
+            except RecordError as exc:
+                log.warning("%s", exc)
         return compare_results(before, after)
 
     @on(Worker.StateChanged)
