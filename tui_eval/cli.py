@@ -30,6 +30,7 @@ LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
+    from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="EvalConfig JSON (default: test_config.json beside each eval file)")
     p.add_argument("--concurrency", type=int, default=8, help="cases run at once (default 8)")
     p.add_argument("--judge-concurrency", type=int, default=8, help="judge calls in flight (default 8)")
-    p.add_argument("--turn-timeout", type=float, default=120.0, help="seconds an agent turn may take")
+    p.add_argument("--turn-timeout", type=_positive_seconds, default=120.0, metavar="SECONDS",
+                   help="seconds an agent turn may take (default 120)")
     p.add_argument("--no-judge-cache", action="store_true", help="always call the judge, ignoring the cache")
     p.add_argument("--judge-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                    help="seconds one judge call may take before it is retried (default 60)")
@@ -171,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-runs", type=int, default=1, help="repeat the whole evaluation N times")
     run.add_argument("--no-save", action="store_true", help="do not write eval history")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
-    run.add_argument("--md", dest="md_out", metavar="OUT", help="write a Markdown report (PR comment, CI step summary)")
+    run.add_argument("--md", dest="md_out", metavar="OUT", help="write a Markdown report (PR comment; appended to $GITHUB_STEP_SUMMARY)")
 
     report = add_command(sub, "report", "a shareable Markdown or HTML report of a saved run")
     report.add_argument("record", metavar="RUN_RECORD",
@@ -307,6 +309,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
+    _refuse_outputs_over_inputs(args, prepared.agent_ref, plan)
     from .engine.tempfiles import remove_stale_temp_files_for
 
     remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
@@ -362,6 +365,32 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if failed_writes:
         return EXIT_WRITE_FAILED
     return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
+
+
+def _refuse_outputs_over_inputs(args: argparse.Namespace, agent_ref: str, plan: RunPlan) -> None:
+    """--json, --junit and --md never overwrite what the run reads (an eval file, a config, the replay
+    recording) nor each other: the run's input would be lost to its own report."""
+    inputs: dict[str, str] = {str(t.eval_file): "an eval file of this run" for t in plan.targets}
+    inputs.update({t.config.source: "a config of this run" for t in plan.targets if t.config.source})
+    if args.config:
+        inputs[str(args.config)] = "the --config file"
+    if agent_ref.startswith("replay:"):
+        inputs[agent_ref.removeprefix("replay:")] = "the replay recording"
+    outputs: dict[str, str] = {}
+    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out), ("--md", args.md_out)):
+        if not out:
+            continue
+        for other, what in [*inputs.items(), *outputs.items()]:
+            if _same_file(out, other):
+                raise UsageError(f"{flag} {out} is {what}: it would be overwritten; name another file")
+        outputs[out] = f"also the {flag} output"
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): the same file only if the same path
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _isatty(stream: TextIO) -> bool:

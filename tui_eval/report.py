@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from .engine.store import dump_json
 from .metrics.efficiency import EFFICIENCY_METRICS, run_efficiency
-from .schema.fileio import atomic_write
+from .schema.fileio import write_output
 from .schema.model import FunctionCall, content_text
 from .schema.details import (
     MATCH_TYPE_NAMES,
@@ -275,7 +275,7 @@ def detail_lines(details: MetricDetails | None) -> list[str]:
 
 def write_json(record: RunRecord, path: Path) -> None:
     """A JSON list of ADK EvalSetResult objects, one per eval set (and repetition)."""
-    atomic_write(path, dump_json([r.to_adk() for r in record.results]))
+    write_output(path, dump_json([r.to_adk() for r in record.results]))
 
 
 def _failure_text(case: CaseResult) -> str:
@@ -333,4 +333,4 @@ def write_junit(record: RunRecord, path: Path) -> None:
                 out.text = _xml_text("\n".join([f"passed with {coverage}"] + [
                     metric_line(m) for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]))
     ET.indent(suites)
-    atomic_write(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))
+    write_output(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

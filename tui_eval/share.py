@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -481,19 +482,35 @@ def render_html(run: SharedRun) -> str:
 
 
 def write_reports(run: SharedRun, md_out: str | None, html_out: str | None) -> list[str]:
-    """Write the Markdown and/or HTML report; the messages of what could not be written."""
-    from .schema.fileio import atomic_write
+    """Write the Markdown and/or HTML report; the messages of what could not be written. Markdown
+    written to $GITHUB_STEP_SUMMARY is appended, as GitHub expects of a step summary (each step adds its
+    part); a device or a pipe is written through (`schema.fileio.write_output`)."""
+    from .schema.fileio import write_output
 
     errors: list[str] = []
     for flag, path, render in (("--md", md_out, render_markdown), ("--html", html_out, render_html)):
         if not path:
             continue
         try:
-            atomic_write(Path(path), render(run).encode("utf-8"))
+            write_output(Path(path), render(run).encode("utf-8"),
+                         append=flag == "--md" and _is_step_summary(path))
         except OSError as exc:
             log.debug("writing %s failed", flag, exc_info=True)
             errors.append(f"could not write {flag} {path}: {exc.strerror or exc}")
     return errors
+
+
+def _is_step_summary(path: str) -> bool:
+    """Whether `path` is the GitHub Actions step summary file ($GITHUB_STEP_SUMMARY)."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        return False
+    if os.path.abspath(path) == os.path.abspath(summary):
+        return True
+    try:
+        return os.path.samefile(path, summary)
+    except OSError:  # either does not exist yet
+        return False
 
 
 def report_command(record_path: str, md_out: str | None, html_out: str | None, out: TextIO, err: TextIO) -> int:
@@ -507,6 +524,10 @@ def report_command(record_path: str, md_out: str | None, html_out: str | None, o
     if not md_out and not html_out:
         out.write(render_markdown(run))
         return 0
+    for flag, path in (("--md", md_out), ("--html", html_out)):
+        if path and Path(path).exists() and (Path(path).is_dir() or os.path.samefile(path, record_path)):
+            print(f"error: {safe_line(f'{flag} {path}: is the run record or a folder; name another file')}", file=err)
+            return 2
     errors = write_reports(run, md_out, html_out)
     for message in errors:
         print(f"error: {safe_line(message)}", file=err)

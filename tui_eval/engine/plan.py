@@ -83,7 +83,7 @@ def resolve_target(arg: str, agent_dir: Path | None = None) -> list[tuple[Path, 
     """The eval files one target names, each with its case selection. Raises PlanError."""
     file, ids = split_target(arg)
     path = Path(file)
-    if path.is_file():
+    if path.is_file() or (path.is_symlink() and not path.exists()):  # a broken link or a loop: say which
         return [(path, ids)]
     # A bare name is an eval set id first (`adk eval agent my_set` run beside a `my_set/` folder).
     as_id = agent_dir is not None and bool(file) and not any(c in file for c in "/\\\x00") \
@@ -101,6 +101,15 @@ def resolve_target(arg: str, agent_dir: Path | None = None) -> list[tuple[Path, 
     if by_id is not None:
         raise PlanError(f"{file}: no such eval file, and no eval set with that id ({by_id} does not exist)")
     raise PlanError(f"{file}: no such eval file")
+
+
+def _identity(path: Path) -> Path:
+    """The file a path names, for spotting one file named twice; a symlink loop (which cannot be
+    resolved) is its own absolute path, and loading it then says what it is."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: pathlib's "Symlink loop" before Python 3.13
+        return Path(os.path.abspath(path))
 
 
 def plan_run(
@@ -134,7 +143,7 @@ def plan_run(
         for path, ids in found:
             # A file already running whole (named twice, or also inside a folder named) runs once.
             if ids is None:
-                key = path.resolve()
+                key = _identity(path)
                 if key in whole:
                     continue
                 whole.add(key)

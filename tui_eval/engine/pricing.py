@@ -216,11 +216,21 @@ def parse_prices(data: object, source: str) -> dict[str, ModelPrice]:
         raise PriceFileError(f"{source}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
 
 
+#: A price file is a few hundred bytes; anything past this is not one (and is never read whole).
+MAX_PRICE_FILE_BYTES = 4 * 1024 * 1024
+
+
 def _read_prices(path: Path) -> dict[str, ModelPrice]:
+    """A price file's `prices`: a regular UTF-8 JSON file of bounded size (never a FIFO or /dev/zero)."""
+    from ..schema.errors import LoadError
+    from ..schema.load import decode_json_text, read_regular_file
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PriceFileError(f"{path}: {exc}") from exc
+        data = json.loads(decode_json_text(read_regular_file(path, MAX_PRICE_FILE_BYTES)))
+    except LoadError as exc:
+        raise PriceFileError(f"{path}: {exc.message}") from None
+    except (ValueError, RecursionError) as exc:  # invalid JSON, or text that is not UTF-8
+        raise PriceFileError(f"{path}: {exc}") from None
     return parse_prices(data, str(path))
 
 

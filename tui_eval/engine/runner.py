@@ -51,6 +51,7 @@ from .events import (
 from .insight import RunInsight
 from .options import RunOptions as RunOptions  # re-exported: callers import it from here
 from .plan import EvalTarget, RunPlan
+from .pricing import PriceTable
 
 EventSink = Callable[[Event], None]
 T = TypeVar("T")
@@ -300,6 +301,10 @@ def plan_coverage(plan: RunPlan) -> str:
     return "all"
 
 
+#: How long a finished run waits for its code state (git and file hashes, each bounded on its own).
+CODE_STATE_WAIT_SECONDS = 30.0
+
+
 class Run:
     """One execution of a plan. `await run.execute()`; `run.cancel()` from the same loop stops it,
     keeping every finished case. `inferences` lets a re-score reuse stored agent output."""
@@ -369,6 +374,7 @@ class Run:
         if self.options.save and self.store is not None:
             self._remove_leftovers()
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
+        prices = self._price_table()  # optional inputs are read up front (issue 23)
         progress = self._progress = ScoreProgress(self.emit)
         for target in plan.targets:
             for case in target.cases:
@@ -434,8 +440,13 @@ class Run:
         if stats is not None:
             self.record.judge_stats = stats.to_dict()
         if code_task is not None:
-            self.record.code_state = await code_task
-        self.record.insight = self._insight()
+            # Bounded: the results are in, and a run never waits on its code state for ever.
+            done, _ = await asyncio.wait({code_task}, timeout=CODE_STATE_WAIT_SECONDS)
+            if done:
+                self.record.code_state = code_task.result()
+            else:
+                logger.warning("the code state took over %g s; the run is saved without it", CODE_STATE_WAIT_SECONDS)
+        self.record.insight = self._insight(prices)
         from .store import provenance
 
         self.record.source = provenance(self.agent, self.record, [t.config for t in plan.targets])
@@ -478,17 +489,22 @@ class Run:
             logger.warning("could not record the code state: %s", exc)
             return None
 
-    def _insight(self) -> RunInsight | None:
-        from .insight import build_insight
-        from .pricing import PriceFileError, PriceTable, load_price_table
+    def _price_table(self) -> PriceTable | None:
+        """The price table, read before any case runs: a price file that cannot be read ($TUI_EVAL_PRICES
+        in UTF-16, a FIFO, /dev/zero) is a warning and the built-in prices, never a run lost at its end."""
+        from .pricing import PriceFileError, load_price_table
 
-        configs = [t.config for t in self.plan.targets]
-        sources = [Path(c.source) for c in configs if c.source]
-        prices: PriceTable | None = None
+        sources = [Path(t.config.source) for t in self.plan.targets if t.config.source]
         try:
-            prices = load_price_table(sources[0] if sources else None)
+            return load_price_table(sources[0] if sources else None)
         except PriceFileError as exc:
             logger.warning("price table: %s (built-in prices used)", exc)
+            return None
+
+    def _insight(self, prices: PriceTable | None) -> RunInsight | None:
+        from .insight import build_insight
+
+        configs = [t.config for t in self.plan.targets]
         return build_insight(self.record.results, self.record.repetitions, num_runs=self.plan.num_runs,
                              judge_stats=self.record.judge_stats, configs=configs, prices=prices,
                              wall_seconds=self.record.finished - self.record.started)

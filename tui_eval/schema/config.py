@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +231,8 @@ def config_for(eval_file: str | Path, override: str | Path | None = None) -> Eva
     if override is not None:
         return load_eval_config(override)
     beside = Path(eval_file).parent / CONFIG_FILE_NAME
-    if beside.is_file():
+    # Anything of that name is meant as the config: a folder, a FIFO or a broken link is an error that
+    # says so (read_regular_file), never silently the default criteria.
+    if os.path.lexists(beside):
         return load_eval_config(beside)
     return default_config()

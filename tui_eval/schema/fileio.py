@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -79,3 +80,25 @@ def atomic_write(path: Path, data: bytes | Iterable[bytes], *, durable: bool = T
         except OSError as exc:  # the original error matters more; this one is only worth a note
             log.debug("could not remove temp file %s: %s", tmp, exc)
         raise
+
+
+def write_output(path: Path, data: bytes | Iterable[bytes], *, append: bool = False) -> None:
+    """Write a file the user named as an output (--json, --junit, --md, --html). A regular file is
+    written atomically (`atomic_write`). Anything else is written through, never replaced: a character
+    device or a pipe (`/dev/stdout`, a FIFO, `>(cmd)`) gets the bytes, and a symlink keeps pointing
+    where it did (`--json /dev/stdout` as root once replaced the /dev/stdout link with a file). With
+    `append` the bytes go at the end (a CI step summary collects several steps' reports)."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if not append and st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "is a folder, not a file", str(path))
+    if append or (st is not None and not stat.S_ISREG(st.st_mode)):
+        chunks = [data] if isinstance(data, bytes) else data
+        with open(path, "ab" if append else "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+        return
+    atomic_write(path, data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import json
 import logging
 import os
 import stat
@@ -181,20 +182,63 @@ def read_plain_eval_set(data: Any) -> EvalSet | None:
     return eval_set
 
 
+def encoding_problem(raw: bytes) -> str | None:
+    """Why these bytes are not UTF-8 JSON text when their encoding says so (UTF-16 or UTF-32, as
+    PowerShell and some editors write; a UTF-8 byte order mark), else None."""
+    head = raw[:4]
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        found = "UTF-32"
+    elif head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        found = "UTF-16"
+    elif len(head) >= 4 and (head[1] == head[3] == 0 != head[0] or head[0] == head[2] == 0 != head[1]):
+        found = "UTF-16"  # no byte order mark: ASCII with a zero byte before or after each character
+    elif head.startswith(b"\xef\xbb\xbf"):
+        return "the file starts with a byte order mark (BOM): save it as UTF-8 without a BOM"
+    else:
+        return None
+    return f"the file is {found} encoded: save it as UTF-8 (ADK reads UTF-8 only)"
+
+
+def decode_json_text(raw: bytes) -> str:
+    """A JSON file's text: UTF-8, or a ValueError that names the encoding it is in instead."""
+    problem = encoding_problem(raw)
+    if problem is not None:
+        raise ValueError(problem)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start}): save the file as UTF-8") from None
+
+
+def loads_json(raw: bytes, path: str | Path) -> Any:
+    """Parse a JSON file as ADK (pydantic) does: `NaN`, `Infinity` and `-Infinity` are numbers. orjson
+    parses the common case; a file it refuses is read again by the standard library, which takes those
+    words, before its error is reported (with the encoding when that is the fault). Raises LoadError."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        problem = encoding_problem(raw)
+        if problem is not None:
+            raise LoadError(str(path), f"invalid JSON: {problem}") from None
+        if b"NaN" in raw or b"Infinity" in raw:
+            try:
+                return json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):
+                pass  # orjson's error names the place of the first fault
+        raise syntax_error(path, exc) from None
+
+
 def parse_eval_set(raw: bytes, path: str | Path) -> tuple[EvalSet, bool]:
     """Parse bytes into an EvalSet; returns (eval_set, is_legacy). Raises LoadError."""
     path = Path(path)
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise syntax_error(path, exc) from None
+    data = loads_json(raw, path)
     if not is_legacy(data):
         plain = read_plain_eval_set(data)
         if plain is not None:
             for warning in plain.load_warnings:
                 logger.warning("%s: %s", path, warning)
             return plain, False
-        data = orjson.loads(raw)  # spent by the attempt: the full reader reports every fault
+        data = loads_json(raw, path)  # spent by the attempt: the full reader reports every fault
     try:
         if is_legacy(data):
             return read_legacy(data, eval_set_id_for(path)), True
@@ -290,10 +334,7 @@ def read_json_file(path: str | Path) -> Any:
     """A JSON file's parsed value: read as `read_regular_file` reads (never blocking on a FIFO); a syntax
     error is a LoadError with line:column. Eval files, configs and CES files all come through here."""
     path = Path(path)
-    try:
-        return orjson.loads(read_regular_file(path))
-    except orjson.JSONDecodeError as exc:
-        raise syntax_error(path, exc) from None
+    return loads_json(read_regular_file(path), path)
 
 
 def load_eval_set(path: str | Path) -> EvalSet:

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 ENV_VAR = "TUI_EVAL_KEYMAP"
 FILE_NAME = "keymap.toml"
+#: A keymap is a few hundred bytes; a file past this is not read.
+MAX_KEYMAP_BYTES = 1024 * 1024
 
 
 def keymap_path() -> Path:
@@ -65,25 +67,32 @@ class UserKeymap:
 
 def load_keymap(path: Path | None = None) -> UserKeymap:
     """Read the keymap file; a missing file is an empty keymap, a broken one an empty keymap with a problem."""
+    from ..schema.errors import LoadError
+    from ..schema.load import read_regular_file
+
     named = path is None and bool(os.environ.get(ENV_VAR))
     path = path or keymap_path()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        if named:  # a file the user named is expected to exist; the default one is optional
-            return _reported(UserKeymap(path, problems=(f"{path}: no such file (named by ${ENV_VAR})",)))
+    if not named and not os.path.lexists(path):
         return UserKeymap()
-    except OSError as exc:
-        return _reported(UserKeymap(path, problems=(f"{path}: {exc}",)))
+    try:
+        # A regular file of bounded size: a FIFO would block start-up, /dev/zero never ends.
+        raw = read_regular_file(path, MAX_KEYMAP_BYTES)
+    except LoadError as exc:
+        if named and not os.path.lexists(path):  # a file the user named is expected to exist
+            return _reported(UserKeymap(path, problems=(f"{path}: no such file (named by ${ENV_VAR})",)))
+        return _reported(UserKeymap(path, problems=(f"{path}: {exc.message}",)))
     import tomllib  # only when there is a file: most start-ups have none
 
     try:
         data = tomllib.loads(raw.decode("utf-8"))
+        pairs = list(_flatten(data))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return _reported(UserKeymap(path, problems=(f"{path}: {exc}",)))
+    except RecursionError:  # tables or arrays nested thousands deep
+        return _reported(UserKeymap(path, problems=(f"{path}: nested too deeply to be a keymap",)))
     bindings: dict[str, str] = {}
     problems: list[str] = []
-    for binding_id, value in _flatten(data):
+    for binding_id, value in pairs:
         keys = _keys(value)
         if keys is None:
             problems.append(f"{path}: {binding_id}: expected a key (\"ctrl+r\") or a list of keys, "
