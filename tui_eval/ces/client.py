@@ -314,6 +314,8 @@ async def _open(
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    from ..judge.answer_size import with_answer_bound
+
     async def remember_errors(response: httpx2.Response) -> None:
         # Only the JSON-RPC POSTs: a 405 to the optional GET stream or the closing DELETE is no error.
         if response.status_code >= 400 and response.request.method == "POST":
@@ -326,7 +328,7 @@ async def _open(
     http = httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(timeout, read=max(timeout, 60.0)),
-        event_hooks={"response": [remember_errors]},
+        event_hooks=with_answer_bound({"response": [remember_errors]}),
     )
     async with http, streamable_http_client(endpoint, http_client=http) as (read, write):
         async with ClientSession(read, write) as session:

@@ -33,6 +33,7 @@ from ..schema.load import EVAL_FILE_SUFFIXES
 from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
 from .executor import BrokenAgentExecutor, Executor
 from .options import RunOptions
+from .own_writes import RunWrites
 from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -191,6 +192,7 @@ class LiveSession:
         # Files that belong to a loaded agent but are not under an agent folder of the workspace
         # (a replay recording, an --agent folder outside the root).
         self._sources: dict[Path, str] = {}
+        self._run_writes = RunWrites()  # a run's own writes into its agent folder are not edits
         self._lock = asyncio.Lock()
         self._stop: asyncio.Event | None = None
         self._closed = False
@@ -324,6 +326,7 @@ class LiveSession:
             return await run.execute()
         finally:
             self.runs.remove(run)
+            self._run_writes.ran(ref, run.record.started)
 
     def request_stop(self) -> None:
         """From any thread: the runs in progress start no further case (`cancel` stops the rest)."""
@@ -429,7 +432,7 @@ class LiveSession:
                     self._on_eval(self.workspace.reload(path), batch)
                 elif kind == "config":
                     self._on_config(self.workspace.reload(path), batch)
-                if ref is not None:
+                if ref is not None and not self._run_writes.written_by_run(ref, path):
                     self._on_agent(ref, path, batch)
             except Exception as exc:  # one file's trouble must not lose the others
                 log.exception("reacting to a change of %s failed", path)

@@ -199,6 +199,10 @@ def _retry_after(exc: BaseException) -> float | None:
 def _classify(exc: BaseException) -> _Failure:
     from google.genai import errors
 
+    from .answer_size import AnswerTooLarge
+
+    if isinstance(exc, AnswerTooLarge):  # asking again would bring the same answer
+        return _Failure(str(exc), False)
     if isinstance(exc, errors.APIError):
         code = getattr(exc, "code", None)
         status = getattr(exc, "status", None) or ""
@@ -338,7 +342,11 @@ class GeminiProvider:
             creds = self._credentials
             if creds is None:
                 raise JudgeCallError(self._reason or NO_CREDENTIALS)
-            http = types.HttpOptions(base_url=creds.base_url) if creds.base_url else None
+            from .answer_size import with_answer_bound
+
+            # Every answer is bounded in decoded size (a gzip bomb is this call's error, not the run's memory).
+            http = types.HttpOptions(base_url=creds.base_url,
+                                     async_client_args={"event_hooks": with_answer_bound()})
             if creds.vertex:
                 self._client = genai.Client(vertexai=True, project=creds.project, location=creds.location,
                                             api_key=creds.api_key, http_options=http)

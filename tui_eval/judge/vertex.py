@@ -126,13 +126,18 @@ class VertexEvalClient:
         key = asyncio.get_running_loop()
         state = self._per_loop.get(key)
         if state is None or state[0].is_closed:
-            state = (httpx.AsyncClient(timeout=self.timeout), asyncio.Semaphore(MAX_IN_FLIGHT))
+            from .answer_size import with_answer_bound
+
+            state = (httpx.AsyncClient(timeout=self.timeout, event_hooks=with_answer_bound()),
+                     asyncio.Semaphore(MAX_IN_FLIGHT))
             self._per_loop[key] = state
         return state
 
     async def evaluate_instances(self, request: dict[str, Any]) -> Reply:
         """POST one request; retry what the SDK retries. Raises VertexError when it cannot be scored."""
         import httpx
+
+        from .answer_size import AnswerTooLarge
 
         client, bound = self._loop_state()
         t0 = time.perf_counter()
@@ -144,6 +149,8 @@ class VertexEvalClient:
                                              headers={"Authorization": f"Bearer {token}"})
                 except httpx.HTTPError as exc:
                     raise VertexError(f"Vertex AI evaluation service unreachable: {exc!r}", attempts=attempt) from None
+                except AnswerTooLarge as exc:
+                    raise VertexError(f"Vertex AI: {exc}", attempts=attempt) from None
                 if resp.status_code == 200:
                     try:
                         body = resp.json()

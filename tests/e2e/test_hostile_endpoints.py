@@ -1,0 +1,175 @@
+"""Endpoints that answer a gzip bomb (issue 23): the decoded size of every answer (judge, Vertex AI, CES)
+is bounded, and an oversize answer is that call's error. Each client runs in a child with a memory limit
+(a 1 GiB answer inflated whole fails it) against a local server; nothing leaves 127.0.0.1."""
+
+from __future__ import annotations
+
+import struct
+import threading
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.support.bounded import python
+from tests.support.fake_gemini import FakeGemini, Reply
+from tests.support.fake_vertex import FakeVertex, VertexReply
+
+CHILD_MEMORY = 1536 * 1024**2
+
+
+@pytest.fixture(scope="module")
+def bomb() -> bytes:
+    """~1 MB of gzip that inflates to 1 GiB of zeros: one full-flush block repeated, then a valid trailer."""
+    mib = 1024
+    zeros = bytes(1 << 20)
+    c = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    first = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(zeros, crc)
+    data = first + block * (mib - 1) + b"\x03\x00" + struct.pack("<II", crc, (mib << 20) & 0xFFFFFFFF)
+    assert len(data) < 2 * 1024**2
+    return data
+
+
+def peak_mb(out: str) -> float:
+    return float(next(line.split()[1] for line in out.splitlines() if line.startswith("PEAK_MB")))
+
+
+JUDGE = """
+import asyncio, resource
+from tui_eval.judge.options import JudgeOptions
+from tui_eval.judge.service import JudgeError, JudgeService
+
+async def main():
+    service = JudgeService(JudgeOptions(use_cache=False, max_retries=2, backoff_base=0.01))
+    try:
+        reply = await service.ask(model="gemini-2.5-flash", contents="is this fine?")
+        print("REPLY", reply.text[:40])
+    except JudgeError as exc:
+        print("ERROR", exc.reason)
+    await service.aclose()
+    print("CALLS", service.stats.calls)
+
+asyncio.run(main())
+print("PEAK_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def test_a_judge_answering_a_gzip_bomb_fails_that_call_within_bounded_memory(bomb: bytes) -> None:
+    with FakeGemini() as server:
+        server.default = Reply(body=bomb, headers={"Content-Encoding": "gzip"})
+        done = python(JUDGE, memory=CHILD_MEMORY, timeout=120,
+                      env={"GOOGLE_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": server.base_url,
+                           "GOOGLE_GENAI_USE_VERTEXAI": ""})
+    assert not done.timed_out
+    assert done.code == 0, done.err[-2000:]
+    assert "ERROR" in done.out and "larger than 64 MB once decoded" in done.out, done.out
+    assert "CALLS 1" in done.out  # not retried: the same answer would come again
+    assert peak_mb(done.out) < 500, done.out
+
+
+def test_a_judge_answer_within_the_bound_still_reads_gzip() -> None:
+    answer = b'{"candidates": [{"content": {"role": "model", "parts": [{"text": "fine"}]}}]}'
+    gz = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    with FakeGemini() as server:
+        server.default = Reply(body=gz.compress(answer) + gz.flush(), headers={"Content-Encoding": "gzip"})
+        done = python(JUDGE, memory=CHILD_MEMORY, timeout=60,
+                      env={"GOOGLE_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": server.base_url,
+                           "GOOGLE_GENAI_USE_VERTEXAI": ""})
+    assert done.code == 0, done.err[-2000:]
+    assert "REPLY fine" in done.out
+
+
+VERTEX = """
+import asyncio, resource
+from tui_eval.judge.vertex import VertexError, vertex_client
+
+async def main():
+    client = vertex_client()
+    try:
+        await client.evaluate_instances({"instances": []})
+        print("REPLY")
+    except VertexError as exc:
+        print("ERROR", exc.reason)
+    await client.aclose()
+
+asyncio.run(main())
+print("PEAK_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def test_vertex_answering_a_gzip_bomb_fails_that_call_within_bounded_memory(bomb: bytes, tmp_path: Path) -> None:
+    server = FakeVertex().start()
+    try:
+        server.default = VertexReply(raw=bomb, headers={"Content-Encoding": "gzip"})
+        done = python(VERTEX, memory=CHILD_MEMORY, timeout=120,
+                      env={"GOOGLE_CLOUD_PROJECT": "test-project", "GOOGLE_CLOUD_LOCATION": "us-central1",
+                           "TUI_EVAL_VERTEX_EVAL_URL": server.base_url,
+                           "GOOGLE_APPLICATION_CREDENTIALS": str(server.credentials_file(tmp_path))})
+    finally:
+        server.stop()
+    assert not done.timed_out
+    assert done.code == 0, done.err[-2000:]
+    assert "ERROR Vertex AI: the answer from" in done.out and "larger than 64 MB" in done.out, done.out
+    assert peak_mb(done.out) < 500, done.out
+
+
+@pytest.fixture
+def bomb_server(bomb: bytes) -> Iterator[str]:
+    """Answers every request with the bomb as JSON: what a hostile or broken CES endpoint could do."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+        def _bomb(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(bomb)))
+            self.end_headers()
+            self.wfile.write(bomb)
+
+        do_POST = do_GET = _bomb  # noqa: N815
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+CES = """
+import asyncio, resource, sys
+from tui_eval.ces.client import CesError, with_client
+
+async def main():
+    async def work(client):
+        return await client.list_evaluations("projects/p/locations/l/apps/a")
+    try:
+        await with_client(sys.argv[1], work, token="dummy", timeout=20)
+        print("REPLY")
+    except CesError as exc:
+        print("ERROR", exc)
+
+asyncio.run(main())
+print("PEAK_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def test_a_ces_endpoint_answering_a_gzip_bomb_is_that_calls_error(bomb_server: str) -> None:
+    done = python(CES, bomb_server, memory=CHILD_MEMORY, timeout=120)
+    assert not done.timed_out
+    assert done.code == 0, done.err[-2000:]
+    assert "ERROR" in done.out and "larger than 64 MB once decoded" in done.out, done.out
+    assert peak_mb(done.out) < 500, done.out
