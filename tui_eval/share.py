@@ -21,7 +21,7 @@ from .engine.codestate import CodeState
 from .engine.insight import RunInsight
 from .engine.pricing import CostEstimate, TokenUsage
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
-from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record, read_record_head
+from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record, read_record_head, scan_history
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
 from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
@@ -86,7 +86,9 @@ def _records_of(path: Path) -> list[Path]:
     folder (its eval history's newest run)."""
     if path.is_dir():
         folder = path / HISTORY_DIR if (path / HISTORY_DIR).is_dir() else path
-        entries = list_history(folder)
+        entries, unreadable = scan_history(folder)
+        for bad in unreadable:
+            log.warning("unreadable run record: %s", bad.reason)
         if not entries:
             raise ShareError(f"{path}: no run records ({RECORD_SUFFIX}) in this folder")
         # The folder's newest agent run: a replay of recorded turns is not the agent's result (the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -96,6 +97,12 @@ def write_output(path: Path, data: bytes | Iterable[bytes], *, append: bool = Fa
     if not append and st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "is a folder, not a file", str(path))
     if append or (st is not None and not stat.S_ISREG(st.st_mode)):
+        # `/dev/stdout` is our own output: what was printed before must come out before this.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):  # closed or replaced streams
+                pass
         chunks = [data] if isinstance(data, bytes) else data
         with open(path, "ab" if append else "wb") as fh:
             for chunk in chunks:
