@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.conftest import slow_agent_folder
 from tests.support.bounded import tui_eval
 from tests.support.evalfiles import dice_pair
 
@@ -79,23 +80,22 @@ def test_a_fifo_or_device_in_an_agent_folder_never_hangs_the_run(tmp_path: Path)
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_sigterm_ends_a_run_and_keeps_its_results(tmp_path: Path) -> None:
-    """A FIFO in the agent folder once kept a run hashing for ever after its cases, deaf to SIGTERM."""
-    folder = agent_folder(tmp_path)
+    """A FIFO in the agent folder once kept a cancelled run hashing for ever, deaf to SIGTERM and Ctrl-C."""
+    folder = slow_agent_folder(tmp_path, cases=20, delay=1.0) / "slow"
     os.mkfifo(folder / "notes.pipe")
     proc = subprocess.Popen([sys.executable, "-m", "tui_eval.cli", "run", str(folder),
-                             str(folder / "hello_world.evalset.json"), "-q"], cwd=tmp_path,
+                             str(folder / "slow.evalset.json"), "-q", "--concurrency", "2"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            if (folder / HISTORY).is_dir() and list((folder / HISTORY).glob("*.tui-eval.json")):
-                break
-            time.sleep(0.2)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+        time.sleep(4)  # some cases done, most still to come
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         pytest.fail("the run ignored SIGTERM")
+    assert proc.returncode == 1, err.decode()
     assert b"Saved eval history" in out, err.decode()
+    [record] = (folder / HISTORY).glob("*.tui-eval.json")
+    assert json.loads(record.read_text())["cancelled"] is True
