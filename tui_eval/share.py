@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from pydantic import ValidationError
 
 from .metrics.efficiency import EFFICIENCY_METRICS
 from .engine.codestate import CodeState
@@ -110,11 +111,16 @@ def load_shared_run(path: Path) -> SharedRun:
     for p in _records_of(Path(path)):
         try:
             loaded.append(load_record(p))
+            if isinstance(loaded[-1][0].get("insight"), dict):  # load_record leaves the insight to its readers
+                RunInsight.model_validate(loaded[-1][0]["insight"])
+        except ValidationError as exc:
+            where = ".".join(str(x) for x in exc.errors()[0]["loc"]) if exc.errors() else ""
+            raise ShareError(f"cannot read this run record: {p}: insight.{where}: "
+                             f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from None
         except (OSError, ValueError) as exc:
             raise ShareError(f"cannot read this run record: {exc}") from None
     loaded.sort(key=lambda m: (str(m[0].get("eval_file", "")), int(m[0].get("repetition") or 1)))
     meta = loaded[0][0]
-    # load_record validated both.
     insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
     state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
     return SharedRun(

@@ -548,15 +548,12 @@ def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any],
     try:
         record = RunRecordFile.model_validate(data)
         meta = {k: v for k, v in data.items() if k != "cases"}
-        # Readers build these from the metadata: a record whose parts are not valid is not valid.
+        # Readers build it from the metadata (history compare, reports): a record whose code state is
+        # not valid is not valid. (Its insight is validated where it is read: `share.load_shared_run`.)
         if isinstance(meta.get("code_state"), dict):
             from .codestate import CodeState
 
             CodeState.model_validate(meta["code_state"])
-        if isinstance(meta.get("insight"), dict):
-            from .insight import RunInsight
-
-            RunInsight.model_validate(meta["insight"])
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else None
         where = ".".join(str(p) for p in first["loc"]) if first else ""
