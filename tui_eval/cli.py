@@ -473,15 +473,11 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .engine.store import dump_json
     from .schema.fileio import atomic_write
     from .schema.errors import LoadError
-    from .schema.load import eval_set_id_for, parse_eval_set
+    from .schema.load import eval_set_id_for, parse_eval_set, read_regular_file
 
     src = Path(args.source)
-    try:
-        raw = src.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{src}: cannot read file: {exc.strerror or exc}") from None
-    try:
-        eval_set, legacy = parse_eval_set(raw, src)
+    try:  # bounded, and never a FIFO or a device
+        eval_set, legacy = parse_eval_set(read_regular_file(src), src)
     except LoadError as exc:
         raise UsageError(str(exc)) from None
     if not legacy:

@@ -86,3 +86,12 @@ def test_an_eval_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path:
     # The limit is documented and can be raised or lowered.
     small = tui_eval("run", f"replay:{recorded}", str(golden), cwd=tmp_path, env={"TUI_EVAL_MAX_FILE_MB": "0.001"})
     assert small.code == 2 and "too large" in small.err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_migrate_of_a_fifo_is_one_clear_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "old.test.json"
+    os.mkfifo(fifo)
+    done = tui_eval("migrate", str(fifo), cwd=tmp_path, timeout=30)
+    assert not done.timed_out, "migrate blocked on a FIFO"
+    assert done.code == 2 and "old.test.json: cannot read file: it is a FIFO" in done.err
