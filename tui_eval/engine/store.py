@@ -12,6 +12,7 @@ import functools
 import logging
 import math
 import re
+import reprlib
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,6 +348,10 @@ MAX_DIFF_BYTES = 4 * 1024 * 1024
 _MAX_TIMESTAMP = 253402300799.0
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxdict, _SHORT.maxlist = 2, 40, 40, 3, 3
+
+
 class RecordError(ValueError):
     """A run record (or a file it names) that cannot be read, or is not what a record must be: the
     message says which file and why, in one line."""
@@ -386,8 +391,9 @@ def check_record_head(data: object, path: Path) -> dict[str, Any]:
         raise RecordError(f"{path}: not a tui-eval run record (format {str(fmt)[:40]!r})")
 
     def fault(key: str, what: str) -> RecordError:
+        # reprlib: a value nested a thousand deep (or a megabyte long) is shown in a few characters.
         return RecordError(f"{path}: {key}: expected {what}, got {type(data[key]).__name__} "
-                           f"{str(data[key])[:40]!r}")
+                           f"{_SHORT.repr(data[key])}")
 
     for key in ("run_id", "eval_set_id"):
         if not isinstance(data.get(key), str):
