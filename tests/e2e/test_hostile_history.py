@@ -174,3 +174,12 @@ def test_a_code_diff_file_outside_the_folder_or_special_is_never_shown(tmp_path:
     assert done.code == 0, done.err
     assert done.out.splitlines()[0] == "PATH None"
     assert "cannot be shown" in done.out
+
+
+@pytest.mark.parametrize("flag", ["--md", "--html"])
+def test_report_never_writes_over_its_own_record(tmp_path: Path, flag: str) -> None:
+    folder, record, data = saved_run(tmp_path)
+    before = record.read_bytes()
+    done = tui_eval("report", str(record), flag, str(record), timeout=60)
+    assert done.code == 2 and "is the run record" in done.err, done.err
+    assert record.read_bytes() == before
