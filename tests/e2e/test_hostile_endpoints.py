@@ -173,3 +173,54 @@ def test_a_ces_endpoint_answering_a_gzip_bomb_is_that_calls_error(bomb_server: s
     assert done.code == 0, done.err[-2000:]
     assert "ERROR" in done.out and "larger than 64 MB once decoded" in done.out, done.out
     assert peak_mb(done.out) < 500, done.out
+
+
+def _encode(encoding: str, data: bytes) -> bytes:
+    if encoding == "gzip":
+        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":
+        c = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS)
+    elif encoding == "raw-deflate":
+        c = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    else:
+        return data
+    return c.compress(data) + c.flush()
+
+
+@pytest.mark.parametrize("encoding", ["identity", "gzip", "deflate", "raw-deflate", "br"])
+@pytest.mark.parametrize("size", [1000, 5000])
+async def test_every_encoding_is_read_within_the_bound(encoding: str, size: int) -> None:
+    """httpx with the bound (limit 4,000 bytes here) against a local server: each encoding the bound
+    inflates itself is read when small and refused when large; one it cannot bound is refused."""
+    import httpx
+
+    from tui_eval.judge.answer_size import AnswerTooLarge, with_answer_bound
+
+    text = (b"0123456789" * size)[:size]
+    body = _encode(encoding, text)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Encoding", "deflate" if encoding == "raw-deflate" else encoding)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        async with httpx.AsyncClient(event_hooks=with_answer_bound(limit=4000), timeout=10) as client:
+            url = f"http://127.0.0.1:{server.server_address[1]}/"
+            if encoding == "br" or size > 4000:
+                with pytest.raises(AnswerTooLarge, match="larger than|content encoding 'br'"):
+                    await client.get(url)
+            else:
+                assert (await client.get(url)).content == text
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -45,8 +45,9 @@ def _for_module(package: str) -> tuple[type[Any], type[AnswerTooLarge]]:
             self._url = url
 
         def _too_large(self) -> AnswerTooLarge:
-            error: AnswerTooLarge = too_large(f"the answer from {self._url} is larger than "
-                                              f"{self._limit // (1024 * 1024)} MB once decoded; not read further")
+            size = f"{self._limit >> 20} MB" if self._limit >= 1 << 20 else f"{self._limit:,} bytes"
+            error: AnswerTooLarge = too_large(f"the answer from {self._url} is larger than {size} once decoded; "
+                                              "not read further")
             return error
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -59,6 +60,7 @@ def _for_module(package: str) -> tuple[type[Any], type[AnswerTooLarge]]:
             elif self._encoding == "deflate":
                 inflate = zlib.decompressobj()
             total = 0
+            first = True
             async for chunk in self._raw:
                 if inflate is None:
                     total += len(chunk)
@@ -71,9 +73,13 @@ def _for_module(package: str) -> tuple[type[Any], type[AnswerTooLarge]]:
                     try:
                         piece = inflate.decompress(data, _PIECE)
                     except zlib.error as exc:
+                        if first and self._encoding == "deflate":  # raw deflate, without the zlib header
+                            inflate, first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                            continue
                         raise mod.DecodingError(f"the answer from {self._url} is not valid "
                                                 f"{self._encoding}: {exc}") from None
                     data = inflate.unconsumed_tail
+                    first = False
                     total += len(piece)
                     if total > self._limit:
                         raise self._too_large()
