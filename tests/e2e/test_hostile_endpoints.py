@@ -85,6 +85,24 @@ def test_a_judge_answer_within_the_bound_still_reads_gzip() -> None:
     assert "REPLY fine" in done.out
 
 
+OPENAI_JUDGE = JUDGE.replace('model="gemini-2.5-flash"', 'model="openai:gpt-4.1-mini"')
+
+
+def test_an_openai_compatible_judge_answering_a_gzip_bomb_fails_that_call(bomb: bytes) -> None:
+    from tests.support.fake_openai import FakeOpenAI
+    from tests.support.fake_openai import Reply as OpenAIReply
+
+    with FakeOpenAI() as server:
+        server.default = OpenAIReply(body=bomb, headers={"Content-Encoding": "gzip"})
+        done = python(OPENAI_JUDGE, memory=CHILD_MEMORY, timeout=120,
+                      env={"OPENAI_API_KEY": "dummy", "OPENAI_BASE_URL": server.base_url})
+    assert not done.timed_out
+    assert done.code == 0, done.err[-2000:]
+    assert "ERROR" in done.out and "larger than 64 MB once decoded" in done.out, done.out
+    assert "CALLS 1" in done.out
+    assert peak_mb(done.out) < 500, done.out
+
+
 VERTEX = """
 import asyncio, resource
 from tui_eval.judge.vertex import VertexError, vertex_client

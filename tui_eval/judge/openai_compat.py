@@ -136,9 +136,13 @@ class OpenAIProvider:
                 raise JudgeCallError(reason)
             import openai
 
-            # The service retries and times out; the SDK's own retries would multiply both.
-            self._client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=0,
-                                              timeout=self._options.timeout)
+            from .answer_size import with_answer_bound
+
+            # The service retries and times out; the SDK's own retries would multiply both. Every answer is
+            # bounded in decoded size (a gzip bomb is this call's error, not the run's memory).
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self._options.timeout,
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks=with_answer_bound()))
         return self._client
 
     def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
@@ -177,6 +181,11 @@ class OpenAIProvider:
 
         if isinstance(exc, JudgeParseError):
             return exc
+        from .answer_size import AnswerTooLarge
+
+        too_large = exc if isinstance(exc, AnswerTooLarge) else exc.__cause__
+        if isinstance(too_large, AnswerTooLarge):  # asking again would bring the same answer
+            return _Failure(str(too_large), False)
         if isinstance(exc, json.JSONDecodeError):
             return JudgeParseError(f"invalid JSON from judge: {str(exc)[:300]}")
         if isinstance(exc, openai.APIStatusError):
