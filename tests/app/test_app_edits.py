@@ -36,9 +36,12 @@ async def test_accept_turn_after_confirm(workspace: Path, make_app) -> None:
         assert inv["final_response"]["parts"][0]["text"] == "Booked AZ 331 for 2 passengers. Confirmation code QX7T2."
         assert [c["name"] for c in inv["intermediate_data"]["tool_uses"]] == ["get_weather", "book_flight"]
         assert data["description"] == "Flights, weather and hotels"
-        # The app reloaded the file; the turn view warns that the result predates the edit.
+        # The app reloaded the file; the turn view shows the new expected text at once and marks the
+        # result, scored against the old one, stale.
         assert app.catalog.case(key).conversation[1].final_response.text.startswith("Booked AZ 331 for 2")
-        assert "the eval file changed since this result" in str(app.screen.query_one("#turn-response").render())
+        response = str(app.screen.query_one("#turn-response").render())
+        assert response.startswith("expected\nBooked AZ 331 for 2 passengers. Confirmation code QX7T2.\n"), response
+        assert "⚠ stale: this result was scored against the expected turn before the eval file changed" in response
 
 
 async def test_delete_case_from_the_browser(workspace: Path, make_app) -> None:

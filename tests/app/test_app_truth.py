@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.app.conftest import settle
+from tests.app.conftest import settle, wait_until
 from tests.app.test_app_browse import labels, summary_text, visible_cases
 
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
@@ -185,3 +185,74 @@ async def test_a_replay_never_becomes_the_agents_latest_status(tmp_path: Path, m
 
         status = str(app.screen.query_one("#compare-status", Static).render())
         assert "⚠ the later run is a replay of recorded turns, the other ran the agent" in status, status
+
+
+async def test_after_accept_the_new_expected_shows_and_the_old_result_is_stale_until_rerun(workspace: Path, make_app) -> None:
+    from tests.app.test_app_turn import grid_text, open_turn, text_of
+
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = await open_turn(app, pilot, "transfer_order")  # fails: the agent called get_balance first
+        key = screen.key
+        assert "✘" in app.main.browser._case_label(key).plain
+        await pilot.press("a", "y")  # accept the agent's turn as the expected one
+        await settle(pilot)
+        # The expected calls are the file's new ones at once, listed without the old verdicts.
+        head = text_of(screen, "#trajectory-head")
+        assert "stale: the expected calls changed since this result" in head, head
+        left = [c for c in grid_text(screen)[2::2] if c]
+        assert [c.split("(")[0].split()[-1] for c in left] == ["get_balance", "lookup_contact", "transfer"]
+        assert "⚠ stale" in text_of(screen, "#turn-response")
+        # The tree and the summary say the ✘ beside the case is the old expected's.
+        assert app.main.browser._case_label(key).plain.endswith("  stale")
+        await pilot.press("escape")
+        app.main.browser.select_key(key)
+        await pilot.pause()
+        assert "⚠ stale: scored against the expected turns before they were accepted" in summary_text(app)
+        # Running it again clears the mark: the recording now matches the file.
+        await pilot.press("r")
+        await settle(pilot)
+        line = app.main.browser._case_label(key).plain
+        assert "stale" not in line and line.startswith("✔ transfer_order"), line
+        assert "stale" not in summary_text(app)
+
+
+async def test_the_summary_starts_at_its_top_for_each_selection(workspace: Path, make_app) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "down", "enter", "down")  # travel > book_flight: a summary taller than its pane
+        scroll = app.main.query_one("#summary-scroll")
+        assert scroll.max_scroll_y > 0
+        scroll.scroll_end(animate=False)
+        await pilot.pause()
+        assert scroll.scroll_y > 0
+        await pilot.press("down")
+        await pilot.pause()
+        assert scroll.scroll_y == 0
+
+
+async def test_a_file_not_loaded_notice_goes_once_the_file_loads_again(workspace: Path, make_app) -> None:
+    import json
+
+    from tests.app.test_app_live import start
+
+    path = workspace / "smalltalk" / "smalltalk.evalset.json"
+    good = path.read_text()
+    app = make_app(workspace, watch=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start(app, pilot)
+
+        def notices() -> list[str]:
+            return [n.title for n in app._notifications]
+
+        path.write_text('{"eval_set_id": "smalltalk", "eval_cases": [')
+        await wait_until(pilot, lambda: "File not loaded" in notices())
+        import time
+
+        shown = time.monotonic()
+        path.write_text(json.dumps(json.loads(good)))
+        await wait_until(pilot, lambda: "File not loaded" not in notices(), timeout=7.0)
+        # Withdrawn because the file loaded, not because its 8 s timeout ran out.
+        assert time.monotonic() - shown < 7.5

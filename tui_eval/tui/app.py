@@ -145,6 +145,8 @@ class EvalApp(App[int]):
         self._loaded_backlog: deque[tuple[CaseKey, Any, str, float | None]] = deque()
         # Edits in flight: the case to redraw once written, and whether its result went stale.
         self._after_edit: dict[Worker[Any], tuple[CaseKey, bool]] = {}
+        #: The "File not loaded" notice shown per file, withdrawn once the file loads again.
+        self._load_notices: dict[Path, Any] = {}
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
@@ -353,8 +355,17 @@ class EvalApp(App[int]):
                 if cat.case(case_key) is None:
                     cat.set_result(case_key, None)
                 dirty.add(case_key)
+        for path in delta.reloaded:
+            file_state = cat.file_state(path)
+            notice = self._load_notices.pop(path, None)
+            if notice is not None and file_state is not None and file_state.error is None:
+                self._unnotify(notice)  # the file loads again: its "not loaded" notice is out of date
         for path, error in delta.broke:
-            self.notify(cat.error_text(error), title="File not loaded", severity="warning", markup=False, timeout=8)
+            from textual.notifications import Notification, Notify
+
+            notice = Notification(cat.error_text(error), "File not loaded", "warning", 8, markup=False)
+            self._load_notices[path] = notice
+            self.post_message(Notify(notice))
         results, removed, messages = self.inbox.drain()
         self._loaded_backlog.extend(results)
         for _ in range(min(FOLD_PER_TICK, len(self._loaded_backlog))):
@@ -651,6 +662,9 @@ class EvalApp(App[int]):
         """UI thread, after an edit was written: fold the reload and redraw the case on every screen."""
         if stale:
             self.catalog.set_result(key, None)
+        else:
+            # An accepted turn or case: its result was scored against the old expected turns.
+            self.catalog.stale.add(key)
         self.pull()
         for screen in self.screen_stack:
             refresh = getattr(screen, "refresh_keys", None)

@@ -135,6 +135,9 @@ class Catalog:
     filter: Filter = field(default_factory=Filter)
     #: The order of cases in the tree (one of CASE_ORDERS).
     order: str = "file"
+    #: Cases whose expected turns were accepted after their result was scored: the result is shown,
+    #: marked stale, until the case runs again.
+    stale: set[Any] = field(default_factory=set)
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
     #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
@@ -398,6 +401,7 @@ class Catalog:
         counts = cached[1] if cached is not None and self.case(key) is not None else None
         if counts is not None:
             counts[self.case_status(key)] -= 1
+        self.stale.discard(key)
         if result is None:
             self.results.forget(key)
         else:

@@ -155,6 +155,8 @@ class MainScreen(Screen[None]):
         entry = node.data if node is not None else None
         if entry != self.summary.entry:
             self.summary.show(entry)
+            # Another selection starts at its top, not where the last one was scrolled to.
+            self.query_one("#summary-scroll").scroll_home(animate=False)
 
     @on(Tree.NodeSelected, "#browser")
     def _selected(self, event: Tree.NodeSelected[Entry]) -> None:

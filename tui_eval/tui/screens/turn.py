@@ -123,8 +123,10 @@ class TurnScreen(Screen[None]):
         cat = self.catalog
         case = cat.case(self.key)
         result = self._result()
-        expected_list = (result.expected if result is not None and result.expected is not None else None) or (
-            case.conversation if case is not None else None) or []
+        # The expected turns as the file has them now (an accepted turn shows its new text at once); the
+        # result's own copy only when the file has none (a scenario, a case no longer in the file).
+        expected_list = (case.conversation if case is not None else None) or (
+            result.expected if result is not None and result.expected is not None else None) or []
         actual_list = result.actual if result is not None else []
         i = self.index
         expected = expected_list[i] if i < len(expected_list) else None
@@ -196,16 +198,16 @@ class TurnScreen(Screen[None]):
                       Content.styled("actual", "bold $text-muted"), right]
             for author, text in actual.intermediate_texts:
                 lines.append(Content.assemble((f"intermediate ({one_line(author, 30)}) ", "$text-muted"), plain(text)))
-        if expected is not None and result is not None and result.expected is not None and case is not None:
-            current = case.conversation[self.index] if case.conversation and self.index < len(case.conversation) else None
-            if current is not None and current.to_dict() != expected.to_dict():
-                lines.append(Content.styled("⚠ the eval file changed since this result: run again to re-score", "$text-warning"))
+        stale = self._stale(result, expected)
+        if stale:
+            lines.append(Content.styled("⚠ stale: this result was scored against the expected turn before the "
+                                        "eval file changed; r runs the case again", "$text-warning"))
         if result is not None:
             lines.append(Content(""))
             lines.extend(turn_metric_lines(result, self.index))
         self.query_one("#turn-response", Static).update(joined(lines))
 
-        self._render_trajectory(result, expected, actual)
+        self._render_trajectory(result, expected, actual, stale=stale)
         self._render_hallucinations(result, actual)
         self._render_judges(result, case, expected)
         problems = not_evaluated_lines(result, self.index) if result is not None else []
@@ -227,7 +229,19 @@ class TurnScreen(Screen[None]):
         body.set_class(hidden, "-hidden")
         title.set_class(hidden, "-hidden")
 
-    def _render_trajectory(self, result: Any, expected: Invocation | None, actual: Invocation | None) -> None:
+    def _stale(self, result: CaseResult | None, expected: Invocation | None) -> bool:
+        """Whether the shown result was scored against other expected turns than the file's (accepted)."""
+        if result is None or expected is None:
+            return False
+        if self.key in self.catalog.stale:
+            return True
+        old = result.expected
+        if old is None or self.index >= len(old):
+            return False
+        return old[self.index] is not expected and old[self.index].to_dict() != expected.to_dict()
+
+    def _render_trajectory(self, result: Any, expected: Invocation | None, actual: Invocation | None,
+                           *, stale: bool = False) -> None:
         traj = self.query_one(TrajectoryDiff)
         # --mock-tools: say which calls were answered from the recorded responses (no tool ran).
         mocked = list(dict.fromkeys(t.name for t in actual.tool_timings if t.mocked)) if actual is not None else []
@@ -238,6 +252,11 @@ class TurnScreen(Screen[None]):
         act_calls = actual.tool_calls if actual is not None else []
         if expected is None and actual is not None:
             traj.show_calls(act_calls)
+            return
+        if stale:
+            # The stored verdicts judged the old expected calls: list the file's calls without them.
+            traj.show_unjudged(exp_calls, act_calls, head="stale: the expected calls changed since this "
+                                                          "result; r runs the case again")
             return
         # What the metric stored, under every match type: read, never recomputed.
         stored = stored_trajectory(result, self.index)

@@ -388,7 +388,10 @@ class EvalBrowser(Tree[Entry]):
             score = catalog.score_text(key)
             if score is not None:
                 text.append(f"  {score}", self._style("browser--muted"))
-        if result is not None and result.error:
+        if key in catalog.stale:
+            # Scored before its expected turns were accepted: the status is the old expected's.
+            text.append("  stale", self._style("browser--not-evaluated"))
+        elif result is not None and result.error:
             text.append("  agent error", self._style("browser--error"))
         elif result is not None and not catalog.filter.metric:
             from ..verdicts import evaluated_note

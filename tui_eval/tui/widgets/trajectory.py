@@ -50,9 +50,11 @@ class TrajectoryDiff(Vertical):
         """Only actual calls (a scenario turn has no expected trajectory to judge them against)."""
         self._list_calls("no expected calls (scenario case): the calls the agent made", None, actual)
 
-    def show_unjudged(self, expected: list[FunctionCall], actual: list[FunctionCall]) -> None:
-        """Both sides' calls without a verdict (tool_trajectory_avg_score has not judged this turn)."""
-        self._list_calls("not judged: tool_trajectory_avg_score has no verdict on this turn", expected, actual)
+    def show_unjudged(self, expected: list[FunctionCall], actual: list[FunctionCall], *,
+                      head: str = "not judged: tool_trajectory_avg_score has no verdict on this turn") -> None:
+        """Both sides' calls without a verdict (tool_trajectory_avg_score has not judged this turn, or
+        judged expected calls the file no longer has)."""
+        self._list_calls(head, expected, actual)
 
     def _list_calls(self, head: str, expected: list[FunctionCall] | None, actual: list[FunctionCall]) -> None:
         self.query_one("#trajectory-head", Static).update(Content.styled(head, "$text-muted"))
