@@ -256,3 +256,27 @@ async def test_a_file_not_loaded_notice_goes_once_the_file_loads_again(workspace
         await wait_until(pilot, lambda: "File not loaded" not in notices(), timeout=7.0)
         # Withdrawn because the file loaded, not because its 8 s timeout ran out.
         assert time.monotonic() - shown < 7.5
+
+
+async def test_comparing_runs_of_two_different_eval_sets_warns(workspace: Path, make_app) -> None:
+    from textual.widgets import DataTable, Static
+
+    from tests.app.test_app_history import open_history, rows
+    from tui_eval.tui.screens.history import CompareScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await open_history(app, pilot)
+        table = app.screen.query_one(DataTable)
+        listed = rows(table)
+        travel = next(i for i, r in enumerate(listed) if r[2] == "travel")
+        smalltalk = next(i for i, r in enumerate(listed) if r[2] == "smalltalk")
+        table.move_cursor(row=travel)
+        await pilot.press("space")
+        table.move_cursor(row=smalltalk)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
+        status = str(app.screen.query_one("#compare-status", Static).render())
+        assert "⚠ these are runs of two different eval sets (travel and smalltalk)" in status \
+            or "⚠ these are runs of two different eval sets (smalltalk and travel)" in status, status

@@ -165,3 +165,23 @@ def test_eval_sets_and_config_beside_the_agent_are_not_agent_code(repo: Path) ->
     after = state(repo)
     assert after.agent_sha256 == before.agent_sha256
     assert sorted(after.agent_files) == ["agent.py", "tools.py"]
+
+
+def test_same_files_named_relatively_and_absolutely_are_no_change(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19 item 4: one run given `evals/a.test.json`, the other the absolute path, same bytes."""
+    monkeypatch.chdir(repo)
+    relative = capture_code_state(Path("my_agent"), [Path("evals/a.test.json")], [Path("evals/test_config.json")])
+    absolute = state(repo)
+    change = diff_code_states(relative, absolute)
+    assert change.eval_files_changed == [] and change.config_files_changed == []
+    assert not any("changed" in line for line in change.lines()), change.lines()
+    # Records written before paths were made absolute kept them as given: still paired by content.
+    old = relative.model_copy(update={
+        "eval_files": [f.model_copy(update={"path": "evals/a.test.json"}) for f in relative.eval_files],
+        "config_files": [f.model_copy(update={"path": "evals/test_config.json"}) for f in relative.config_files]})
+    change = diff_code_states(old, absolute)
+    assert change.eval_files_changed == [] and change.config_files_changed == []
+    # A real edit is still a change, whichever way the path was written.
+    (repo / "evals" / "a.test.json").write_text('{"eval_set_id": "a", "name": "edited"}')
+    change = diff_code_states(old, state(repo))
+    assert change.eval_files_changed == [str((repo / "evals" / "a.test.json").resolve())]

@@ -290,15 +290,52 @@ def capture_code_state(agent_dir: Path | None, eval_files: list[Path], config_fi
         agent_dir=str(agent_dir) if agent_dir is not None else None,
         agent_sha256=agent_sha,
         agent_files=agent_files,
-        eval_files=[FileHash(path=str(p), sha256=sha256_file(p)) for p in eval_files],
-        config_files=[FileHash(path=str(p), sha256=sha256_file(p)) for p in config_files],
+        # Absolute paths: a run given relative paths and one given absolute ones name the same files alike.
+        eval_files=[FileHash(path=_abs(p), sha256=sha256_file(p)) for p in eval_files],
+        config_files=[FileHash(path=_abs(p), sha256=sha256_file(p)) for p in config_files],
     )
 
 
+def _abs(path: Path) -> str:
+    try:
+        return str(Path(path).resolve())
+    except OSError:
+        return str(path)
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(path).replace("\\", "/")
+
+
 def _changed_files(before: list[FileHash], after: list[FileHash]) -> list[str]:
-    old = {f.path: f.sha256 for f in before}
-    new = {f.path: f.sha256 for f in after}
-    return sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+    """Files whose contents differ (or that only one run had). Paths are compared normalised; a file
+    one run named relatively and the other absolutely (records before paths were made absolute) is
+    paired by its name when that name is unique on both sides, so identical bytes never read as a change."""
+    old = {_norm(f.path): f.sha256 for f in before}
+    new = {_norm(f.path): f.sha256 for f in after}
+    changed = {p for p in old.keys() & new.keys() if old[p] != new[p]}
+    only_old = [p for p in old if p not in new]
+    only_new = [p for p in new if p not in old]
+
+    def by_name(paths: list[str]) -> dict[str, str]:
+        names: dict[str, list[str]] = {}
+        for p in paths:
+            names.setdefault(p.rsplit("/", 1)[-1], []).append(p)
+        return {n: ps[0] for n, ps in names.items() if len(ps) == 1}
+
+    old_names, new_names = by_name(only_old), by_name(only_new)
+    paired_old: set[str] = set()
+    paired_new: set[str] = set()
+    for name in old_names.keys() & new_names.keys():
+        a, b = old_names[name], new_names[name]
+        if os.path.isabs(a) != os.path.isabs(b):
+            paired_old.add(a)
+            paired_new.add(b)
+            if old[a] != new[b]:
+                changed.add(b)
+    changed.update(p for p in only_old if p not in paired_old)
+    changed.update(p for p in only_new if p not in paired_new)
+    return sorted(changed)
 
 
 def _committed_files(repo_root: str | None, a: str, b: str) -> tuple[list[str] | None, str | None]:

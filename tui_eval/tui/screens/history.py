@@ -370,8 +370,16 @@ class CompareScreen(Screen[None]):
         table.focus()
 
     def warnings(self) -> list[str]:
-        """What makes the two runs not like for like (a replay against an agent run)."""
+        """What makes the two runs not like for like: two eval sets (or files), a replay against an agent run."""
         out = []
+        before, after = self.before, self.after
+        if before.eval_set_id != after.eval_set_id:
+            out.append(f"these are runs of two different eval sets ({literal(before.eval_set_id)} and "
+                       f"{literal(after.eval_set_id)}): "
+                       "cases are matched by id only")
+        elif before.eval_file and after.eval_file and Path(before.eval_file).name != Path(after.eval_file).name:
+            out.append(f"the runs used different eval files ({literal(Path(before.eval_file).name)} and "
+                       f"{literal(Path(after.eval_file).name)})")
         if self.before.replay != self.after.replay:
             which = "earlier" if self.before.replay else "later"
             out.append(f"the {which} run is a replay of recorded turns, the other ran the agent")
