@@ -51,7 +51,7 @@ async def test_num_runs_shows_marks_and_drills_into_run_k(tmp_path: Path, make_a
         await pilot.press("R")
         await settle(pilot)
         # 3 cases x 4 runs; flip alternates pass / fail per call.
-        assert "12/12 cases" in text_of(app, "#run-status")
+        assert "12/12 case runs (3 cases × 4)" in text_of(app, "#run-status")
         await open_flip(pilot)
         text = summary_text(app)
         assert "Case flip" in text and "runs  ✔✘✔✘ 2/4 flaky" in text

@@ -280,3 +280,40 @@ async def test_comparing_runs_of_two_different_eval_sets_warns(workspace: Path, 
         status = str(app.screen.query_one("#compare-status", Static).render())
         assert "⚠ these are runs of two different eval sets (travel and smalltalk)" in status \
             or "⚠ these are runs of two different eval sets (smalltalk and travel)" in status, status
+
+
+async def test_flaky_is_a_status_in_the_tree_the_filter_the_counts_and_the_history(tmp_path: Path, make_app) -> None:
+    from textual.widgets import DataTable, Static
+
+    from tests.app.test_app_history import rows
+    from tests.app.test_app_insight import flaky_app
+
+    app, _root = flaky_app(make_app, tmp_path, num_runs=4)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        # 3 cases run 4 times each: the count says case runs, not 12 cases.
+        assert "12/12 case runs (3 cases × 4)" in str(app.main.query_one("#run-status", Static).render())
+        await pilot.press("enter")
+        lines = labels(app)
+        assert "~1 flaky" in lines[0], lines[0]
+        flip = next(line for line in lines if " flip" in line)
+        assert flip.startswith("▶ ~ flip") and "2/4 passed" in flip, flip
+        assert all(not line.startswith("▶ ~") for line in lines if " flip" not in line[:10])
+        # f: failed only, then flaky only, then everything.
+        await pilot.press("f")
+        await pilot.pause()
+        assert app.catalog.filter.failed_only
+        await pilot.press("f")
+        await pilot.pause()
+        assert app.catalog.filter.flaky_only and visible_cases(app) == ["flip"]
+        await pilot.press("f")
+        await pilot.pause()
+        assert not app.catalog.filter.active
+        assert [len(app.catalog.visible_cases(p)) for p in app.catalog.files] == [3]
+        # The history says which repetition each record is.
+        await pilot.press("h")
+        await settle(pilot)
+        listed = rows(app.screen.query_one(DataTable))
+        assert [r[7].split(" ")[:4] for r in listed] == [["run", str(k), "of", "4"] for k in (1, 2, 3, 4)]

@@ -331,6 +331,9 @@ class HistoryEntry:
     duration: float = 0.0
     #: The results came from a replay (`replay:PATH`), not from running the agent.
     replay: bool = False
+    #: Which repetition of its run this record is, of how many (--num-runs).
+    repetition: int = 1
+    num_runs: int = 1
 
     @property
     def partial(self) -> bool:
@@ -515,11 +518,18 @@ def scan_history(directory: Path) -> tuple[list[HistoryEntry], list[UnreadableRe
                           else "cancelled" if data.get("cancelled") else None),
                 duration=float(data.get("duration") or 0.0),
                 replay=is_replay_record(data),
+                repetition=_count(data.get("repetition")),
+                num_runs=_count(data.get("num_runs")),
             )
         )
     entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
     unreadable.sort(key=lambda u: u.path.name)
     return entries, unreadable
+
+
+def _count(value: object) -> int:
+    """A record's repetition or number of runs (1 when absent or not a positive whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
 
 
 def list_history(directory: Path) -> list[HistoryEntry]:

@@ -92,15 +92,19 @@ class Filter:
     failed_only: bool = False
     metric: str | None = None
     query: str = ""
+    #: Only cases whose repetitions (--num-runs) both passed and failed.
+    flaky_only: bool = False
 
     @property
     def active(self) -> bool:
-        return self.failed_only or self.metric is not None or bool(self.query)
+        return self.failed_only or self.flaky_only or self.metric is not None or bool(self.query)
 
     def describe(self) -> str:
         parts = []
         if self.failed_only:
             parts.append("failed only")
+        if self.flaky_only:
+            parts.append("flaky only")
         if self.metric:
             parts.append(f"metric {self.metric}")
         if self.query:
@@ -370,6 +374,20 @@ class Catalog:
                 return missing if result is None else -result.wall_seconds
         return sorted(cases, key=by)
 
+    def flaky(self, key: CaseKey) -> tuple[int, int] | None:
+        """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
+        were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
+        runs = self.run_book.runs_of(key)
+        if len(runs) < 2 or any(r is None for r in runs):
+            return None
+        passed = sum(1 for r in runs if r is not None and int(r.status) == PASSED)
+        return (passed, len(runs)) if 0 < passed < len(runs) else None
+
+    def flaky_count(self, path: Path) -> int:
+        """Flaky cases of a file (see `flaky`); only cases this session repeated are looked at."""
+        name = str(path)
+        return sum(1 for key in self.run_book.repeats if key.eval_file == name and self.flaky(key) is not None)
+
     def turn_status(self, key: CaseKey, index: int) -> int | None:
         """A turn's status in the case's latest result (under the metric filter)."""
         return turn_status_of(self.results.get(key), index, self.filter.metric)
@@ -425,6 +443,8 @@ class Catalog:
         f = self.filter
         key = self.key(path, case.eval_id)
         if f.failed_only and self.case_status(key) != FAILED:
+            return False
+        if f.flaky_only and self.flaky(key) is None:
             return False
         if f.metric and not f.failed_only:
             result = self.results.get(key)

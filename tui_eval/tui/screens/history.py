@@ -155,7 +155,8 @@ class HistoryScreen(Screen[None]):
         for reason in unreadable:
             log.warning("unreadable run record: %s", reason)
         self.unreadable = unreadable  # shown under the table once the entries are
-        entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
+        # Newest first; the repetitions of one run stay together, in order (run 1 of N first).
+        entries.sort(key=lambda e: (e.creation_timestamp, e.run_id, e.eval_set_id, -e.repetition), reverse=True)
         return entries
 
     @on(Worker.StateChanged)
@@ -185,6 +186,9 @@ class HistoryScreen(Screen[None]):
             if e.replay:
                 # Recorded turns scored again, not the agent run: said first on the row (the id may be cut).
                 run.append("replay ", style=rich_style(self.app, "text-accent"))
+            if e.num_runs > 1:
+                # One of the N repetitions of a --num-runs run: its counts are one repetition's.
+                run.append(f"run {e.repetition} of {e.num_runs} ", style="bold")
             run.append(literal(e.run_id), style="dim")
             coverage = coverage_of(e, sizes.get(e.eval_set_id))
             if coverage != "all":

@@ -234,7 +234,16 @@ class MainScreen(Screen[None]):
         self.post_message(CancelRequested())
 
     def action_toggle_failed(self) -> None:
-        self.catalog.filter.failed_only = not self.catalog.filter.failed_only
+        """failed only → (with --num-runs and flaky cases) flaky only → everything."""
+        f = self.catalog.filter
+        if f.failed_only:
+            f.failed_only = False
+            f.flaky_only = self.catalog.run_book.num_runs > 1 and any(
+                self.catalog.flaky(k) is not None for k in self.catalog.run_book.repeats)
+        elif f.flaky_only:
+            f.flaky_only = False
+        else:
+            f.failed_only = True
         self.apply_filter()
 
     def action_cycle_metric(self) -> None:
@@ -315,6 +324,7 @@ class MainScreen(Screen[None]):
         if self._search_timer is not None:
             self._search_timer.stop()
         self.catalog.filter.failed_only = False
+        self.catalog.filter.flaky_only = False
         self.catalog.filter.metric = None
         self.catalog.filter.query = ""
         if had:

@@ -56,6 +56,8 @@ Entry = Union[SetEntry, CaseEntry, TurnEntry, MoreEntry, None]
 #: Cases a file shows per page: 100,000 tree nodes built at once froze the dashboard for seconds, so a
 #: huge file shows its cases a page at a time (search and the failed-only filter narrow it first).
 PAGE = 5000
+#: A case whose repetitions (--num-runs) passed and failed.
+FLAKY_GLYPH = "~"
 _STATUS_CLASS = {1: "browser--passed", 2: "browser--failed", 3: "browser--not-evaluated", 4: "browser--muted",
                  None: "browser--none"}
 
@@ -363,6 +365,11 @@ class EvalBrowser(Tree[Entry]):
         for status in (1, 2, 3):
             if counts[status]:
                 text.append(f" {STATUS_GLYPH[status]}{counts[status]}", self._style(_STATUS_CLASS[status]))
+        if catalog.run_book.num_runs > 1:
+            flaky = catalog.flaky_count(path)
+            if flaky:
+                # Counted above by their latest repetition; this says how many of them are flaky.
+                text.append(f" {FLAKY_GLYPH}{flaky} flaky", self._style("browser--not-evaluated"))
         if state is not None and state.error is not None:
             text.append(" ⚠ stale" if state.eval_set is not None else " ⚠ broken", self._style("browser--error"))
         return text
@@ -370,6 +377,10 @@ class EvalBrowser(Tree[Entry]):
     def _case_label(self, key: CaseKey) -> Text:
         catalog = self.catalog
         glyph, gstyle = self._glyph(catalog.case_status(key), key in catalog.running)
+        flaky = catalog.flaky(key) if catalog.run_book.num_runs > 1 else None
+        if flaky is not None and key not in catalog.running and not catalog.filter.metric:
+            # Passed in some repetitions, failed in others: neither ✔ nor ✘ is the truth.
+            glyph, gstyle = FLAKY_GLYPH, self._style("browser--not-evaluated")
         text = Text.assemble((glyph, gstyle), " ")
         ces = ces_marker_of(catalog, key)
         if ces is not None:
@@ -388,6 +399,8 @@ class EvalBrowser(Tree[Entry]):
             score = catalog.score_text(key)
             if score is not None:
                 text.append(f"  {score}", self._style("browser--muted"))
+        if flaky is not None:
+            text.append(f"  {flaky[0]}/{flaky[1]} passed", self._style("browser--not-evaluated"))
         if key in catalog.stale:
             # Scored before its expected turns were accepted: the status is the old expected's.
             text.append("  stale", self._style("browser--not-evaluated"))

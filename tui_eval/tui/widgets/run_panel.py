@@ -93,7 +93,7 @@ class RunPanel(Vertical):
         for phase in _PHASE_WORDS:
             self.set_class(snap.phase == phase, f"-{phase}")
         self.set_class(False, "-idle")
-        self.query_one("#run-status", Static).update(self._status_line(snap))
+        self.query_one("#run-status", Static).update(self._status_line(snap, getattr(self.app, "catalog", None)))
         for name in snap.metric_total:
             bar = self._bars.get(name)
             if bar is None:
@@ -137,7 +137,7 @@ class RunPanel(Vertical):
         self._version = -1
 
     @staticmethod
-    def _status_line(snap: RunSnapshot) -> Content:
+    def _status_line(snap: RunSnapshot, catalog: object = None) -> Content:
         phase = _PHASE_WORDS.get(snap.phase, snap.phase)
         if snap.saving is not None:
             # Nothing runs any more: a cancel is honoured though thousands of cases take seconds to save.
@@ -145,7 +145,7 @@ class RunPanel(Vertical):
         parts: list[tuple[str, str] | str] = [
             (f"{snap.label}: {phase}", "bold"),
             # Until the engine has planned the run there is no total: never show `0/0`.
-            f"  {snap.cases_done}/{snap.cases_total} cases  " if snap.cases_total else "  ",
+            f"  {snap.cases_done}/{snap.cases_total} {_unit(snap, catalog)}  " if snap.cases_total else "  ",
         ]
         if snap.cases_total:
             for status in (1, 2, 3):
@@ -165,6 +165,15 @@ class RunPanel(Vertical):
         # Errors come from the engine and agents: literal text, never markup.
         errors = [plain(f"⚠ {e}", "$text-error") for e in snap.errors[-3:]]
         return Content("\n").join([line, *errors]) if errors else line
+
+
+def _unit(snap: RunSnapshot, catalog: object) -> str:
+    """`cases`, or with --num-runs N `case runs (3 cases × 4)`: one case run four times is not 4 cases."""
+    book = getattr(catalog, "run_book", None)
+    n = getattr(book, "num_runs", 1)
+    if not isinstance(n, int) or n <= 1 or snap.cases_total % n:
+        return "cases"
+    return f"case runs ({snap.cases_total // n} cases × {n})"
 
 
 def _cut(text: str, width: int) -> str:
