@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Sparkline
+from textual.widgets import DataTable
 
 from tests.app.conftest import settle, wait_until
 from tests.app.test_app_browse import summary_text
@@ -146,7 +146,7 @@ async def test_history_shows_duration_coverage_and_pass_rate(workspace: Path, ma
         assert "failures" in travel[0][7] and travel[0][6] == "2m05s"
         assert travel[1][6] == "—"  # a record that did not say how long it took
         # Pass rate over full runs only: the failures-only run is left out of travel's trend.
-        sparks = {str(row.query_one(".trend-name").render()).strip(): row.query_one(Sparkline).data
+        sparks = {str(row.query_one(".trend-name").render()).strip(): row.values
                   for row in app.screen.query(".trend-row")}
         assert sparks == {"smalltalk": [0.5], "travel": [2 / 6]}
 

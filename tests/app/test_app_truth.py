@@ -317,3 +317,32 @@ async def test_flaky_is_a_status_in_the_tree_the_filter_the_counts_and_the_histo
         await settle(pilot)
         listed = rows(app.screen.query_one(DataTable))
         assert [r[7].split(" ")[:4] for r in listed] == [["run", str(k), "of", "4"] for k in (1, 2, 3, 4)]
+
+
+async def test_trends_draw_scores_on_0_to_1_and_captions_count_the_marks(workspace: Path, make_app) -> None:
+    from tests.app.test_app_insight import shown_trends
+    from tui_eval.tui.widgets.trends import CaseTrendRow, CaseTrends, bars
+
+    # The scale is fixed: a constant 1.00 is a full bar, a constant 0.50 a half one, 0 the lowest.
+    assert bars([1.0, 1.0, 1.0]) == "███" and bars([0.5, 0.5]) == "▅▅" and bars([0.0, 1.0]) == "▁█"
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "down", "enter", "down")  # travel > book_flight, two saved runs
+        trends = app.main.query_one(CaseTrends)
+        await wait_until(pilot, lambda: "Trend ✔✘" in str(trends.query_one("#trends-title").render()))
+        title = str(trends.query_one("#trends-title").render())
+        assert title.endswith("✔✘ last 2 runs of it"), title
+        from rich.console import Console
+
+        def drawn(row: CaseTrendRow) -> str:
+            console = Console(width=80, record=True, file=open("/dev/null", "w"))
+            console.print(row.render())
+            return console.export_text().strip()
+
+        rows = {row.label.strip(): drawn(row) for row in trends.query(CaseTrendRow) if row.display}
+        # hallucinations_v1 scored 1.00 in both runs: two full bars (Textual's min..max scale drew ▁▁).
+        assert rows["hallucination…"] == "hallucination… ██ 1.00 (2)", rows
+        # Scored metrics before informational ones.
+        names = list(shown_trends(trends))
+        assert names[:2] == ["tool_trajecto…", "response_matc…"], names

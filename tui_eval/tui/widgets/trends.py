@@ -1,5 +1,5 @@
 """Trends under the summary: a case's score per metric over its last saved runs, an eval set's pass rate
-over time, as Textual Sparklines. History is read in a thread worker and cached per eval file."""
+over time, as bars on a fixed scale. History is read in a thread worker and cached per eval file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import ComposeResult, RenderResult as WidgetRenderResult
@@ -15,7 +15,6 @@ from textual.containers import Horizontal, Vertical
 from textual.css.scalar import Scalar
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
-from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.worker import Worker, WorkerState
 
 from ...textsafe import safe_line
@@ -55,6 +54,29 @@ def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry]
     return FileTrends(run_points(entries, eval_set_id), load_run_scores(entries, eval_set_id))
 
 
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def bars(values: Sequence[float], top: float | None = 1.0) -> str:
+    """One bar a value on a fixed scale from 0 to `top` (scores and pass rates: 0..1, so a constant
+    1.00 is a full bar, never the lowest); `top` None scales to the largest value (counts, seconds)."""
+    if not values:
+        return ""
+    high = top if top is not None else max(max(values), 0.0)
+    out = []
+    for v in values:
+        ratio = 0.0 if high <= 0 else min(max(v / high, 0.0), 1.0)
+        out.append(_BARS[round(ratio * (len(_BARS) - 1))])
+    return "".join(out)
+
+
+def _is_score(name: str) -> bool:
+    """Informational metrics (counts, tokens, seconds) are not scores on 0..1."""
+    from ...schema.criteria import INFORMATIONAL_METRICS
+
+    return name not in INFORMATIONAL_METRICS
+
+
 def _parts(name: str, values: Sequence[float], rate: bool) -> tuple[str, list[float], str]:
     """The label, the values drawn (the newest SPARK_WIDTH) and the `last (n)` tail of a row."""
     shown = list(values)[-SPARK_WIDTH:]
@@ -69,9 +91,11 @@ class TrendRow(Horizontal):
     def __init__(self, name: str = "", values: Sequence[float] = (0.0,), *, rate: bool = False) -> None:
         super().__init__(classes="trend-row")
         self._name_label = Label(classes="trend-name")
-        self._spark_line = Sparkline(classes="trend-spark")
+        self._spark_line = Label(classes="trend-spark")
         self._tail_label = Label(classes="trend-tail")
         self._shown: tuple[str, tuple[float, ...], str] | None = None
+        #: The values drawn (the newest SPARK_WIDTH).
+        self.values: list[float] = []
         self.set(name, values, rate=rate)
 
     def compose(self) -> ComposeResult:
@@ -86,8 +110,11 @@ class TrendRow(Horizontal):
             return  # moving between cases with the same trend repaints nothing
         self._shown = key
         # The name is padded to a fixed width and the tail fills the rest: neither changes the layout.
+        self.values = shown
         self._name_label.update(plain(label), layout=False)
-        self._spark_line.data = shown
+        # A fixed scale (0..1 for rates and scores): a steady 100% is a full bar, not the lowest.
+        self._spark_line.update(Content.styled(bars(shown, 1.0 if rate or _is_score(name) else None), "$accent"),
+                                layout=False)
         width = Scalar.parse(str(max(1, len(shown))))
         if self._spark_line.styles.width != width:
             self._spark_line.styles.width = width
@@ -97,12 +124,12 @@ class TrendRow(Horizontal):
 class _Row:
     """`name ▁▃█ last (n)` as one renderable: the label and tail around Textual's sparkline renderable."""
 
-    def __init__(self, label: str, spark: RenderableType, tail: str, tail_style: Style) -> None:
+    def __init__(self, label: str, spark: Segment, tail: str, tail_style: Style) -> None:
         self.label, self.spark, self.tail, self.tail_style = label, spark, tail, tail_style
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Segment(self.label)
-        yield from console.render(self.spark, options)
+        yield self.spark
         yield Segment(self.tail, self.tail_style)
 
 
@@ -120,6 +147,7 @@ class CaseTrendRow(Sparkline):
         super().__init__(classes="trend-row")
         self.label = ""
         self.tail = ""
+        self._score = True
         self._shown: tuple[str, tuple[float, ...], str] | None = None
 
     def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
@@ -128,15 +156,16 @@ class CaseTrendRow(Sparkline):
         if key == self._shown:
             return  # moving between cases with the same trend repaints nothing
         self._shown = key
+        self._score = rate or _is_score(name)
         # Metric names come from a config file: one line, control characters escaped (never markup).
         self.label, self.tail = safe_line(label), tail
         self.data = shown  # a reactive: repaints this row, no layout (its height is always 1)
 
     def render(self) -> WidgetRenderResult:
-        spark = super().render()
-        if not isinstance(spark, SparklineRenderable):
-            return spark  # pragma: no cover - Textual's Sparkline renders one
-        spark.width = max(1, len(self.data or ()))  # one cell a value, as in the history's rows
+        # Drawn on a fixed 0..1 scale (Textual's Sparkline scales min..max: a constant 1.00 drew as
+        # the lowest bar); informational values scale to their own largest.
+        top = 1.0 if self._score else None
+        spark = Segment(bars(list(self.data or ()), top), self.get_component_rich_style("sparkline--max-color"))
         return _Row(self.label, spark, self.tail, self.get_component_rich_style("case-trend-row--tail"))
 
 
@@ -283,9 +312,17 @@ class CaseTrends(Vertical):
         if not statuses and not series:
             return [], None
         glyphs: list[tuple[str, str] | str] = [("Trend ", "bold $text-muted")]
-        for s in statuses[-SPARK_WIDTH:]:
+        shown = statuses[-SPARK_WIDTH:]
+        for s in shown:
             glyphs.append((STATUS_GLYPH[int(s)], STATUS_STYLE[int(s)]))
-        n = len(trends.runs)
-        glyphs.append((f" last {n} saved run{'s' if n != 1 else ''}", "$text-muted"))
-        rows = [(name, values, False) for name, values in list(series.items())[:MAX_METRICS]]
+        # The caption counts the marks drawn: a run that left this case out (failures only) has none,
+        # and repetitions of one run have one each.
+        n = len(shown)
+        caption = f" last {n} run{'s' if n != 1 else ''} of it"
+        if len(statuses) > n:
+            caption += f" (of {len(statuses)})"
+        glyphs.append((caption, "$text-muted"))
+        # Scores first (a case's verdicts), then the informational values.
+        ordered = sorted(series.items(), key=lambda item: not _is_score(item[0]))
+        rows = [(name, values, False) for name, values in ordered[:MAX_METRICS]]
         return rows, Content.assemble(*glyphs)
