@@ -346,3 +346,45 @@ async def test_trends_draw_scores_on_0_to_1_and_captions_count_the_marks(workspa
         # Scored metrics before informational ones.
         names = list(shown_trends(trends))
         assert names[:2] == ["tool_trajecto…", "response_matc…"], names
+
+
+async def test_every_screen_footer_keeps_help_and_quit_at_80x24(workspace: Path, make_app) -> None:
+    from textual.widgets._footer import FooterKey
+
+    from tests.app.test_app_turn import open_turn
+
+    def footer_keys(app) -> list[str]:
+        keys = [k for k in app.screen.query(FooterKey) if "-command-palette" not in k.classes]
+        # Only the keys the 80-column footer has room for (the rest are cut off at its right end).
+        return [k.key for k in keys if k.region.right <= 80 - len("▏^p palette") and k.region.width > 0]
+
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await open_turn(app, pilot, "book_flight", 1)
+        await pilot.pause(0.2)
+        assert footer_keys(app)[:2] == ["question_mark", "q"], footer_keys(app)
+        await pilot.press("escape", "h")
+        await settle(pilot)
+        await pilot.pause(0.2)
+        assert footer_keys(app)[:2] == ["question_mark", "q"], footer_keys(app)
+
+
+def test_a_cut_label_ends_after_a_whole_word() -> None:
+    from tui_eval.tui.text import one_line
+
+    text = "Find me a flight from Paris to Rome on the fifth of May please"
+    assert one_line(text, 30) == "Find me a flight from Paris…"
+    assert one_line("x" * 40, 10) == "x" * 9 + "…"  # one long word: cut where it must
+
+
+def test_without_colour_the_word_diff_marks_what_changed(monkeypatch) -> None:
+    from tui_eval.tui.text import word_diff
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    left, right = word_diff("I rolled a 12-sided die and got 5.", "I rolled a 6-sided die and got 3.")
+    assert left.plain == "I rolled a [-12-sided-] die and got [-5.-]"
+    assert right.plain == "I rolled a {+6-sided+} die and got {+3.+}"
+    monkeypatch.delenv("NO_COLOR")
+    left, right = word_diff("got 5", "got 3")
+    assert (left.plain, right.plain) == ("got 5", "got 3")  # with colour: styles only, the text as it is

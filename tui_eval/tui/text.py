@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -28,9 +29,21 @@ def plain(value: Any, style: str = "") -> Content:
 
 
 def one_line(value: Any, width: int = 60) -> str:
-    """A literal single-line preview of a text, cut with an ellipsis."""
+    """A literal single-line preview of a text, cut with an ellipsis at a word boundary (mid-word only
+    when a single word is most of the width)."""
     text = " ".join(literal(value).split())
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    return text if len(text) <= width else cut_words(text, width)
+
+
+def cut_words(text: str, width: int) -> str:
+    """`text` in at most `width` characters, ending in `…` after the last whole word that fits."""
+    if len(text) <= width:
+        return text
+    head = text[: max(0, width - 1)]
+    space = head.rfind(" ")
+    if space >= width * 0.6:
+        head = head[:space].rstrip(" ,;:")
+    return head + "…"
 
 
 # Glyphs and words come from EvalStatus (the one status vocabulary); only the colours are the UI's.
@@ -111,14 +124,36 @@ def word_diff(expected: str, actual: str) -> tuple[Content, Content]:
     a = [exp_text[s:e] for s, e in exp_words]
     b = [act_text[s:e] for s, e in act_words]
     matcher = SequenceMatcher(None, a, b, autojunk=False)
+    removed: list[tuple[int, int]] = []
+    added: list[tuple[int, int]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         if i2 > i1:
-            left = left.stylize(REMOVED_STYLE, exp_words[i1][0], exp_words[i2 - 1][1])
+            removed.append((exp_words[i1][0], exp_words[i2 - 1][1]))
         if j2 > j1:
-            right = right.stylize(ADDED_STYLE, act_words[j1][0], act_words[j2 - 1][1])
+            added.append((act_words[j1][0], act_words[j2 - 1][1]))
+    if os.environ.get("NO_COLOR") is not None:
+        # No colour (and a plain capture keeps no strike or underline): mark the words as git's word
+        # diff does, so what changed still shows.
+        return _marked(exp_text, removed, "[-", "-]", REMOVED_STYLE), _marked(act_text, added, "{+", "+}", ADDED_STYLE)
+    for start, end in removed:
+        left = left.stylize(REMOVED_STYLE, start, end)
+    for start, end in added:
+        right = right.stylize(ADDED_STYLE, start, end)
     return left, right
+
+
+def _marked(text: str, spans: list[tuple[int, int]], opener: str, closer: str, style: str) -> Content:
+    """`text` with each span wrapped in `opener`/`closer` (and styled)."""
+    parts: list[Content] = []
+    at = 0
+    for start, end in spans:
+        parts.append(Content(text[at:start]))
+        parts.append(Content.styled(opener + text[start:end] + closer, style))
+        at = end
+    parts.append(Content(text[at:]))
+    return Content("").join(parts)
 
 
 def join_lines(lines: list[Content | str]) -> Content:

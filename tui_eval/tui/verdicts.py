@@ -190,9 +190,44 @@ class TrajectoryRow:
     actual: Content | None
 
 
-def _step_content(kind: str, call: FunctionCall | None, name: str, width: int, note: str = "") -> Content:
-    sig = call_signature(call.name or "", call.args, width) if call is not None else literal(name)
-    return Content.assemble((f"{STEP_GLYPH[kind]} {STEP_WORD[kind]}", STEP_STYLE[kind]), sig,
+def short_signature(call: FunctionCall, room: int, keep: set[str] | frozenset[str] = frozenset()) -> str:
+    """`name(key=value, …)` in at most `room` characters when it can be: arguments in `keep` (those that
+    differ) are kept, others give way to `…` from the end; a lone long value is cut last."""
+    full = call_signature(call.name or "", call.args, 200)
+    if len(full) <= room or not isinstance(call.args, dict) or not call.args:
+        return full if len(full) <= room or room < 12 else full[: room - 2] + "…)"
+    items = list(call.args.items())
+    shown = [True] * len(items)
+
+    def build() -> str:
+        parts: list[str] = []
+        for (k, v), on in zip(items, shown):
+            if on:
+                parts.append(f"{literal(k)}={fmt_value(v, 60)}")
+            elif not parts or parts[-1] != "…":
+                parts.append("…")
+        return f"{literal(call.name or '')}({', '.join(parts)})"
+
+    for i in reversed(range(len(items))):  # equal arguments go first, from the end
+        if len(build()) <= room:
+            break
+        if items[i][0] not in keep:
+            shown[i] = False
+    text = build()
+    return text if len(text) <= room or room < 12 else text[: room - 2] + "…)"
+
+
+def _step_content(kind: str, call: FunctionCall | None, name: str, width: int, note: str = "",
+                  keep: set[str] | frozenset[str] = frozenset()) -> Content:
+    word = STEP_WORD[kind]
+    room = width - len(STEP_GLYPH[kind]) - 1 - len(word) - (len(note) + 1 if note else 0)
+    # Shortened to its cell, never wrapped mid-call: the arguments that differ stay.
+    sig = short_signature(call, room, keep) if call is not None else literal(name)
+    if call is not None and word and sig != call_signature(call.name or "", call.args, 200):
+        # Tight: the glyph says it (≠ other args, ✘ missing, + extra), the room goes to the call.
+        word = ""
+        sig = short_signature(call, room + len(STEP_WORD[kind]), keep)
+    return Content.assemble((f"{STEP_GLYPH[kind]} {word}", STEP_STYLE[kind]), sig,
                             (f" {note}", STEP_STYLE[kind]) if note else "")
 
 
@@ -292,7 +327,8 @@ def _cell(step: ExpectedStep | ActualStep, calls: list[FunctionCall], side: str,
             kind, note = "out_of_order", f"moved to {partner + 1}"
         else:
             note = f"(actual {partner + 1})" if side == "expected" else f"(expected {partner + 1})"
-    return _step_content(kind, call, str(step["name"]), width, note)
+    keep = {str(d["path"]).split(".")[0].split("[")[0] for d in step.get("arg_diffs") or []}
+    return _step_content(kind, call, str(step["name"]), width, note, keep)
 
 
 def arg_diff_lines(alignment: Alignment) -> list[Content]:

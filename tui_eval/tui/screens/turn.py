@@ -164,12 +164,16 @@ class TurnScreen(Screen[None]):
         case = cat.case(self.key)
         expected, actual, n = self._turns()
         status = turn_status_of(result, self.index, cat.filter.metric)
-        title = Content.assemble(
+        head = Content.assemble(
             plain(cat.set_label(Path(self.key.eval_file)), "$text-muted"), (" › ", "$text-muted"),
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
-            (f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case", "$text-muted"),
         )
+        origin = f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case"
+        if result is not None and head.cell_length + len(origin) > (self.size.width or self.app.size.width):
+            # At 80 columns the date and age wrapped onto a second line: the age alone fits.
+            origin = f"   {cat.origin_text(self.key, short=True)}"
+        title = Content.assemble(head, (origin, "$text-muted"))
         runs = cat.run_book.runs_of(self.key)
         if runs:
             shown_rep = self.repetition or len(runs)

@@ -22,6 +22,9 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 
+_FIRST = ("app.help", "app.quit")
+
+
 class KeyFooter(Footer):
     """A Footer that recomposes once per burst of binding refreshes, and only if its keys changed."""
 
@@ -58,7 +61,10 @@ class KeyFooter(Footer):
         for _node, binding, enabled, tooltip in active.values():
             if binding.show:
                 by_action.setdefault(binding.action, (binding, enabled, tooltip))
-        for group, members in groupby(by_action.values(), lambda entry: entry[0].group):
+        # Help and quit first on every screen: the footer lists a screen's keys before the app's, and at
+        # 80 columns the app's fell off its end (the turn view showed neither).
+        entries_in_order = sorted(by_action.values(), key=lambda entry: entry[0].id not in _FIRST)
+        for group, members in groupby(entries_in_order, lambda entry: entry[0].group):
             entries = list(members)
             if group is not None and len(entries) > 1:
                 with KeyGroup(classes="-compact" if group.compact else ""):

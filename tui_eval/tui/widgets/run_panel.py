@@ -177,5 +177,7 @@ def _unit(snap: RunSnapshot, catalog: object) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    """One line of at most `width` cells (an ellipsis marks the cut)."""
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    """One line of at most `width` cells (an ellipsis marks the cut, after a whole word)."""
+    from ..text import cut_words
+
+    return cut_words(text, max(2, width))

@@ -97,7 +97,9 @@ class TrajectoryDiff(Vertical):
             Static(Content.styled(f"expected ({len(expected)})", "bold"), classes="cell head"),
             Static(Content.styled(f"actual ({len(actual)})", "bold"), classes="cell head"),
         ]
-        rows = trajectory_rows(alignment, expected, actual)
+        # Each call fits its column (half the pane, less the gutter) on one line.
+        cell = max(24, ((self.size.width or self.app.size.width - 4) - 2) // 2)
+        rows = trajectory_rows(alignment, expected, actual, width=cell)
         if not rows and not expected and not actual:
             cells.append(Static(Content.styled("no tool calls", "$text-muted"), classes="cell"))
             cells.append(Static(Content.styled("no tool calls", "$text-muted"), classes="cell"))
