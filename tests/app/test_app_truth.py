@@ -388,3 +388,58 @@ def test_without_colour_the_word_diff_marks_what_changed(monkeypatch) -> None:
     monkeypatch.delenv("NO_COLOR")
     left, right = word_diff("got 5", "got 3")
     assert (left.plain, right.plain) == ("got 5", "got 3")  # with colour: styles only, the text as it is
+
+
+def _big_reply_folder(root: Path, size: int) -> tuple[Path, str]:
+    """One case whose recorded reply is `size` characters of words (issue 23 item 11: 11 MB froze ~25 s)."""
+    import json
+
+    folder = root / "big"
+    folder.mkdir(parents=True)
+    words = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+
+    def case(reply: str) -> dict:
+        return {"eval_id": "huge", "conversation": [{
+            "invocation_id": "t1", "user_content": {"role": "user", "parts": [{"text": "say a lot"}]},
+            "final_response": {"role": "model", "parts": [{"text": reply}]},
+            "intermediate_data": {"tool_uses": [], "tool_responses": [], "intermediate_responses": []}}]}
+
+    (folder / "big.evalset.json").write_text(json.dumps({"eval_set_id": "big", "eval_cases": [case("short")]}))
+    (folder / "big.recorded.json").write_text(json.dumps({"eval_set_id": "big", "eval_cases": [case(words)]}))
+    (folder / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
+    return folder, words
+
+
+async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_path: Path, make_app) -> None:
+    from textual.widgets import Log, Static
+
+    from tui_eval.tui.screens.fulltext import FullTextScreen
+    from tui_eval.tui.screens.turn import TurnScreen
+    from tui_eval.tui.text import CLIP_CHARS
+
+    folder, words = _big_reply_folder(tmp_path, 3_000_000)
+    app = make_app(folder, recording="big.recorded.json")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        key = app.catalog.all_keys()[0]
+        assert len(app.catalog.result(key).actual[0].final_response.text) == len(words)
+        app.open_turn(key, 0)
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TurnScreen)
+        response = str(screen.query_one("#turn-response", Static).render())
+        # Laid out: a head of the reply, never the 3 MB; the cut says so and how to see the rest.
+        assert len(response) < CLIP_CHARS + 2000
+        assert "… cut for the screen (actual 3,000,000 characters): v shows the whole text" in response
+        assert screen.check_action("full_text", ()) is True
+        await pilot.press("v")
+        await pilot.pause()
+        assert isinstance(app.screen, FullTextScreen)
+        log = app.screen.query_one(Log)
+        lines = list(log.lines)
+        assert lines[0] == "── actual (3,000,000 characters) ──"
+        assert "".join(lines[1:]) == words  # all of it, in 2,000-character lines
+        await pilot.press("escape")
+        assert isinstance(app.screen, TurnScreen)

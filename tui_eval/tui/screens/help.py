@@ -39,6 +39,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from ..widgets.browser import EvalBrowser
     from .confirm import ConfirmScreen
     from .diff import DiffScreen
+    from .fulltext import FullTextScreen
     from .history import CompareScreen, HistoryScreen
     from .main import MainScreen
     from .timeline import TimelineScreen
@@ -50,6 +51,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("History", list(HistoryScreen.BINDINGS)),
         ("Comparison", list(CompareScreen.BINDINGS)),
         ("Code diff", list(DiffScreen.BINDINGS)),
+        ("Whole text", list(FullTextScreen.BINDINGS)),
         ("Timeline", list(TimelineScreen.BINDINGS)),
         ("Everywhere", list(EvalApp.BINDINGS)),
         ("Questions", list(ConfirmScreen.BINDINGS)),

@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..catalog import turn_status_of
 from ..messages import CesRunRequested, EditKind, EditRequested, OpenCesHistory, RunRequested
-from ..text import one_line, plain, status_content, word_diff
+from ..text import clip, one_line, plain, status_content, word_diff
 from ..verdicts import (
     MATCH_TYPES,
     configured_match_type,
@@ -81,6 +81,8 @@ class TurnScreen(Screen[None]):
         Binding("c", "ces_history", "CES history", id="turn.ces_history"),
         Binding("C", "ces_run", "Run in CES", show=False, id="turn.ces_run"),
         Binding("g", "code_diff", "Code diff", show=False, id="turn.diff"),
+        # Shown when a text of the turn is too long to lay out at once (it is cut): the whole of it.
+        Binding("v", "full_text", "Whole text", id="turn.full_text"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -93,6 +95,8 @@ class TurnScreen(Screen[None]):
         self._alignments: dict[str, Alignment] = {}
         #: Which repetition of a --num-runs run is shown (1-based); None: the latest result.
         self.repetition: int | None = None
+        #: The turn's texts cut for the screen, (title, whole text) each: v shows them in full.
+        self._clipped: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="turn-title")
@@ -181,13 +185,22 @@ class TurnScreen(Screen[None]):
                                      marks(runs, current=shown_rep), ("   k: next run", "$text-muted"))
         self.query_one("#turn-title", Static).update(title)
 
+        had_clipped = bool(self._clipped)
+        self._clipped = []
+
+        def cut(title: str, text: str) -> str:
+            head, was_cut = clip(text)
+            if was_cut:
+                self._clipped.append((title, text))
+            return head
+
         shown = expected or actual
-        user = shown.user_content.text if shown is not None else ""
+        user = cut("user", shown.user_content.text if shown is not None else "")
         self.query_one("#turn-user", Static).update(plain(user))
 
         # Response: the word diff, then the metrics that judge this turn.
-        exp_text = expected.final_response.text if expected is not None and expected.final_response else ""
-        act_text = actual.final_response.text if actual is not None and actual.final_response else ""
+        exp_text = cut("expected", expected.final_response.text if expected is not None and expected.final_response else "")
+        act_text = cut("actual", actual.final_response.text if actual is not None and actual.final_response else "")
         lines: list[Content] = []
         if expected is None and actual is not None:
             # A scenario turn: the user simulator wrote the message; there is no reference to diff.
@@ -201,7 +214,12 @@ class TurnScreen(Screen[None]):
             lines += [Content.styled("expected", "bold $text-muted"), left,
                       Content.styled("actual", "bold $text-muted"), right]
             for author, text in actual.intermediate_texts:
-                lines.append(Content.assemble((f"intermediate ({one_line(author, 30)}) ", "$text-muted"), plain(text)))
+                lines.append(Content.assemble((f"intermediate ({one_line(author, 30)}) ", "$text-muted"),
+                                              plain(cut(f"intermediate ({one_line(author, 30)})", text))))
+        if self._clipped:
+            sizes = ", ".join(f"{title} {len(text):,}" for title, text in self._clipped)
+            lines.append(Content.styled(f"… cut for the screen ({sizes} characters): v shows the whole text",
+                                        "$text-warning"))
         stale = self._stale(result, expected)
         if stale:
             lines.append(Content.styled("⚠ stale: this result was scored against the expected turn before the "
@@ -222,8 +240,8 @@ class TurnScreen(Screen[None]):
         had_ces = ces.display
         ces.show_case(case.model_extra if case is not None else None, self.index,
                       scenario=case is not None and case.conversation_scenario is not None)
-        if ces.display != had_ces:  # the CES history key comes and goes with the section
-            self.refresh_bindings()
+        if ces.display != had_ces or had_clipped != bool(self._clipped):
+            self.refresh_bindings()  # the CES history and whole-text keys come and go
 
     def _section(self, name: str, content: Content | None) -> None:
         body = self.query_one(f"#turn-{name}", Static)
@@ -285,7 +303,8 @@ class TurnScreen(Screen[None]):
             self._section("hallucinations", plain(inv.reason or "no sentences", "$text-warning"))
             return
         self.sentence = max(0, min(self.sentence, len(sentences) - 1))
-        text = actual.final_response.text if actual is not None and actual.final_response else ""
+        # Labelled on the text the response section shows (a cut text keeps the labels that fall in it).
+        text = clip(actual.final_response.text if actual is not None and actual.final_response else "")[0]
         lines = [Content.assemble(status_chip_text(inv), legend())]
         lines.extend(hallucination_blocks(details, text, self.sentence))
         lines.append(Content(""))
@@ -319,7 +338,16 @@ class TurnScreen(Screen[None]):
             return bool(self.catalog.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
         if action in ("ces_history", "ces_run"):  # a CES case's keys, as in the browser
             return self.query_one(CesTurnPanel).display
+        if action == "full_text":
+            return bool(self._clipped)  # hidden unless a text of this turn was cut
         return True
+
+    def action_full_text(self) -> None:
+        from .fulltext import FullTextScreen
+
+        if self._clipped:
+            title = f"{self.key.eval_id} › turn {self.index + 1}: whole text"
+            self.app.push_screen(FullTextScreen(one_line(title, 70), list(self._clipped)))
 
     def action_step(self, delta: int) -> None:
         _e, _a, n = self._turns()
