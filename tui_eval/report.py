@@ -140,6 +140,40 @@ def _first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
+def case_lines(case: CaseResult, label: str) -> list[str]:
+    """A case's block in a summary (`run` and `watch` print the same): nothing for a clean pass; else
+    `  FAIL label: 1 of 4 metrics evaluated` and why, one escaped line each.
+
+    A passed case's metrics not evaluated are summed up by their reason on its line (the run's `note:`
+    said it already: three identical lines under every passing case hid the failures); a failed case
+    keeps a line per metric."""
+    coverage = case.coverage_text()
+    if case.status == EvalStatus.PASSED and coverage is None:
+        return []
+    grouped: dict[str, list[str]] = {}
+    if case.status == EvalStatus.PASSED:
+        for m in case.metrics:
+            if m.status == EvalStatus.NOT_EVALUATED:
+                grouped.setdefault(m.reason or "no reason given", []).append(m.metric_name)
+    note = f": {coverage}" if coverage is not None and not case.error else ""
+    if len(grouped) == 1:
+        note += f" ({next(iter(grouped))})"
+    lines = [f"  {case.status.mark} {safe_line(label)}{safe_line(note)}"]
+    if case.error:
+        lines.append(f"       agent error: {safe_line(_first_line(case.error))}")
+    for m in case.metrics:
+        if _quiet(m) or (case.error and m.status == EvalStatus.NOT_EVALUATED):
+            continue
+        if grouped and m.status == EvalStatus.NOT_EVALUATED:
+            continue
+        lines.append(f"       {safe_line(metric_line(m))}")
+        lines.extend(f"         {safe_line(reason)}" for reason in trajectory_reasons(m))
+    if len(grouped) > 1:
+        lines.extend(f"       not evaluated ({safe_line(reason)}): {safe_line(', '.join(names))}"
+                     for reason, names in grouped.items())
+    return lines
+
+
 def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> None:
     """Per eval set: counts, then every case that did not pass with why. Each line is one line: ids and
     reasons are escaped (safe_line), so no text can move the cursor or forge a line."""
@@ -153,18 +187,8 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
         if not verbose:
             continue
         for case in result.case_results:
-            coverage = case.coverage_text()
-            if case.status == EvalStatus.PASSED and coverage is None:
-                continue
-            note = f": {coverage}" if coverage is not None and not case.error else ""
-            print(f"  {case.status.mark} {safe_line(case.eval_id)}{note}", file=out)
-            if case.error:
-                print(f"       agent error: {safe_line(_first_line(case.error))}", file=out)
-            for m in case.metrics:
-                if not _quiet(m) and not (case.error and m.status == EvalStatus.NOT_EVALUATED):
-                    print(f"       {safe_line(metric_line(m))}", file=out)
-                    for reason in trajectory_reasons(m):
-                        print(f"         {safe_line(reason)}", file=out)
+            for line in case_lines(case, case.eval_id):
+                print(line, file=out)
     total = record.counts()
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
     gaps = sum(_gaps(r.case_results) for r in record.results)

@@ -350,6 +350,11 @@ def render_markdown(run: SharedRun) -> str:
     lines = [f"## tui-eval: {title}", ""]
     verdict = "all passed" if counts[EvalStatus.PASSED] == total and total else \
         f"{counts[EvalStatus.PASSED]} of {total} case results passed"
+    gaps = sum(1 for r in run.results for c in r.case_results
+               if c.status == EvalStatus.PASSED and c.coverage_text() is not None)
+    if gaps:
+        # The headline keeps the caveat the CLI summary gives: a pass that rests on part of its metrics.
+        verdict += f", {gaps} with metrics not evaluated"
     runs = f" over {run.num_runs} runs" if run.num_runs > 1 else ""
     if run.replay:
         verdict = f"replay: {verdict}"

@@ -24,7 +24,7 @@ from .engine.live import (
 )
 from .engine.runner import RunOptions, RunRecord
 from .engine.store import ResultStore
-from .report import metric_line, print_summary
+from .report import case_lines, print_summary
 from .schema.results import CaseResult, EvalStatus, counts_text
 from .textsafe import safe_line
 
@@ -117,17 +117,9 @@ class _Printer:
             self._repeats(event)
             return
         for case in results:
-            coverage = case.coverage_text()
-            if case.status == EvalStatus.PASSED and coverage is None:
-                continue
-            note = f": {coverage}" if coverage is not None and not case.error else ""
-            self._line(f"  {case.status.mark} {Path(case.eval_set_file).name}:{case.eval_id}{note}")
-            if case.error:
-                self._line(f"       agent error: {case.error.split(chr(10), 1)[0]}")
-                continue
-            for m in case.metrics:
-                if m.status != EvalStatus.PASSED:
-                    self._line(f"       {metric_line(m)}")
+            # The same block as `tui-eval run` prints (reasons, trajectory details, grouped not-evaluated).
+            for line in case_lines(case, f"{Path(case.eval_set_file).name}:{case.eval_id}"):
+                print(line, file=self.out, flush=True)
 
 
 def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
@@ -201,6 +193,17 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
         await session.aclose()
 
 
+def _join_our_watcher_threads(timeout: float = 2.0) -> None:
+    """Wait for the file watcher's AnyIO worker thread, ours, which ends just after the loop does:
+    left alive, the console script took it for a thread left running by agent code and said so."""
+    import threading
+
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.name.startswith("AnyIO worker thread") and thread.is_alive():
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the live loop headlessly until interrupted. Exit 0 when stopped, 2 for bad arguments."""
     if args.concurrency < 1 or args.judge_concurrency < 1 or args.num_runs < 1:
@@ -243,5 +246,6 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         asyncio.run(_watch(session, printer, out))
     except KeyboardInterrupt:  # Ctrl-C where no signal handler could be installed: stopping is the point
         log.debug("interrupted")
+    _join_our_watcher_threads()
     print("stopped watching", file=out)
     return EXIT_OK
