@@ -443,3 +443,28 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         assert "".join(lines[1:]) == words  # all of it, in 2,000-character lines
         await pilot.press("escape")
         assert isinstance(app.screen, TurnScreen)
+
+
+async def test_search_finds_responses_tools_and_arguments_and_y_copies_json(workspace: Path, make_app) -> None:
+    import json
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        main = app.main
+        for needle, expected in (("get_balance", ["transfer_order"]),      # a tool name
+                                 ("alice-01", ["transfer_order"]),         # an argument value
+                                 ("QX7T2", ["book_flight", "agent_crash"])):  # words of responses only
+            main._set_query(needle)
+            await pilot.pause()
+            assert visible_cases(app) == expected, (needle, visible_cases(app))
+        main.action_clear_filters()
+        await pilot.pause()
+        key = app.catalog.key(app.catalog.root / "travel" / "travel.evalset.json", "transfer_order")
+        main.browser.select_key(key)
+        await pilot.press("y")
+        copied = json.loads(app.clipboard)
+        assert copied["eval_id"] == "transfer_order" and copied["conversation"][0]["invocation_id"]
+        await pilot.press("enter", "down", "y")  # the case's first turn: the agent's answer
+        turn = json.loads(app.clipboard)
+        assert [c["name"] for c in turn["intermediate_data"]["tool_uses"]][0] == "get_balance"

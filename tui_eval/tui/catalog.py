@@ -85,6 +85,19 @@ def value_text(m: MetricResult) -> str | None:
     return f"{m.score:.2f}"
 
 
+def _turn_matches(inv: Any, needle: str) -> bool:
+    """Whether a lower-case needle is in a turn's user message, final response, or a tool call's name
+    or arguments."""
+    if needle in inv.user_content.text.lower():
+        return True
+    if inv.final_response is not None and needle in inv.final_response.text.lower():
+        return True
+    for call in inv.tool_calls:
+        if needle in (call.name or "").lower() or (call.args and needle in str(call.args).lower()):
+            return True
+    return False
+
+
 @dataclass(slots=True)
 class Filter:
     """What the browser shows: failed cases only, one metric's view, a search text."""
@@ -454,11 +467,14 @@ class Catalog:
             needle = f.query.lower()
             if needle in case.eval_id.lower():
                 return True
-            for inv in case.conversation or []:
-                if needle in inv.user_content.text.lower():
-                    return True
             if case.conversation_scenario is not None and needle in case.conversation_scenario.starting_prompt.lower():
                 return True
+            result = self.results.get(key)
+            # The expected turns, then the agent's: user messages, responses, tool names and arguments.
+            for turns in (case.conversation or [], result.actual if result is not None else []):
+                for inv in turns:
+                    if _turn_matches(inv, needle):
+                        return True
             return False
         return True
 

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 FLOWS = (
     "Browse eval sets > cases > turns with their last status and score (this session's runs, else the "
-    "newest saved run). The number beside a case is the score of its lowest failed metric, else of its "
+    "newest saved run). y copies a case or a turn as JSON. The number beside a case is the score of its lowest failed metric, else of its "
     "lowest passed one (marked ◂ in the summary; never a count, tokens or seconds); s sorts the cases by "
     "it, then by duration. Filter to failed cases (f), view one metric (m), search (/), or jump to any case "
     "with the command palette (ctrl+p).\n\n"

@@ -57,6 +57,7 @@ class MainScreen(Screen[None]):
         Binding("m", "cycle_metric", "Metric", id="filter.metric"),
         Binding("slash", "search", "Search", id="filter.search"),
         Binding("s", "cycle_order", "Sort: file order, worst score, slowest", show=False, id="browser.sort"),
+        Binding("y", "copy", "Copy as JSON", show=False, id="browser.copy"),
         Binding("escape", "clear_filters", "Clear filters", show=False, id="filter.clear"),
         Binding("o", "open_turn", "Open turn", show=False, id="turn.open"),
         Binding("a", "accept", "Accept as expected", show=False, id="edit.accept"),
@@ -255,6 +256,32 @@ class MainScreen(Screen[None]):
         cycle = [None, *names]
         self.set_metric(cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else None)
 
+    def action_copy(self) -> None:
+        """The highlighted case as its eval file has it, or the highlighted turn as the agent answered it
+        (else as expected), as JSON on the clipboard (OSC 52: works over SSH where the terminal allows)."""
+        import json
+
+        entry = self.selected
+        data: object = None
+        what = ""
+        if isinstance(entry, CaseEntry):
+            case = self.catalog.case(entry.key)
+            if case is not None:
+                data, what = case.to_dict(), f"case {entry.key.eval_id}"
+        elif isinstance(entry, TurnEntry):
+            result = self.catalog.result(entry.key)
+            case = self.catalog.case(entry.key)
+            if result is not None and entry.index < len(result.actual):
+                data, what = result.actual[entry.index].to_dict(), f"actual turn {entry.index + 1} of {entry.key.eval_id}"
+            elif case is not None and case.conversation and entry.index < len(case.conversation):
+                data, what = case.conversation[entry.index].to_dict(), f"expected turn {entry.index + 1} of {entry.key.eval_id}"
+        if data is None:
+            self.notify("y copies a case or a turn: highlight one.", markup=False)
+            return
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied {what} as JSON ({len(text):,} characters).", markup=False)
+
     def action_cycle_order(self) -> None:
         from ..catalog import CASE_ORDER_WORDS
 
@@ -289,7 +316,8 @@ class MainScreen(Screen[None]):
             # Imported and mounted on first use: one widget less to load before the first frame.
             from textual.widgets import Input
 
-            search = Input(placeholder="search cases by id or user message (enter: done, esc: clear)", id="search")
+            search = Input(placeholder="search ids, messages, responses, tools and arguments (enter: done, esc: clear)",
+                           id="search")
             self.mount(search, before=self.run_panel)
         search.remove_class("-hidden")
         search.focus()

@@ -83,6 +83,7 @@ class TurnScreen(Screen[None]):
         Binding("g", "code_diff", "Code diff", show=False, id="turn.diff"),
         # Shown when a text of the turn is too long to lay out at once (it is cut): the whole of it.
         Binding("v", "full_text", "Whole text", id="turn.full_text"),
+        Binding("y", "copy", "Copy as JSON", show=False, id="turn.copy"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -341,6 +342,21 @@ class TurnScreen(Screen[None]):
         if action == "full_text":
             return bool(self._clipped)  # hidden unless a text of this turn was cut
         return True
+
+    def action_copy(self) -> None:
+        """The turn as the agent answered it (response, tool calls and responses), else as expected,
+        as JSON on the clipboard."""
+        import json
+
+        expected, actual, _n = self._turns()
+        turn, what = (actual, "actual") if actual is not None else (expected, "expected")
+        if turn is None:
+            self.notify("Nothing to copy: this turn has no result and no expected text.", markup=False)
+            return
+        text = json.dumps(turn.to_dict(), ensure_ascii=False, indent=2)
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied the {what} turn {self.index + 1} of {self.key.eval_id} as JSON "
+                    f"({len(text):,} characters).", markup=False)
 
     def action_full_text(self) -> None:
         from .fulltext import FullTextScreen
