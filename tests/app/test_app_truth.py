@@ -468,3 +468,31 @@ async def test_search_finds_responses_tools_and_arguments_and_y_copies_json(work
         await pilot.press("enter", "down", "y")  # the case's first turn: the agent's answer
         turn = json.loads(app.clipboard)
         assert [c["name"] for c in turn["intermediate_data"]["tool_uses"]][0] == "get_balance"
+
+
+async def test_the_turn_view_shows_tool_responses_and_the_event_trace_on_demand(workspace: Path, make_app) -> None:
+    import json
+
+    from tests.app.test_app_turn import open_turn, text_of
+
+    recorded = json.loads((workspace / "all.recorded.json").read_text())
+    case = next(c for c in recorded["eval_cases"] if c["eval_id"] == "weather_paris")
+    data = case["conversation"][0]["intermediate_data"]
+    responses = {r["name"]: r["response"] for r in data.get("tool_responses", [])}
+    assert responses, "the recording keeps what the tools returned"
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        screen = await open_turn(app, pilot, "weather_paris")
+        shown = text_of(screen, "#turn-responses")
+        for name, response in responses.items():
+            line = next(line for line in shown.splitlines() if line.startswith(f"{name}("))
+            assert json.dumps(response, ensure_ascii=False, sort_keys=True)[:20] in line, (line, response)
+        assert "folded: e shows them" in text_of(screen, "#turn-trace")
+        await pilot.press("e")
+        trace = text_of(screen, "#turn-trace").splitlines()
+        assert any(line.startswith("calls get_forecast(") for line in trace), trace
+        assert any(line.startswith("  ← get_forecast: ") for line in trace), trace
+        assert trace[-1].startswith("final: ")

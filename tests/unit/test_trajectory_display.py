@@ -53,3 +53,34 @@ def test_missing_extra_and_other_args_still_share_rows_in_order() -> None:
         ("✔ c()", "✔ c()"),
     ]
     assert alignment_summary(alignment) == "1 matched, 1 with other args, 1 missing, 1 extra"
+
+
+def test_the_event_trace_lists_texts_transfers_calls_and_responses_in_order() -> None:
+    from tui_eval.schema.load import read_invocation
+    from tui_eval.tui.verdicts import event_trace_lines, tool_response_lines
+
+    inv = read_invocation({
+        "invocation_id": "t1",
+        "user_content": {"role": "user", "parts": [{"text": "refund?"}]},
+        "final_response": {"role": "model", "parts": [{"text": "Refunds take 5 days."}]},
+        "intermediate_data": {"invocation_events": [
+            {"author": "root", "content": {"role": "model", "parts": [
+                {"text": "Let me ask billing."},
+                {"function_call": {"id": "c1", "name": "transfer_to_agent", "args": {"agent_name": "billing"}}}]}},
+            {"author": "billing", "content": {"role": "model", "parts": [
+                {"function_call": {"id": "c2", "name": "search_kb", "args": {"q": "refund"}}}]}},
+            {"author": "billing", "content": {"role": "user", "parts": [
+                {"function_response": {"id": "c2", "name": "search_kb", "response": {"answer": "5 days"}}}]}},
+        ]},
+    }, "$")
+    trace = [line.plain for line in event_trace_lines(inv)]
+    assert trace == [
+        "root: Let me ask billing.",
+        'root transfers transfer_to_agent(agent_name="billing")',
+        'billing calls search_kb(q="refund")',
+        'billing ← search_kb: {"answer": "5 days"}',
+        "final: Refunds take 5 days.",
+    ]
+    responses = [line.plain for line in tool_response_lines(inv)]
+    assert responses == ['transfer_to_agent(agent_name="billing")  (no response recorded)',
+                         'search_kb(q="refund") → {"answer": "5 days"}']

@@ -32,7 +32,7 @@ from ..schema.results import EvalStatus
 from .text import STATUS_GLYPH, STATUS_STYLE, call_signature, fmt_score, fmt_value, literal, plain
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..schema.model import FunctionCall
+    from ..schema.model import FunctionCall, Invocation
     from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
 
 MATCH_TYPES: tuple[MatchTypeName, ...] = MATCH_TYPE_NAMES
@@ -554,3 +554,82 @@ def vote_lines(metric: str, inv: InvocationMetricResult) -> list[Content]:
 
 def joined(lines: Iterable[Content]) -> Content:
     return Content("\n").join(list(lines))
+
+
+# ---- tool responses and the event trace ----------------------------------------------------------
+
+
+def _response_for(inv: Invocation, index: int, call: FunctionCall) -> object:
+    """The response to a turn's `index`-th call: by call id, else the same-name response in order."""
+    responses = inv.tool_responses
+    if call.id is not None:
+        for r in responses:
+            if r.id == call.id:
+                return r.response
+    same = [r for r in responses if r.name == call.name]
+    before = sum(1 for c in inv.tool_calls[:index] if c.name == call.name)
+    return same[before].response if before < len(same) else _NO_RESPONSE
+
+
+_NO_RESPONSE = object()
+
+
+def tool_response_lines(inv: Invocation | None, width: int = 200) -> list[Content]:
+    """`get_balance() → {"balance": 120}`: each call of a turn with what the tool returned."""
+    if inv is None:
+        return []
+    lines: list[Content] = []
+    for i, call in enumerate(inv.tool_calls):
+        response = _response_for(inv, i, call)
+        sig = call_signature(call.name or "", call.args, 60)
+        if response is _NO_RESPONSE:
+            lines.append(Content.assemble(plain(sig), ("  (no response recorded)", "$text-muted")))
+        else:
+            lines.append(Content.assemble(plain(sig), (" → ", "$text-muted"), plain(fmt_value(response, width))))
+    return lines
+
+
+def event_trace_lines(inv: Invocation | None, width: int = 200) -> list[Content]:
+    """Everything the agent did in a turn, in order: texts (intermediate ones too), transfers, tool calls
+    and tool responses, each with its author when the turn recorded events."""
+    from ..schema.model import InvocationEvents
+
+    if inv is None:
+        return []
+    lines: list[Content] = []
+    data = inv.intermediate_data
+    if isinstance(data, InvocationEvents):
+        for event in data.invocation_events:
+            author = one_line_text(event.author, 24)
+            for part in (event.content.parts or []) if event.content is not None else []:
+                if part.function_call is not None:
+                    c = part.function_call
+                    verb = "transfers" if c.name == "transfer_to_agent" else "calls"
+                    lines.append(Content.assemble((f"{author} {verb} ", "$text-muted"),
+                                                  plain(call_signature(c.name or "", c.args, 60))))
+                elif part.function_response is not None:
+                    r = part.function_response
+                    lines.append(Content.assemble((f"{author} ← {literal(r.name or '')}: ", "$text-muted"),
+                                                  plain(fmt_value(r.response, width))))
+                elif part.text:
+                    lines.append(Content.assemble((f"{author}: ", "$text-muted"), plain(one_line_text(part.text, width))))
+    else:
+        for i, call in enumerate(inv.tool_calls):
+            verb = "transfers" if call.name == "transfer_to_agent" else "calls"
+            lines.append(Content.assemble((f"{verb} ", "$text-muted"), plain(call_signature(call.name or "", call.args, 60))))
+            response = _response_for(inv, i, call)
+            if response is not _NO_RESPONSE:
+                lines.append(Content.assemble((f"  ← {literal(call.name or '')}: ", "$text-muted"),
+                                              plain(fmt_value(response, width))))
+        for author, text in inv.intermediate_texts:
+            lines.append(Content.assemble((f"{one_line_text(author, 24)}: ", "$text-muted"), plain(one_line_text(text, width))))
+    if inv.final_response is not None and inv.final_response.text:
+        lines.append(Content.assemble(("final: ", "$text-muted"), plain(one_line_text(inv.final_response.text, width))))
+    return lines
+
+
+def one_line_text(value: str, width: int) -> str:
+    from .text import one_line
+
+    return one_line(value, width)
+

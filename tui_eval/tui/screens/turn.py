@@ -84,6 +84,7 @@ class TurnScreen(Screen[None]):
         # Shown when a text of the turn is too long to lay out at once (it is cut): the whole of it.
         Binding("v", "full_text", "Whole text", id="turn.full_text"),
         Binding("y", "copy", "Copy as JSON", show=False, id="turn.copy"),
+        Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
     ]
 
     def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
@@ -98,6 +99,8 @@ class TurnScreen(Screen[None]):
         self.repetition: int | None = None
         #: The turn's texts cut for the screen, (title, whole text) each: v shows them in full.
         self._clipped: list[tuple[str, str]] = []
+        #: The event trace is folded until e unfolds it.
+        self.show_trace = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="turn-title")
@@ -114,6 +117,11 @@ class TurnScreen(Screen[None]):
             yield Static(id="turn-judges", classes="section")
             yield Static("Not evaluated and errors", classes="section-title", id="problems-title")
             yield Static(id="turn-problems", classes="section")
+            # Below the verdicts: what the tools returned and the agent's whole turn (folded).
+            yield Static("Tool responses", classes="section-title", id="responses-title")
+            yield Static(id="turn-responses", classes="section")
+            yield Static("Event trace", classes="section-title", id="trace-title")
+            yield Static(id="turn-trace", classes="section")
             yield CesTurnPanel(id="turn-ces")
         yield KeyFooter()
 
@@ -231,6 +239,7 @@ class TurnScreen(Screen[None]):
         self.query_one("#turn-response", Static).update(joined(lines))
 
         self._render_trajectory(result, expected, actual, stale=stale)
+        self._render_responses(expected, actual)
         self._render_hallucinations(result, actual)
         self._render_judges(result, case, expected)
         problems = not_evaluated_lines(result, self.index) if result is not None else []
@@ -251,6 +260,30 @@ class TurnScreen(Screen[None]):
         hidden = content is None
         body.set_class(hidden, "-hidden")
         title.set_class(hidden, "-hidden")
+
+    def _render_responses(self, expected: Invocation | None, actual: Invocation | None) -> None:
+        """What each tool returned (expected and actual), and the agent's whole turn folded under e."""
+        from ..verdicts import event_trace_lines, tool_response_lines
+
+        recorded = any(inv is not None and inv.tool_responses for inv in (expected, actual))
+        exp, act = (tool_response_lines(expected), tool_response_lines(actual)) if recorded else ([], [])
+        lines: list[Content] = []
+        if exp:
+            lines += [Content.styled("expected", "bold $text-muted"), *exp]
+        if act:
+            lines += [Content.styled("actual", "bold $text-muted"), *act]
+        self._section("responses", joined(lines) if lines else None)  # only when some tool answered
+        trace = event_trace_lines(actual)
+        if not trace:
+            self._section("trace", None)
+        elif not self.show_trace:
+            self._section("trace", Content.styled(f"{len(trace)} step(s), folded: e shows them", "$text-muted"))
+        else:
+            self._section("trace", joined(trace))
+
+    def action_toggle_trace(self) -> None:
+        self.show_trace = not self.show_trace
+        self.render_turn()
 
     def _stale(self, result: CaseResult | None, expected: Invocation | None) -> bool:
         """Whether the shown result was scored against other expected turns than the file's (accepted)."""
