@@ -180,7 +180,12 @@ def _below(m: MetricResult) -> str:
 
 def _not_evaluated_reason(m: MetricResult) -> str:
     reason = m.reason or next((i.reason for i in m.per_invocation if i.reason), None)
-    return _one_line(reason) if reason else "no reason given"
+    if not reason:
+        return "no reason given"
+    if reason.startswith("no ") and ": " in reason:
+        # `no Vertex AI settings: set GOOGLE_CLOUD_PROJECT and …`: what is missing, not how to fix it.
+        reason = reason.split(": ", 1)[0]
+    return _one_line(reason)
 
 
 def metric_causes(m: MetricResult) -> list[Cause]:
