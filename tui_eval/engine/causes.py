@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Iterable, Iterator, Literal
 
 from ..schema.details import (
     CesSemanticSimilarityDetails,
@@ -220,26 +220,34 @@ def group_by_cause(results: Iterable[EvalSetResult], repetitions: Iterable[int] 
     """The cases that did not pass, or had a metric not evaluated, under each of their causes. Over
     repeated runs a case is counted once per group (its first run with that cause). Failure causes
     first (most cases first, then by label), then agent errors, then what was not evaluated."""
+    reps = list(repetitions) if repetitions is not None else []
+
+    def items() -> Iterator[tuple[str, CaseResult, int]]:
+        for index, result in enumerate(results):
+            rep = reps[index] if index < len(reps) else 1
+            for case in result.case_results:
+                yield result.eval_set_file, case, rep
+
+    return group_cases(items())
+
+
+def group_cases(items: Iterable[tuple[str, CaseResult, int]]) -> list[CauseGroup]:
+    """`group_by_cause` over `(eval file, case result, repetition)` (the dashboard's latest results)."""
     groups: dict[tuple[CauseKind, str], CauseGroup] = {}
     seen: set[tuple[CauseKind, str, str, str]] = set()
-    reps = list(repetitions) if repetitions is not None else None
-    for index, result in enumerate(results):
-        rep = reps[index] if reps is not None and index < len(reps) else 1
-        for case in result.case_results:
-            if case.status == EvalStatus.PASSED and case.coverage_text() is None:
+    for eval_file, case, rep in items:
+        if case.status == EvalStatus.PASSED and case.coverage_text() is None:
+            continue
+        for cause in causes_of(case):
+            key = (cause.kind, cause.label)
+            once = (*key, eval_file, case.eval_id)
+            if once in seen:
                 continue
-            for cause in causes_of(case):
-                if cause.kind == "failed" and case.status == EvalStatus.PASSED:
-                    continue  # (cannot happen: a failed metric fails its case)
-                key = (cause.kind, cause.label)
-                once = (*key, result.eval_set_file, case.eval_id)
-                if once in seen:
-                    continue
-                seen.add(once)
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = CauseGroup(cause.label, cause.kind)
-                group.cases.append(CaseRef(result.eval_set_id, result.eval_set_file, case.eval_id, case.status, rep))
+            seen.add(once)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = CauseGroup(cause.label, cause.kind)
+            group.cases.append(CaseRef(case.eval_set_id, eval_file, case.eval_id, case.status, rep))
     return sorted(groups.values(), key=lambda g: (KIND_ORDER.index(g.kind), -g.count, g.label))
 
 

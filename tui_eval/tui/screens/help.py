@@ -24,7 +24,8 @@ FLOWS = (
     "a metric was not evaluated.\n\n"
     "Accept the actual turn or case as the new expected one (a / A) or delete it (d / D): the eval file is "
     "rewritten atomically after you confirm. Saved files reload by themselves; live mode (l) also re-runs "
-    "what a save changed. h opens the run history: compare two runs, regressions first."
+    "what a save changed. h opens the run history: compare two runs, regressions first. w groups the "
+    "failures by cause (missing call, wrong args, rubric failed, not evaluated…), each with its cases."
 )
 
 
@@ -41,6 +42,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from .diff import DiffScreen
     from .history import CompareScreen, HistoryScreen
     from .main import MainScreen
+    from .causes import CausesScreen
     from .timeline import TimelineScreen
     from .turn import TurnScreen
 
@@ -51,6 +53,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Comparison", list(CompareScreen.BINDINGS)),
         ("Code diff", list(DiffScreen.BINDINGS)),
         ("Timeline", list(TimelineScreen.BINDINGS)),
+        ("Failures by cause", list(CausesScreen.BINDINGS)),
         ("Everywhere", list(EvalApp.BINDINGS)),
         ("Questions", list(ConfirmScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),

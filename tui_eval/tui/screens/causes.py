@@ -1,0 +1,137 @@
+"""Failures by cause: the latest results of every loaded case grouped by what failed (engine/causes.py,
+from the typed verdict details, no LLM), each group with its count; enter opens a group to its cases,
+and enter on a case shows it in the browser."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Iterator, Union
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Static, Tree
+
+from ..messages import JumpTo
+from ..text import STATUS_GLYPH, literal, rich_style
+from ..widgets.footer import KeyFooter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.causes import CaseRef, CauseGroup
+    from ...schema.results import CaseResult
+    from ..app import EvalApp
+    from ..catalog import Catalog
+
+# cause kind -> theme variable of its colour (Rich Text labels cannot use CSS variables directly)
+_KIND_VAR = {"failed": "error", "agent error": "error", "not evaluated": "warning"}
+_STATUS_VAR = {1: "success", 2: "error", 3: "warning", 4: "secondary"}
+
+NodeData = Union["CauseGroup", "CaseRef", None]
+
+
+class CausesScreen(Screen[None]):
+    """Every cause with its count, failure causes first; it regroups when results change while open."""
+
+    app: EvalApp
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="causes.back"),
+        Binding("e", "expand_all", "Expand all", id="causes.expand"),
+    ]
+
+    DEFAULT_CSS = """
+    #causes-status { height: auto; padding: 0 1; background: $panel; }
+    #causes-tree { height: 1fr; border: round $accent; }
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__(id="causes")
+        self.catalog = catalog
+        self.groups: list[CauseGroup] = []
+        self._shown_version: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="causes-status")
+        tree: Tree[NodeData] = Tree("causes", id="causes-tree")
+        tree.show_root = False
+        tree.guide_depth = 2
+        yield tree
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        tree = self.query_one(Tree)
+        tree.border_title = "Failures by cause"
+        self.regroup()
+        self.set_interval(0.5, self.regroup, name="causes")
+        tree.focus()
+
+    def _version(self) -> int:
+        return int(getattr(self.catalog.results, "version", 0))
+
+    def regroup(self) -> None:
+        """Group the latest results again if they changed since the last time."""
+        version = self._version()
+        if version == self._shown_version:
+            return
+        self._shown_version = version
+        from ...engine.causes import group_cases
+
+        cat = self.catalog
+
+        def items() -> Iterator[tuple[str, CaseResult, int]]:
+            for key in cat.all_keys():
+                result = cat.result(key)
+                if result is not None:
+                    yield key.eval_file, result, 1
+
+        self.groups = group_cases(items())
+        self.show()
+
+    def show(self) -> None:
+        tree: Tree[NodeData] = self.query_one(Tree)
+        from ...engine.causes import CauseGroup
+
+        opened = {node.data.label for node in tree.root.children
+                  if node.is_expanded and isinstance(node.data, CauseGroup)}
+        cursor = tree.cursor_line
+        tree.clear()
+        width = len(str(max((g.count for g in self.groups), default=0)))
+        for group in self.groups:
+            label = Text.assemble((f"{group.count:>{width}} ", "bold"),
+                                  (literal(group.label), rich_style(self.app, _KIND_VAR.get(group.kind, ""))))
+            node = tree.root.add(label, data=group, expand=group.label in opened)
+            for ref in group.cases:
+                status = int(ref.status)
+                node.add_leaf(Text.assemble(
+                    (f"{STATUS_GLYPH[status]} ", rich_style(self.app, _STATUS_VAR.get(status, ""))),
+                    (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
+        if self.groups:
+            tree.cursor_line = min(max(cursor, 0), max(tree.last_line, 0))
+        failing = len({(c.eval_file, c.eval_id) for g in self.groups if g.kind != "not evaluated" for c in g.cases})
+        if not self.groups:
+            text = Content.styled("No failures and nothing left not evaluated in the latest results. "
+                                  "Run something (R) first, or open a folder with saved runs.", "$text-muted")
+        else:
+            text = Content.styled(
+                f"{len(self.groups)} cause{'s' if len(self.groups) != 1 else ''}, {failing} failing "
+                f"case{'s' if failing != 1 else ''}. enter opens a cause, then shows a case in the browser.",
+                "$text-muted")
+        self.query_one("#causes-status", Static).update(text)
+
+    @on(Tree.NodeSelected)
+    def _selected(self, event: Tree.NodeSelected[NodeData]) -> None:
+        from ...engine.causes import CaseRef
+
+        ref = event.node.data
+        if not isinstance(ref, CaseRef):
+            return  # a group: the tree opens or closes it
+        event.stop()
+        from pathlib import Path
+
+        self.post_message(JumpTo(self.catalog.key(Path(ref.eval_file), ref.eval_id)))
+
+    def action_expand_all(self) -> None:
+        tree: Tree[NodeData] = self.query_one(Tree)
+        for node in tree.root.children:
+            node.expand()
