@@ -200,3 +200,49 @@ def test_api_strict_goes_into_the_run_and_outcome_gives_the_cli_code() -> None:
     # The record itself says FAILED, as `tui-eval run --strict` records it.
     assert [c.status for r in strict.results for c in r.case_results] == [EvalStatus.FAILED]
     assert tui_eval.api.outcome(strict).code == 1
+
+
+# ---- an outage of the agent's own model API is not a failure of the agent ------------------------
+
+
+def test_the_agents_model_api_down_is_an_outage_not_a_regression(tmp_path: Path, gemini_env,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.fake_gemini import error_reply
+
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "auto")  # with a key, the demo agent calls its model (the fake)
+    import shutil
+
+    agent = tmp_path / "hello_world"
+    shutil.copytree(HELLO, agent, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    target = f"{agent / 'hello_world.evalset.json'}:greeting"
+    # A baseline where the case passed (the offline policy), saved.
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    assert run_cli("run", str(agent), target)[0] == 0
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "auto")
+    gemini_env.default = error_reply(503)
+    code, out, err = run_cli("run", str(agent), target, "--no-save", "--baseline", "latest", "--fail-on-regression",
+                             "--print-detailed-results")
+    assert code == 3, out + err
+    assert "Result: exit 3 (incomplete): nothing failed, but 1 case stopped by an infrastructure error: 503 UNAVAILABLE" in out
+    assert "0 regressions, 0 fixes, 0 still failing, 0 not run, 1 not evaluated" in out
+    assert "   1  infrastructure error: 503 UNAVAILABLE: greeting" in out
+    assert run_cli("run", str(agent), target, "--no-save", "--strict")[0] == 1
+    # A request the model API refuses (400) is the agent's own fault: a failure, and a regression.
+    gemini_env.default = error_reply(400, "bad request")
+    code, out, err = run_cli("run", str(agent), target, "--no-save", "--baseline", "latest", "--fail-on-regression")
+    assert code == 1, out + err
+    assert "1 regression against the baseline" in out
+
+
+@pytest.mark.parametrize(("error", "outage"), [
+    ("model call failed: ServerError: 503 UNAVAILABLE. {'error': ...}", "503 UNAVAILABLE"),
+    ("model call failed: ClientError: 429 RESOURCE_EXHAUSTED. quota", "429 RESOURCE_EXHAUSTED"),
+    ("model call failed: ConnectError: [Errno 111] Connection refused", "ConnectError"),
+    ("model call failed: ClientError: 400 INVALID_ARGUMENT. bad", None),
+    ("ValueError: 503 is not a valid dice size", None),
+    (None, None),
+])
+def test_what_counts_as_an_outage(error: str | None, outage: str | None) -> None:
+    from tui_eval.engine.causes import infrastructure_error
+
+    assert infrastructure_error(error) == outage

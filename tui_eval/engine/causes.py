@@ -29,13 +29,20 @@ from ..schema.details import (
 from ..schema.results import CaseResult, EvalSetResult, InvocationMetricResult, MetricResult
 from ..schema.status import EvalStatus
 
-CauseKind = Literal["failed", "agent error", "not evaluated"]
+CauseKind = Literal["failed", "agent error", "infrastructure", "not evaluated"]
 #: Groups are listed in this order of kinds, then by how many cases they hold.
-KIND_ORDER: tuple[CauseKind, ...] = ("failed", "agent error", "not evaluated")
+KIND_ORDER: tuple[CauseKind, ...] = ("failed", "agent error", "infrastructure", "not evaluated")
 # A label is one line of at most this many characters (a reason or error text may be long).
 MAX_LABEL = 100
 
 _BAD_LABELS = ("unsupported", "contradictory", "disputed")
+# An outage of a service the agent calls (its model API), not a fault of the agent: a retryable HTTP status
+# as google-genai words it (`503 UNAVAILABLE`), or a transport / rate-limit exception of genai, httpx or openai.
+_HTTP_OUTAGE = re.compile(r"\b(408|429|500|502|503|504) (?:[A-Z][A-Z_]+|Too Many Requests|Service Unavailable|"
+                          r"Gateway Timeout|Bad Gateway|Internal Server Error|Request Timeout)")
+_OUTAGE_EXCEPTIONS = re.compile(r"\b(ServerError|ConnectError|ConnectTimeout|ReadTimeout|WriteTimeout|PoolTimeout|"
+                                r"RemoteProtocolError|APIConnectionError|APITimeoutError|RateLimitError|"
+                                r"InternalServerError|ServiceUnavailableError)\b")
 _EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Timeout))\b")
 
 
@@ -79,6 +86,24 @@ def _one_line(text: str) -> str:
 
 def _name(name: str | None) -> str:
     return name or "?"
+
+
+def infrastructure_error(error: str | None) -> str | None:
+    """What outage an agent error was (`503 UNAVAILABLE`, `ConnectError`), or None when it is the agent's
+    own failure. A run whose only failures are outages is incomplete (exit 3), never a regression."""
+    if not error:
+        return None
+    first = error.split("\n", 1)[0]
+    match = _HTTP_OUTAGE.search(first) or _OUTAGE_EXCEPTIONS.search(first)
+    return match.group(0) if match else None
+
+
+def verdict_status(case: CaseResult) -> EvalStatus:
+    """A case's status as a verdict on the agent: a case failed by an outage (`infrastructure_error`)
+    has no verdict (NOT_EVALUATED); any other case, its own status. Compares and the exit code use it."""
+    if case.status == EvalStatus.FAILED and case.error and infrastructure_error(case.error) is not None:
+        return EvalStatus.NOT_EVALUATED
+    return case.status
 
 
 def agent_error_label(error: str) -> str:
@@ -208,6 +233,9 @@ def causes_of(case: CaseResult) -> list[Cause]:
     """Every cause of a case, each label once, in metric order: an agent error first (its metrics were
     not evaluated because of it and add nothing)."""
     if case.error:
+        outage = infrastructure_error(case.error)
+        if outage is not None:
+            return [Cause(f"infrastructure error: {outage}", "infrastructure")]
         return [Cause(agent_error_label(case.error), "agent error")]
     seen: dict[str, Cause] = {}
     for m in case.metrics:

@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from ..schema.results import CaseResult, EvalSetResult
 from ..schema.status import EvalStatus
-from .causes import causes_of
+from .causes import causes_of, infrastructure_error, verdict_status
 from .store import NOT_EVALUATED, NOT_RUN, STILL_FAILING, HistoryEntry, compare_results, list_history, load_record
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -52,11 +52,15 @@ def _plural(n: int, word: str) -> str:
 def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool) -> list[str]:
     """Why a run is not complete: cases and metrics not evaluated (with their reasons), a cancel."""
     cases = 0
+    outages: dict[str, int] = {}
     metrics: dict[str, int] = {}
     for result in results:
         for case in result.case_results:
             if case.status == EvalStatus.NOT_EVALUATED:
                 cases += 1
+            outage = infrastructure_error(case.error) if case.status == EvalStatus.FAILED else None
+            if outage is not None:
+                outages[outage] = outages.get(outage, 0) + 1
             for m in case.metrics:
                 if m.status == EvalStatus.NOT_EVALUATED and not case.error:
                     reason = (m.reason or "no reason given").split("\n", 1)[0]
@@ -64,6 +68,10 @@ def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool) -> lis
     out = []
     if cancelled:
         out.append("the run was cancelled: unfinished cases were not evaluated")
+    if outages:
+        n = sum(outages.values())
+        out.append(f"{_plural(n, 'case')} stopped by an infrastructure error: "
+                   + ", ".join(f"{k} ({v})" if len(outages) > 1 else k for k, v in outages.items()))
     if cases:
         out.append(f"{_plural(cases, 'case')} not evaluated")
     if metrics:
@@ -78,7 +86,8 @@ def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, st
     """Exit 1 when a case failed (with `fail_on_regression`, when a case regressed against `baseline`),
     else 3 when the run is incomplete (1 with `strict`), else 0."""
     results = list(results)
-    failed = sum(1 for r in results for c in r.case_results if c.status == EvalStatus.FAILED)
+    # A case an outage failed (its model API answered 503) says nothing of the agent: incomplete, not failed.
+    failed = sum(1 for r in results for c in r.case_results if verdict_status(c) == EvalStatus.FAILED)
     incomplete = incomplete_reasons(results, cancelled)
     reasons: list[str] = []
     if fail_on_regression and baseline is not None:
@@ -156,7 +165,7 @@ def _reason(kind: str, old: CaseResult | None, new: CaseResult | None) -> str:
     if kind == NOT_RUN:
         return "not in this run" if new is None else "not in the baseline run"
     if kind == NOT_EVALUATED:
-        if new is not None and new.status == EvalStatus.NOT_EVALUATED:
+        if new is not None and verdict_status(new) == EvalStatus.NOT_EVALUATED:
             return "not evaluated now: " + (_causes_text(new) or "no verdict")
         return "not evaluated in the baseline: " + (_causes_text(old) or "no verdict")
     if kind == "fixed":

@@ -648,6 +648,8 @@ _ORDER = {kind: i for i, kind in enumerate(CHANGE_KINDS)}
 
 def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseChange]:
     """Case by case, regressions first, then fixes, then the rest."""
+    from .causes import verdict_status
+
     old = {c.eval_id: c for c in before.case_results}
     new = {c.eval_id: c for c in after.case_results}
     changes = []
@@ -663,7 +665,9 @@ def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseCha
             sa, sb = (ma.score if ma else None), (mb.score if mb else None)
             if sa != sb:
                 deltas[name] = (sa, sb)
-        changes.append(CaseChange(eval_id, a.status if a else None, b.status if b else None, deltas))
+        # A case an outage failed (the agent's model API answered 503) has no verdict: never a regression.
+        changes.append(CaseChange(eval_id, verdict_status(a) if a else None, verdict_status(b) if b else None,
+                                  deltas))
     changes.sort(key=lambda c: (_ORDER[c.kind], c.eval_id))
     return changes
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import Catalog
 
 # cause kind -> theme variable of its colour (Rich Text labels cannot use CSS variables directly)
-_KIND_VAR = {"failed": "error", "agent error": "error", "not evaluated": "warning"}
+_KIND_VAR = {"failed": "error", "agent error": "error", "infrastructure": "warning", "not evaluated": "warning"}
 _STATUS_VAR = {1: "success", 2: "error", 3: "warning", 4: "secondary"}
 
 NodeData = Union["CauseGroup", "CaseRef", None]
@@ -108,7 +108,8 @@ class CausesScreen(Screen[None]):
                     (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
         if self.groups:
             tree.cursor_line = min(max(cursor, 0), max(tree.last_line, 0))
-        failing = len({(c.eval_file, c.eval_id) for g in self.groups if g.kind != "not evaluated" for c in g.cases})
+        failing = len({(c.eval_file, c.eval_id) for g in self.groups if g.kind in ("failed", "agent error")
+                       for c in g.cases})
         if not self.groups:
             text = Content.styled("No failures and nothing left not evaluated in the latest results. "
                                   "Run something (R) first, or open a folder with saved runs.", "$text-muted")
