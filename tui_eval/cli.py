@@ -33,7 +33,8 @@ EXIT_CODES_HELP = """exit codes:
   1  a case failed (with --fail-on-regression: only a case that passed in the --baseline run and fails now)
   2  bad arguments, unreadable input, or results (eval history, --json, --junit, --md) not written
   3  nothing failed, but the run is incomplete: a metric or case not evaluated (no judge credentials,
-     a judge or user simulator that failed after retries) or a cancelled run; --strict makes it 1"""
+     a judge or user simulator that failed after retries), a case stopped by an outage of the agent's
+     model API (503, 429, connection refused), or a cancelled run; --strict makes it 1"""
 SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 

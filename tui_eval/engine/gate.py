@@ -5,7 +5,8 @@ Exit codes (`tui-eval run`, the README and `--help` say the same):
   1  a case failed (with `--fail-on-regression`: a case that passed in the baseline fails now)
   2  bad arguments, unreadable input, or results (history, --json, --junit, --md) not written
   3  nothing failed but the run is incomplete: a metric not evaluated (no judge credentials, a judge
-     that failed after retries), a case not evaluated (a user-simulator outage), a cancelled run.
+     that failed after retries), a case not evaluated (a user-simulator outage), a case stopped by an
+     outage of the agent's model API (`causes.infrastructure_error`), a cancelled run.
      `--strict` folds 3 into 1.
 The comparison with a baseline uses `store.compare_results`, the rule of the dashboard's history compare.
 """
