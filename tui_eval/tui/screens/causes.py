@@ -4,15 +4,18 @@ and enter on a case shows it in the browser."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Iterator, Union
+import logging
+from typing import TYPE_CHECKING, ClassVar, Union
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+from textual.worker import Worker, WorkerState
 
 from ..messages import JumpTo
 from ..text import STATUS_GLYPH, literal, rich_style
@@ -23,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...schema.results import CaseResult
     from ..app import EvalApp
     from ..catalog import Catalog
+
+log = logging.getLogger(__name__)
 
 # cause kind -> theme variable of its colour (Rich Text labels cannot use CSS variables directly)
 _KIND_VAR = {"failed": "error", "agent error": "error", "infrastructure": "warning", "not evaluated": "warning"}
@@ -70,23 +75,38 @@ class CausesScreen(Screen[None]):
         return int(getattr(self.catalog.results, "version", 0))
 
     def regroup(self) -> None:
-        """Group the latest results again if they changed since the last time."""
+        """Group the latest results again if they changed since the last time (in a thread: grouping
+        5,000 results takes a tenth of a second or more, and a run changes them continuously)."""
         version = self._version()
         if version == self._shown_version:
             return
         self._shown_version = version
+        cat = self.catalog
+        # The results are read here, on the UI thread that changes them; the worker only groups them.
+        items: list[tuple[str, CaseResult, int]] = []
+        for key in cat.all_keys():
+            result = cat.result(key)
+            if result is not None:
+                items.append((key.eval_file, result, 1))
+        self._group(items)
+
+    @work(thread=True, group="causes", exclusive=True, exit_on_error=False)
+    def _group(self, items: list[tuple[str, CaseResult, int]]) -> list[CauseGroup]:
         from ...engine.causes import group_cases
 
-        cat = self.catalog
+        return group_cases(items)
 
-        def items() -> Iterator[tuple[str, CaseResult, int]]:
-            for key in cat.all_keys():
-                result = cat.result(key)
-                if result is not None:
-                    yield key.eval_file, result, 1
-
-        self.groups = group_cases(items())
-        self.show()
+    @on(Worker.StateChanged)
+    def _grouped(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "causes":
+            return
+        if event.state == WorkerState.ERROR:
+            log.error("could not group the results by cause", exc_info=event.worker.error)
+            self.query_one("#causes-status", Static).update(
+                Content.styled(f"Could not group the results: {event.worker.error}", "$text-error"))
+        elif event.state == WorkerState.SUCCESS:
+            self.groups = event.worker.result or []
+            self.show()
 
     def show(self) -> None:
         tree: Tree[NodeData] = self.query_one(Tree)
@@ -100,12 +120,11 @@ class CausesScreen(Screen[None]):
         for group in self.groups:
             label = Text.assemble((f"{group.count:>{width}} ", "bold"),
                                   (literal(group.label), rich_style(self.app, _KIND_VAR.get(group.kind, ""))))
-            node = tree.root.add(label, data=group, expand=group.label in opened)
-            for ref in group.cases:
-                status = int(ref.status)
-                node.add_leaf(Text.assemble(
-                    (f"{STATUS_GLYPH[status]} ", rich_style(self.app, _STATUS_VAR.get(status, ""))),
-                    (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
+            # A group's cases become nodes when it is opened: thousands of failures stay one line each.
+            node = tree.root.add(label, data=group, allow_expand=True)
+            if group.label in opened:
+                self._add_cases(node)
+                node.expand()
         if self.groups:
             tree.cursor_line = min(max(cursor, 0), max(tree.last_line, 0))
         failing = len({(c.eval_file, c.eval_id) for g in self.groups if g.kind in ("failed", "agent error")
@@ -119,6 +138,22 @@ class CausesScreen(Screen[None]):
                 f"case{'s' if failing != 1 else ''}. enter opens a cause, then shows a case in the browser.",
                 "$text-muted")
         self.query_one("#causes-status", Static).update(text)
+
+    def _add_cases(self, node: TreeNode[NodeData]) -> None:
+        from ...engine.causes import CauseGroup
+
+        group = node.data
+        if not isinstance(group, CauseGroup) or node.children:
+            return
+        for ref in group.cases:
+            status = int(ref.status)
+            node.add_leaf(Text.assemble(
+                (f"{STATUS_GLYPH[status]} ", rich_style(self.app, _STATUS_VAR.get(status, ""))),
+                (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
+
+    @on(Tree.NodeExpanded)
+    def _expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
+        self._add_cases(event.node)
 
     @on(Tree.NodeSelected)
     def _selected(self, event: Tree.NodeSelected[NodeData]) -> None:
@@ -135,4 +170,5 @@ class CausesScreen(Screen[None]):
     def action_expand_all(self) -> None:
         tree: Tree[NodeData] = self.query_one(Tree)
         for node in tree.root.children:
+            self._add_cases(node)
             node.expand()
