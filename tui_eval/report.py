@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .engine.causes import CauseGroup, causes_of, group_by_cause, groups_text
+from .engine.causes import CauseGroup, causes_of, group_by_cause, groups_text, infrastructure_error
 from .engine.store import dump_json
 from .metrics.efficiency import EFFICIENCY_METRICS, run_efficiency
 from .schema.fileio import write_output
@@ -337,14 +337,17 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -
     suites = ET.Element("testsuites")
     for result in record.results:
         counts = result.counts()
+        # A case an outage of the agent's model API failed is a JUnit error, not a failure.
+        outages = {c.eval_id: o for c in result.case_results
+                   if c.status == EvalStatus.FAILED and (o := infrastructure_error(c.error)) is not None}
         suite = ET.SubElement(
             suites,
             "testsuite",
             name=_xml_text(result.eval_set_id),
             tests=str(len(result.case_results)),
-            failures=str(counts[EvalStatus.FAILED]),
+            failures=str(counts[EvalStatus.FAILED] - len(outages)),
             skipped=str(counts[EvalStatus.NOT_EVALUATED]),
-            errors="0",
+            errors=str(len(outages)),
             file=_xml_text(result.eval_set_file),
         )
         props = ET.SubElement(suite, "properties")
@@ -365,7 +368,11 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -
                 props = ET.SubElement(tc, "properties")
                 ET.SubElement(props, "property", name="metrics_evaluated",
                               value=f"{case.evaluated_metrics} of {case.metrics_total}")
-            if case.status == EvalStatus.FAILED:
+            if case.eval_id in outages:
+                error = ET.SubElement(tc, "error", message=_xml_text(f"infrastructure error: {outages[case.eval_id]}"),
+                                      type="InfrastructureError")
+                error.text = _xml_text(_failure_text(case))
+            elif case.status == EvalStatus.FAILED:
                 failing = [m.metric_name for m in case.metrics if m.status == EvalStatus.FAILED]
                 message = ("agent error" if case.error else "failed: " + ", ".join(failing) if failing
                            else f"failed (--strict): {case.coverage_text() or 'metrics not evaluated'}")

@@ -220,9 +220,14 @@ def test_the_agents_model_api_down_is_an_outage_not_a_regression(tmp_path: Path,
     assert run_cli("run", str(agent), target)[0] == 0
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "auto")
     gemini_env.default = error_reply(503)
+    xml = tmp_path / "out.xml"
     code, out, err = run_cli("run", str(agent), target, "--no-save", "--baseline", "latest", "--fail-on-regression",
-                             "--print-detailed-results")
+                             "--print-detailed-results", "--junit", str(xml))
     assert code == 3, out + err
+    suite = ET.parse(xml).getroot().find("testsuite")
+    assert suite is not None and (suite.get("failures"), suite.get("errors")) == ("0", "1")
+    error = suite.find("testcase/error")
+    assert error is not None and error.get("message") == "infrastructure error: 503 UNAVAILABLE"
     assert "Result: exit 3 (incomplete): nothing failed, but 1 case stopped by an infrastructure error: 503 UNAVAILABLE" in out
     assert "0 regressions, 0 fixes, 0 still failing, 0 not run, 1 not evaluated" in out
     assert "   1  infrastructure error: 503 UNAVAILABLE: greeting" in out
