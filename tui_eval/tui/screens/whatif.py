@@ -49,12 +49,12 @@ class WhatIfScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="whatif.back"),
         Binding("m", "next_metric", "Metric", id="whatif.metric"),
-        Binding("plus,equals_sign,right_square_bracket", "threshold(1)", "Threshold +", id="whatif.up"),
-        Binding("minus,left_square_bracket", "threshold(-1)", "Threshold -", id="whatif.down"),
         Binding("t", "match_type", "Match type", id="whatif.match_type"),
-        Binding("backspace", "reset", "Reset", id="whatif.reset"),
-        Binding("s", "save", "Write to config", id="whatif.save"),
-        Binding("enter", "open_case", "Show case", id="whatif.open", priority=True),
+        Binding("s", "save", "Write", id="whatif.save", tooltip="Write the what-if to the config files"),
+        Binding("plus,equals_sign,right_square_bracket", "threshold(1)", "Raise threshold", id="whatif.up"),
+        Binding("minus,left_square_bracket", "threshold(-1)", "Lower threshold", id="whatif.down"),
+        Binding("backspace", "reset", "Reset", id="whatif.reset", show=False),
+        Binding("enter", "open_case", "Show case", id="whatif.open", priority=True, show=False),
     ]
 
     DEFAULT_CSS = """
