@@ -40,7 +40,7 @@ LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
-    from .agents.base import Agent
+    from .engine.executor import Executor
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
     from .engine.store import ResultStore
@@ -410,12 +410,15 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return outcome.code
 
 
-def _find_baseline(spec: str, plan: RunPlan, agent: Agent, store: ResultStore, err: TextIO) -> dict[str, Path]:
+def _find_baseline(spec: str, plan: RunPlan, agent: Executor, store: ResultStore, err: TextIO) -> dict[str, Path]:
     """The saved record of each eval set to compare with, found before the run (so this run's own
     history is never its baseline, and a baseline that does not exist stops the run before it starts)."""
     from .engine.gate import BaselineError, find_baseline
 
-    eval_sets = [(t.eval_set.eval_set_id, str(t.eval_file), store.history_dir(agent, t.eval_file))
+    from .engine.store import history_dir
+
+    # Where this run saves its history (ResultStore.history_dir's rule, for the executor's agent).
+    eval_sets = [(t.eval_set.eval_set_id, str(t.eval_file), store.root or history_dir(t.eval_file, agent.home))
                  for t in plan.targets]
     try:
         found = find_baseline(spec, eval_sets)
