@@ -27,11 +27,13 @@ from .schema.results import CaseResult, EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.executor import Executor
+    from .engine.gate import BaselineReport, Outcome
     from .engine.plan import RunPlan
     from .engine.runner import RunOptions, RunRecord
     from .schema.config import EvalConfig
 
-__all__ = ["SetupError", "PreparedRun", "aevaluate", "evaluate", "execute", "failures_of", "prepare_run", "run_sync"]
+__all__ = ["SetupError", "PreparedRun", "aevaluate", "evaluate", "execute", "failures_of", "outcome", "prepare_run",
+           "run_sync"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -198,6 +200,16 @@ def check_mock_tools(value: str | None) -> str | None:
         return parse_mock_mode(value)
     except ValueError as exc:
         raise SetupError(f"mock_tools={value!r}: strict or fallback") from exc
+
+
+def outcome(record: RunRecord, *, strict: bool = False, baseline: BaselineReport | None = None,
+            fail_on_regression: bool = False) -> Outcome:
+    """The run's verdict as `tui-eval run` gives it: `.code` is its exit code (0 passed, 1 failed, 3
+    incomplete: a metric or case not evaluated, or a cancel; `strict` makes 3 into 1), `.text()` says why."""
+    from .engine.gate import run_outcome
+
+    return run_outcome(record.results, cancelled=record.cancelled, strict=strict, baseline=baseline,
+                       fail_on_regression=fail_on_regression)
 
 
 def check_record(record: RunRecord, *, strict: bool = False) -> None:

@@ -1,7 +1,9 @@
 """The headless face: `tui-eval run`, `watch`, `migrate`, and launching the dashboard.
 
-Exit codes of `run`: 0 every case PASSED, 1 any case did not, 2 bad arguments, unreadable input, or
-results (eval history, --json, --junit) that could not be written.
+Exit codes of `run` (EXIT_CODES_HELP; engine/gate.py decides 0, 1 and 3): 0 every case passed,
+1 a case failed (with --fail-on-regression: a case regressed against --baseline), 2 bad arguments,
+unreadable input, or results (eval history, --json, --junit, --md) that could not be written, 3 nothing
+failed but the run is incomplete (a metric or case not evaluated, a cancelled run; --strict makes it 1).
 Every command takes `--log-level` (also spelt `--log_level`, as ADK's CLI does): `run`, `watch` and
 `migrate` log to stderr, the dashboard to a file (see `logging_setup`).
 """
@@ -23,15 +25,25 @@ from typing import TYPE_CHECKING, Callable, Sequence, TextIO
 
 from .logging_setup import DEFAULT_LEVEL, configure_logging, default_log_file, parse_level, reset_logging
 
-EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_WRITE_FAILED = 2  # history, --json or --junit could not be written (as bad input: the run's output is lost)
+# The same numbers as engine.gate's (a test checks it); spelt here so the CLI starts without the engine.
+EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_WRITE_FAILED = 2  # history, --json, --junit or --md could not be written (as bad input: output is lost)
+EXIT_CODES_HELP = """exit codes:
+  0  every case passed and every metric was evaluated
+  1  a case failed (with --fail-on-regression: only a case that passed in the --baseline run and fails now)
+  2  bad arguments, unreadable input, or results (eval history, --json, --junit, --md) not written
+  3  nothing failed, but the run is incomplete: a metric or case not evaluated (no judge credentials,
+     a judge or user simulator that failed after retries), a case stopped by an outage of the agent's
+     model API (503, 429, connection refused), or a cancelled run; --strict makes it 1"""
 SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
+    from .engine.executor import Executor
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
+    from .engine.store import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +73,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="seconds one judge call may take before it is retried (default 60)")
     p.add_argument("--strict", action="store_true",
                    help="a case with any metric not evaluated (no judge credentials, a judge that failed "
-                   "after retries) fails, instead of passing on the metrics that ran as ADK does")
+                   "after retries) fails, instead of passing on the metrics that ran as ADK does; an "
+                   "incomplete run exits 1, not 3")
     p.add_argument("--executor", default="local", type=_executor, metavar="local|ray|ray://HOST:PORT",
                    help="where agent code runs: a local pool of worker processes (default), or Ray tasks "
                    "on a cluster (pip install 'tui-eval[ray]')")
@@ -165,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     run = add_command(sub, "run", "run eval sets headlessly (CI): summary, --json, --junit, exit code")
+    run.epilog = EXIT_CODES_HELP
+    run.formatter_class = argparse.RawDescriptionHelpFormatter
     _add_run_args(run)
     run.add_argument("--json", dest="json_out", metavar="OUT", help="write ADK EvalSetResult list as JSON")
     run.add_argument("--junit", dest="junit_out", metavar="OUT", help="write a JUnit XML report")
@@ -174,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-save", action="store_true", help="do not write eval history")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
     run.add_argument("--md", dest="md_out", metavar="OUT", help="write a Markdown report (PR comment; appended to $GITHUB_STEP_SUMMARY)")
+    run.add_argument("--baseline", metavar="RUN|latest",
+                     help="compare with a saved run of the same eval sets: `latest` (the newest complete one in "
+                     "the eval history), a run id, or a .tui-eval.json record; lists regressions, fixes, still "
+                     "failing and not run")
+    run.add_argument("--fail-on-regression", action="store_true",
+                     help="with --baseline: only a regression (passed there, fails now) exits 1; known failures do not")
 
     report = add_command(sub, "report", "a shareable Markdown or HTML report of a saved run")
     report.add_argument("record", metavar="RUN_RECORD",
@@ -282,10 +303,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import SetupError, prepare_run
     from .engine.runner import Run, RunOptions
     from .engine.store import ResultStore
-    from .report import print_detailed, print_summary, write_json, write_junit
+    from .report import print_baseline, print_detailed, print_outcome, print_summary, write_json, write_junit
 
     if args.concurrency < 1 or args.judge_concurrency < 1:
         raise UsageError("--concurrency and --judge-concurrency must be at least 1")
+    if args.fail_on_regression and not args.baseline:
+        raise UsageError("--fail-on-regression needs --baseline RUN|latest")
     agent_ref, targets = split_agent(args)
     options = RunOptions(
         concurrency=args.concurrency,
@@ -306,6 +329,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(str(exc)) from None
     plan = prepared.plan
     _print_warnings(plan.warnings, err)
+    store = ResultStore()
+    baseline_records = _find_baseline(args.baseline, plan, prepared.agent, store, err) if args.baseline else None
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
@@ -330,7 +355,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def on_event(event: Event) -> None:
         deliver(print_errors, event, RunError)
 
-    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=ResultStore())
+    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store)
     try:
         record = asyncio.run(_execute(run, prepared))
     except SetupError as exc:  # the agent cannot be imported
@@ -340,16 +365,31 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bar.stop()
     _keep_for_exit(prepared, run, record)
 
+    from .engine.gate import BaselineError, baseline_report, run_outcome
+
+    baseline = None
+    if baseline_records is not None:
+        try:
+            baseline = baseline_report(baseline_records, record.results)
+        except BaselineError as exc:
+            raise UsageError(str(exc)) from None
+    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=args.strict, baseline=baseline,
+                          fail_on_regression=args.fail_on_regression)
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)
+    if baseline is not None:
+        print_baseline(baseline, out, verbose=not args.quiet)
     # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
     failed_writes = list(record.save_errors)
     for flag, path, write in (("--json", args.json_out, write_json), ("--junit", args.junit_out, write_junit)):
         if not path:
             continue
         try:
-            write(record, Path(path))
+            if write is write_junit:
+                write_junit(record, Path(path), outcome)
+            else:
+                write(record, Path(path))
         except Exception as exc:  # too deep (orjson's TypeError), a full disk, a bad path: say it, exit 2
             logging.getLogger(__name__).debug("writing %s failed", flag, exc_info=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
@@ -359,12 +399,38 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.md_out:
         from .share import SharedRun, write_reports
 
-        for message in write_reports(SharedRun.of(record), args.md_out, None):
+        shared = SharedRun.of(record, outcome=outcome, baseline=baseline)
+        for message in write_reports(shared, args.md_out, None):
             print(f"error: {safe_line(message)}", file=err)
             failed_writes.append(message)
     if failed_writes:
+        print_outcome(None, out, written=False)
         return EXIT_WRITE_FAILED
-    return EXIT_OK if record.all_passed and not record.cancelled else EXIT_NOT_PASSED
+    print_outcome(outcome, out)
+    return outcome.code
+
+
+def _find_baseline(spec: str, plan: RunPlan, agent: Executor, store: ResultStore, err: TextIO) -> dict[str, Path]:
+    """The saved record of each eval set to compare with, found before the run (so this run's own
+    history is never its baseline, and a baseline that does not exist stops the run before it starts)."""
+    from .engine.gate import BaselineError, find_baseline
+
+    from .engine.store import history_dir
+
+    # Where this run saves its history (ResultStore.history_dir's rule, for the executor's agent).
+    eval_sets = [(t.eval_set.eval_set_id, str(t.eval_file), store.root or history_dir(t.eval_file, agent.home))
+                 for t in plan.targets]
+    try:
+        found = find_baseline(spec, eval_sets)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    from .textsafe import safe_line
+
+    for eval_set_id, eval_file, _ in eval_sets:
+        if eval_file not in found:
+            print(f"warning: --baseline {safe_line(spec)}: no saved run of {safe_line(eval_set_id)} "
+                  f"({safe_line(eval_file)}); its cases count as not run there", file=err)
+    return found
 
 
 def _refuse_outputs_over_inputs(args: argparse.Namespace, agent_ref: str, plan: RunPlan) -> None:

@@ -9,8 +9,11 @@ prints (responses, tool calls, the trajectory verdict, judge and not-evaluated r
 Options (command line, or the ini keys in brackets): `--tui-eval-agent` [tui_eval_agent] names the
 agent (default: the agent folder around each eval file), `--tui-eval-config` [tui_eval_config] an
 EvalConfig for every file (default: test_config.json beside each), `--tui-eval-strict`
-[tui_eval_strict] fails a passed case whose metrics were not all evaluated, `--tui-eval-mock-tools
-strict|fallback` [tui_eval_mock_tools] answers tool calls from the recorded responses (`--mock-tools`).
+[tui_eval_strict] fails a passed case whose metrics were not all evaluated (it goes into the run's
+options, as the CLI's --strict does), `--tui-eval-mock-tools strict|fallback` [tui_eval_mock_tools]
+answers tool calls from the recorded responses (`--mock-tools`). A case not evaluated at all (no metric
+gave a verdict) is skipped with the reason, as the CLI's exit 3 and JUnit's `skipped` say; with
+strict it fails.
 """
 
 from __future__ import annotations
@@ -99,7 +102,8 @@ class EvalFile(pytest.File):
         return self._outcome
 
     def _run(self) -> RunRecord | BaseException:
-        from .api import SetupError, execute, prepare_run, run_sync
+        from .api import SetupError, check_mock_tools, execute, prepare_run, run_sync
+        from .engine.options import RunOptions
 
         wanted = [i.name for i in self.session.items if isinstance(i, EvalCaseItem) and i.parent is self]
         try:
@@ -111,13 +115,10 @@ class EvalFile(pytest.File):
         target = prepared.plan.targets[0]
         target.case_ids = wanted or None
         mock_tools = self.config.getoption("tui_eval_mock_tools") or self.config.getini("tui_eval_mock_tools") or None
-        if mock_tools is None:
-            return run_sync(execute(prepared))
-        from .api import check_mock_tools
-        from .engine.options import RunOptions
-
         try:
-            options = RunOptions(save=False, mock_tools=check_mock_tools(str(mock_tools)))
+            # --tui-eval-strict goes into the run, as the CLI's --strict does: the same recorded statuses.
+            options = RunOptions(save=False, strict=_strict(self.config),
+                                 mock_tools=check_mock_tools(str(mock_tools)) if mock_tools is not None else None)
         except SetupError as exc:
             return exc
         return run_sync(execute(prepared, options))
@@ -130,6 +131,7 @@ class EvalCaseItem(pytest.Item):
 
     def runtest(self) -> None:
         from .api import failures_of
+        from .schema.status import EvalStatus
 
         outcome = self.parent.outcome()
         if isinstance(outcome, BaseException):
@@ -138,10 +140,11 @@ class EvalCaseItem(pytest.Item):
         if found is None:
             raise EvalCaseFailed(f"eval case {self.name} produced no result (the run was cancelled?)")
         result, case = found
-        strict = self.config.getoption("tui_eval_strict")
-        if strict is None:
-            strict = bool(self.config.getini("tui_eval_strict"))
-        blocks = failures_of(_only(outcome, result, case), strict=bool(strict))
+        strict = _strict(self.config)
+        if case.status == EvalStatus.NOT_EVALUATED and not strict:
+            # Incomplete, not failed (the CLI's exit 3, JUnit's skipped): no verdict to fail on.
+            pytest.skip(f"not evaluated: {_not_evaluated_reason(case)}")
+        blocks = failures_of(_only(outcome, result, case), strict=strict)
         if blocks:
             raise EvalCaseFailed(_failure_text(outcome, result, case, blocks))
 
@@ -154,6 +157,20 @@ class EvalCaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"eval case {self.name}"
+
+
+def _strict(config: pytest.Config) -> bool:
+    strict = config.getoption("tui_eval_strict")
+    if strict is None:
+        strict = config.getini("tui_eval_strict")
+    return bool(strict)
+
+
+def _not_evaluated_reason(case: CaseResult) -> str:
+    from .schema.status import EvalStatus
+
+    reasons = [m.reason or "no reason given" for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]
+    return "; ".join(dict.fromkeys(r.split("\n", 1)[0] for r in reasons)) or "no metric gave a verdict"
 
 
 def _find_case(record: RunRecord, eval_id: str) -> tuple[EvalSetResult, CaseResult] | None:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from .engine.causes import CauseGroup, causes_of, group_by_cause, groups_text, infrastructure_error
 from .engine.store import dump_json
 from .metrics.efficiency import EFFICIENCY_METRICS, run_efficiency
 from .schema.fileio import write_output
@@ -28,6 +29,7 @@ from .schema.results import CaseResult, EvalStatus, MetricResult, counts_text
 from .textsafe import safe_line, safe_text, xml_safe
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .engine.gate import BaselineReport, Outcome
     from .engine.runner import RunRecord
 
 # XML 1.0 forbids most control characters; agent text and ids may carry escape sequences.
@@ -209,6 +211,37 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
         print(f"Saved eval history: {safe_line(path)}", file=out)
 
 
+def print_outcome(outcome: Outcome | None, out: TextIO, *, written: bool = True) -> None:
+    """The last line of a run: its exit code and why (`Result: exit 3 (incomplete): nothing failed, but …`)."""
+    if not written or outcome is None:
+        print("Result: exit 2 (error): results could not be written (see the errors above)", file=out)
+        return
+    print(f"Result: {safe_line(outcome.text())}", file=out)
+
+
+def print_baseline(report: BaselineReport, out: TextIO, *, verbose: bool = True) -> None:
+    """`--baseline`: the counts, then regressions, fixes, still failing and not run, each with its reason."""
+    print(safe_line(report.headline()), file=out)
+    if not verbose:
+        return
+    for name, cases in report.sections():
+        if not cases:
+            continue
+        print(f"  {name}:", file=out)
+        for c in cases:
+            moved = f"{c.before.label if c.before else '-'} → {c.after.label if c.after else '-'}"
+            print(f"    {safe_line(c.eval_set_id)} / {safe_line(c.eval_id)} ({moved}): {safe_line(c.reason)}", file=out)
+
+
+def print_causes(groups: list[CauseGroup], out: TextIO) -> None:
+    """Failures by cause: one line per cause with its count and cases (plain text, escaped)."""
+    if not groups:
+        return
+    print("Failures by cause:", file=out)
+    for line in groups_text(groups):
+        print(f"  {safe_line(line)}", file=out)
+
+
 def _calls_text(calls: list[FunctionCall]) -> str:
     if not calls:
         return "(none)"
@@ -257,6 +290,10 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
             for m in case.metrics:
                 why = f" ({m.reason})" if m.reason and m.status != EvalStatus.NOT_EVALUATED else ""
                 print(f"  case {metric_line(m)}{why}", file=out)
+            causes = causes_of(case)
+            if causes and case.status != EvalStatus.PASSED:
+                print(f"  causes: {'; '.join(c.label for c in causes)}", file=out)
+    print_causes(group_by_cause(record.results, record.repetitions or None), out)
 
 
 def detail_lines(details: MetricDetails | None) -> list[str]:
@@ -313,21 +350,33 @@ def _failure_text(case: CaseResult) -> str:
     return "\n".join(lines)
 
 
-def write_junit(record: RunRecord, path: Path) -> None:
-    """One testsuite per eval set, one testcase per eval case; failures carry the failing metrics."""
+def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -> None:
+    """One testsuite per eval set, one testcase per eval case; failures carry the failing metrics.
+    Every testsuite's properties say the run's outcome (`tui_eval.exit_code` 0, 1 or 3,
+    `tui_eval.outcome` passed / failed / incomplete and why)."""
+    from .engine.gate import run_outcome
+
+    if outcome is None:
+        outcome = run_outcome(record.results, cancelled=record.cancelled)
     suites = ET.Element("testsuites")
     for result in record.results:
         counts = result.counts()
+        # A case an outage of the agent's model API failed is a JUnit error, not a failure.
+        outages = {c.eval_id: o for c in result.case_results
+                   if c.status == EvalStatus.FAILED and (o := infrastructure_error(c.error)) is not None}
         suite = ET.SubElement(
             suites,
             "testsuite",
             name=_xml_text(result.eval_set_id),
             tests=str(len(result.case_results)),
-            failures=str(counts[EvalStatus.FAILED]),
+            failures=str(counts[EvalStatus.FAILED] - len(outages)),
             skipped=str(counts[EvalStatus.NOT_EVALUATED]),
-            errors="0",
+            errors=str(len(outages)),
             file=_xml_text(result.eval_set_file),
         )
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="tui_eval.exit_code", value=str(outcome.code))
+        ET.SubElement(props, "property", name="tui_eval.outcome", value=_xml_text(outcome.text()))
         for case in result.case_results:
             tc = ET.SubElement(
                 suite,
@@ -343,7 +392,11 @@ def write_junit(record: RunRecord, path: Path) -> None:
                 props = ET.SubElement(tc, "properties")
                 ET.SubElement(props, "property", name="metrics_evaluated",
                               value=f"{case.evaluated_metrics} of {case.metrics_total}")
-            if case.status == EvalStatus.FAILED:
+            if case.eval_id in outages:
+                error = ET.SubElement(tc, "error", message=_xml_text(f"infrastructure error: {outages[case.eval_id]}"),
+                                      type="InfrastructureError")
+                error.text = _xml_text(_failure_text(case))
+            elif case.status == EvalStatus.FAILED:
                 failing = [m.metric_name for m in case.metrics if m.status == EvalStatus.FAILED]
                 message = ("agent error" if case.error else "failed: " + ", ".join(failing) if failing
                            else f"failed (--strict): {case.coverage_text() or 'metrics not evaluated'}")

@@ -29,6 +29,7 @@ from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult,
 from .textsafe import safe_line
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .engine.gate import BaselineReport, Outcome
     from .engine.runner import RunRecord
 
 log = logging.getLogger(__name__)
@@ -60,16 +61,28 @@ class SharedRun:
     judge_stats: dict[str, Any] = field(default_factory=dict)
     #: What produced the run (engine.store.provenance): an agent folder or a replay, models, credentials.
     source: dict[str, Any] | None = None
+    #: The run's exit code and why (None: read from the results, as `tui-eval report` does).
+    outcome: Outcome | None = None
+    #: `--baseline`: this run against a saved one.
+    baseline: BaselineReport | None = None
 
     @property
     def replay(self) -> bool:
         return bool(self.source) and self.source.get("kind") == "replay"  # type: ignore[union-attr]
 
     @classmethod
-    def of(cls, record: RunRecord) -> SharedRun:
+    def of(cls, record: RunRecord, *, outcome: Outcome | None = None,
+           baseline: BaselineReport | None = None) -> SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
-                   record.insight, record.code_state, dict(record.judge_stats), record.source)
+                   record.insight, record.code_state, dict(record.judge_stats), record.source,
+                   outcome, baseline)
+
+    def verdict(self) -> Outcome:
+        """The exit code the run gave (or, for a saved run, would give without --strict)."""
+        from .engine.gate import run_outcome
+
+        return self.outcome or run_outcome(self.results, cancelled=self.cancelled)
 
     def counts(self) -> dict[EvalStatus, int]:
         out = dict.fromkeys(EvalStatus, 0)
@@ -362,7 +375,12 @@ def render_markdown(run: SharedRun) -> str:
     source = source_line(run.source)
     if source:
         lines.append(f"\nSource: {md(source)}")
+    outcome = run.verdict()
+    lines += ["", f"**Exit {outcome.code} ({outcome.word})**" + (f": {md('; '.join(outcome.reasons))}"
+                                                                  if outcome.reasons else "")]
     lines += [""] + _summary_table(run) + [""]
+    lines += _baseline_md(run.baseline)
+    lines += _causes_md(run)
     repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
     if run.num_runs > 1 and repeats:
         lines += ["### Cases across runs", "", "| case | runs passed | label | pass@k | pass^k |",
@@ -397,6 +415,38 @@ def render_markdown(run: SharedRun) -> str:
             lines += [f"({len(failures) - MAX_FAILURES} more failures in the run record)", ""]
     lines += _cost_md(run)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _baseline_md(report: BaselineReport | None) -> list[str]:
+    """`--baseline`: regressions, fixes, still failing and not run, each case with its reason."""
+    if report is None:
+        return []
+    lines = [f"### {md(report.headline())}", ""]
+    for name, cases in report.sections():
+        if not cases:
+            continue
+        lines += [f"**{name}** ({len(cases)})", "", "| case | before | now | why |", "| --- | --- | --- | --- |"]
+        for c in cases[:MAX_FAILURES * 5]:
+            lines.append(f"| {md(c.eval_set_id)} / {md(c.eval_id)} | {c.before.label if c.before else '-'} | "
+                         f"{c.after.label if c.after else '-'} | {md(c.reason, MAX_CELL)} |")
+        if len(cases) > MAX_FAILURES * 5:
+            lines.append(f"| … {len(cases) - MAX_FAILURES * 5} more | | | |")
+        lines.append("")
+    return lines
+
+
+def _causes_md(run: SharedRun) -> list[str]:
+    """Failures grouped by cause: count, cause, the cases (the first few by name)."""
+    from .engine.causes import group_by_cause
+
+    groups = group_by_cause(run.results, run.repetitions)
+    if not groups:
+        return []
+    lines = ["### Failures by cause", "", "| cases | cause | which |", "| ---: | --- | --- |"]
+    for g in groups:
+        ids = ", ".join(md(c.eval_id) for c in g.cases[:8]) + (f", … {g.count - 8} more" if g.count > 8 else "")
+        lines.append(f"| {g.count} | {md(g.label)} | {ids} |")
+    return lines + [""]
 
 
 def _cost_md(run: SharedRun) -> list[str]:

@@ -136,7 +136,8 @@ def test_judge_failures_are_not_evaluated_with_reason(gemini_env: FakeGemini, tm
     gemini_env.default = error_reply(400, "API key not valid")
     eval_file, config = _write(tmp_path)
     code, out, err = _run(eval_file, config, tmp_path / "out.json", "--print-detailed-results")
-    assert code == 0, out + err  # NOT_EVALUATED never fails a case; the trajectory metric PASSED
+    # NOT_EVALUATED never fails a case (the trajectory metric PASSED), but the run is incomplete: exit 3.
+    assert code == 3, out + err
     reason = "judge failed: 400 INVALID_ARGUMENT: API key not valid"
     assert f"case final_response_match_v2: not evaluated ({reason})" in out
     assert "hallucinations_v1: NOT_EVALUATED - (judge failed: segmentation: 400" in out
@@ -160,7 +161,7 @@ def test_no_credentials_llm_metrics_not_evaluated(tmp_path: Path) -> None:
          "--no-save", "--print-detailed-results"],
         capture_output=True, text=True, env=env, timeout=120,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr  # trajectory PASSED, the rest NOT_EVALUATED
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # trajectory PASSED, the rest NOT_EVALUATED
     assert "not evaluated (no judge credentials)" in proc.stdout
     [raw] = json.loads(out_json.read_text())
     for case in raw["eval_case_results"]:

@@ -74,6 +74,20 @@ def test_not_evaluated_reasons_fail_strict_items(pytester: pytest.Pytester, monk
     result.stdout.fnmatch_lines(["*hallucinations_v1: not evaluated (no judge credentials)*"])
 
 
+def test_a_case_with_no_verdict_is_skipped_not_failed_unless_strict(pytester: pytest.Pytester,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the CLI's exit 3 and JUnit's skipped: offline, the scenario cases have no verdict at all."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "auto")
+    shutil.copytree(DEMO / "support", pytester.path / "support", ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+    target = "support/scenarios/support_scenarios.evalset.json"
+    result = pytester.runpytest(*PLUGIN, "--tui-eval", "-rs", "--tui-eval-agent", "support", target)
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*not evaluated: no judge credentials*"])
+    result = pytester.runpytest(*PLUGIN, "--tui-eval", "--tui-eval-strict", "--tui-eval-agent", "support", target)
+    result.assert_outcomes(failed=2)
+
+
 def test_a_broken_eval_file_is_a_collection_error(project: pytest.Pytester) -> None:
     (project.path / "dice_agent" / "broken.evalset.json").write_text('{"eval_set_id": "b", "eval_cases": [')
     result = project.runpytest(*PLUGIN, "--tui-eval", "--continue-on-collection-errors")

@@ -230,7 +230,8 @@ def test_the_console_script_runs_agent_exit_handlers_and_keeps_its_exit_code(tmp
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)  # "goodbye" is not "hello": the case fails
     assert "Total: 0 passed, 1 failed, 0 not evaluated" in proc.stdout
-    assert proc.stdout.endswith(".evalset_result.json\n"), proc.stdout  # the last line made it out
+    assert ".evalset_result.json\nResult: exit 1 (failed): 1 case failed\n" in proc.stdout  # saved, then the verdict
+    assert proc.stdout.endswith("Result: exit 1 (failed): 1 case failed\n"), proc.stdout  # the last line made it out
     assert marker.read_text() == "flushed"
 
 

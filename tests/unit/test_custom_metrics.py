@@ -165,12 +165,14 @@ def test_unimportable_or_raising_custom_metric_is_not_evaluated_with_the_error(m
               "custom_metrics": {"gone": {"code_config": {"name": "no_such_module.metric"}},
                                  "bug": {"code_config": {"name": "my_eval_metrics.native_style.broken"}}}}
     code, out, raw = _run(tmp_path, config)
-    assert code == 0, out  # not exit 2: the trajectory metric passed every case
+    # Not exit 2: the trajectory metric passed every case; the custom metrics that could not run make the
+    # run incomplete (exit 3), not failed.
+    assert code == 3, out
     for metrics in _overall(raw).values():
         assert metrics["gone"]["eval_status"] == 3 and metrics["bug"]["eval_status"] == 3
     # alone, they leave every case not evaluated, and the summary says why
     code, out, _raw = _run(tmp_path, {**config, "criteria": {"gone": 0.5, "bug": 0.5}})
-    assert code == 1 and "0 passed, 0 failed, 4 not evaluated" in out
+    assert code == 3 and "0 passed, 0 failed, 4 not evaluated" in out  # no verdict: incomplete, not failed
     assert "gone: not evaluated (cannot import custom metric 'no_such_module.metric': " \
            "ModuleNotFoundError: No module named 'no_such_module')" in out
     assert "bug: not evaluated (metric error: RuntimeError: metric bug)" in out

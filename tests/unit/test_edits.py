@@ -250,3 +250,32 @@ def test_windows_line_ends_and_a_byte_order_mark_stay(tmp_path: Path) -> None:
     after = _weather_set({"role": "model", "parts": [{"text": "Sunny."}]},
                          [{"name": "get_weather", "args": {"city": "Paris"}}])
     assert path.read_bytes() == b"\xef\xbb\xbf" + (json.dumps(after, indent=2).replace("\n", "\r\n") + "\r\n").encode()
+
+
+# ---- set_criterion: the what-if view's write (issue 21, part 5) ------------------------------------
+
+
+def test_set_criterion_changes_only_that_value(tmp_path: Path) -> None:
+    from tui_eval.schema.edits import set_criterion
+
+    config = tmp_path / "test_config.json"
+    text = ('{\n  "criteria": {\n    "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "EXACT"},\n'
+            '    "response_match_score": 0.8,\n    "final_response_match_v2": {\n      "threshold": 0.8,\n'
+            '      "judge_model_options": {"num_samples": 3}\n    }\n  }\n}\n')
+    config.write_text(text)
+    set_criterion(config, "tool_trajectory_avg_score", threshold=0.5, match_type="IN_ORDER")
+    set_criterion(config, "response_match_score", threshold=0.75)
+    set_criterion(config, "final_response_match_v2", threshold=0.6)
+    assert config.read_text() == (text.replace('{"threshold": 1.0, "match_type": "EXACT"}',
+                                               '{"threshold": 0.5, "match_type": "IN_ORDER"}')
+                                  .replace('"response_match_score": 0.8', '"response_match_score": 0.75')
+                                  .replace('"threshold": 0.8,\n      "judge', '"threshold": 0.6,\n      "judge'))
+    # A number criterion that gets a match type becomes an object in place; an object without the key gets it first.
+    compact = tmp_path / "compact.json"
+    compact.write_text('{"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": {"x": 1}}}')
+    set_criterion(compact, "tool_trajectory_avg_score", match_type="ANY_ORDER")
+    set_criterion(compact, "response_match_score", threshold=0.7)
+    assert compact.read_text() == ('{"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": '
+                                   '"ANY_ORDER"}, "response_match_score": {"threshold": 0.7, "x": 1}}}')
+    with pytest.raises(EditError, match="no criterion 'safety_v1'"):
+        set_criterion(compact, "safety_v1", threshold=0.5)

@@ -175,7 +175,9 @@ async def test_saved_record_round_trips_and_compares(tmp_path: Path):
     changes = compare_results(before, after)
     assert changes[0].eval_id == "c_pass" and changes[0].kind == "regression"
     assert changes[0].score_deltas["tool_trajectory_avg_score"] == (1.0, 0.0)
-    assert all(c.kind == "unchanged" for c in changes[1:])
+    # The other cases failed in both runs (or passed in both): still failing, or unchanged.
+    assert all(c.kind == ("still failing" if c.after == EvalStatus.FAILED else "unchanged") for c in changes[1:])
+    assert {c.kind for c in changes[1:]} == {"still failing"}
 
 
 def test_core_never_imports_the_ui():

@@ -20,9 +20,10 @@ def _result(eval_id: str, status: EvalStatus, tokens: int = 0, tool_seconds: flo
 
 
 def test_flip_reads_changes_as_history_compare_does() -> None:
-    assert flip(1, 2) == "broke" and flip(1, 3) == "broke" and flip(3, 2) == "broke"
-    assert flip(2, 1) == "fixed" and flip(3, 1) == "fixed"
-    assert flip(None, 2) is None and flip(1, 1) is None and flip(2, 3) is None
+    assert flip(1, 2) == "broke" and flip(2, 1) == "fixed"
+    assert flip(None, 2) is None and flip(1, 1) is None and flip(2, 2) is None
+    # No verdict on one side (a judge outage) neither broke nor fixed a case (issue 21, part 3).
+    assert flip(1, 3) is None and flip(3, 2) is None and flip(3, 1) is None and flip(2, 3) is None
 
 
 def test_repetitions_usage_latency_and_timeline() -> None:

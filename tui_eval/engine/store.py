@@ -627,27 +627,39 @@ class CaseChange:
 
 
 def status_change(before: EvalStatus | None, after: EvalStatus | None) -> str:
-    """How a case's status moved: regression, fixed, changed, unchanged or not run (history compare,
-    and the dashboard's timeline of this session's runs)."""
+    """How a case's status moved between two runs: the one rule of history compare, the dashboard's
+    timeline of this session's runs, and `tui-eval run --baseline`.
+
+    regression: passed there, fails now. fixed: failed there, passes now. still failing: failed in
+    both. not evaluated: no verdict on one side (a judge or simulator outage says nothing of the
+    agent: never a regression or a fix). not run: in only one of the two runs. unchanged otherwise."""
     # A case in only one of the two runs (a selection, failures only, cancelled, added or removed)
     # was not run in the other: nothing can be said of how it moved, least of all a regression.
     if before is None or after is None:
         return NOT_RUN
     if before == after:
-        return "unchanged"
-    if after == EvalStatus.FAILED or (before == EvalStatus.PASSED and after != EvalStatus.PASSED):
+        return STILL_FAILING if after == EvalStatus.FAILED else "unchanged"
+    if EvalStatus.NOT_EVALUATED in (before, after):
+        return NOT_EVALUATED
+    if before == EvalStatus.PASSED and after == EvalStatus.FAILED:
         return "regression"
-    if after == EvalStatus.PASSED:
+    if before == EvalStatus.FAILED and after == EvalStatus.PASSED:
         return "fixed"
     return "changed"
 
 
 NOT_RUN = "not run"
-_ORDER = {"regression": 0, "fixed": 1, "changed": 2, NOT_RUN: 3, "unchanged": 4}
+NOT_EVALUATED = "not evaluated"
+STILL_FAILING = "still failing"
+#: Every kind status_change gives, in the order compares list them (regressions first).
+CHANGE_KINDS = ("regression", "fixed", STILL_FAILING, "changed", NOT_EVALUATED, NOT_RUN, "unchanged")
+_ORDER = {kind: i for i, kind in enumerate(CHANGE_KINDS)}
 
 
 def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseChange]:
     """Case by case, regressions first, then fixes, then the rest."""
+    from .causes import verdict_status
+
     old = {c.eval_id: c for c in before.case_results}
     new = {c.eval_id: c for c in after.case_results}
     changes = []
@@ -663,7 +675,9 @@ def compare_results(before: EvalSetResult, after: EvalSetResult) -> list[CaseCha
             sa, sb = (ma.score if ma else None), (mb.score if mb else None)
             if sa != sb:
                 deltas[name] = (sa, sb)
-        changes.append(CaseChange(eval_id, a.status if a else None, b.status if b else None, deltas))
+        # A case an outage failed (the agent's model API answered 503) has no verdict: never a regression.
+        changes.append(CaseChange(eval_id, verdict_status(a) if a else None, verdict_status(b) if b else None,
+                                  deltas))
     changes.sort(key=lambda c: (_ORDER[c.kind], c.eval_id))
     return changes
 

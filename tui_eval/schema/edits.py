@@ -300,3 +300,84 @@ def delete_case(path: Path, eval_id: str) -> None:
         cases = _cases(data, path)
         del cases[_find_case(cases, eval_id, path)]
     _write(path, data, style)
+
+
+# ---- a config's criterion (the dashboard's what-if view) ---------------------------------------------
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _member_spans(text: str, start: int) -> dict[str, tuple[int, int]]:
+    """The members of the JSON object whose `{` is at `start`: key -> (value start, value end)."""
+    decoder = json.JSONDecoder()
+    spans: dict[str, tuple[int, int]] = {}
+    i = _skip_ws(text, start + 1)
+    if text[i] == "}":
+        return spans
+    while True:
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = _skip_ws(text, i)
+        i = _skip_ws(text, i + 1)  # past ':'
+        _, end = decoder.raw_decode(text, i)
+        spans[key] = (i, end)
+        i = _skip_ws(text, end)
+        if text[i] == "}":
+            return spans
+        i = _skip_ws(text, i + 1)  # past ','
+
+
+def _number(value: float) -> str:
+    return json.dumps(round(value, 6))
+
+
+def set_criterion(path: Path, metric: str, *, threshold: float | None = None, match_type: str | None = None) -> None:
+    """Set a metric's threshold and/or trajectory match type in an EvalConfig file, changing only those
+    characters: a number criterion stays a number unless a match type is added (then it becomes
+    `{"threshold": …, "match_type": …}` in place); an object gets its key replaced, or added first."""
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
+    except OSError as exc:
+        raise EditError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise EditError(f"{path}: the file is not UTF-8 ({exc.reason}); fix it first") from None
+    bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
+    try:
+        data = json.loads(text)
+        top = _member_spans(text, _skip_ws(text, 0)) if isinstance(data, dict) else {}
+    except (ValueError, IndexError) as exc:
+        raise EditError(f"{path}: the file is not valid JSON right now ({exc}); fix it first") from None
+    criteria = data.get("criteria") if isinstance(data, dict) else None
+    if not isinstance(criteria, dict) or metric not in criteria:
+        raise EditError(f"{path}: no criterion {metric!r} in this config")
+    start, end = _member_spans(text, top["criteria"][0])[metric]
+    value = criteria[metric]
+    edits: list[tuple[int, int, str]] = []
+    if not isinstance(value, dict):
+        new_threshold = _number(threshold) if threshold is not None else text[start:end]
+        if match_type is None:
+            edits.append((start, end, new_threshold))
+        else:
+            edits.append((start, end, f'{{"threshold": {new_threshold}, "match_type": {json.dumps(match_type)}}}'))
+    else:
+        members = _member_spans(text, start)
+        added: list[str] = []
+        for names, new in ((("threshold",), None if threshold is None else _number(threshold)),
+                           (("match_type", "matchType"), None if match_type is None else json.dumps(match_type))):
+            if new is None:
+                continue
+            key = next((n for n in names if n in members), None)
+            if key is not None:
+                edits.append((*members[key], new))
+            else:
+                added.append(f'"{names[0]}": {new}')
+        if added:
+            sep = ", " if members else ""
+            edits.append((start + 1, start + 1, ", ".join(added) + sep))
+    for s, e, new in sorted(edits, reverse=True):
+        text = text[:s] + new + text[e:]
+    atomic_write(path, (bom + text).encode("utf-8"))

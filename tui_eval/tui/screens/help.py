@@ -24,7 +24,10 @@ FLOWS = (
     "a metric was not evaluated.\n\n"
     "Accept the actual turn or case as the new expected one (a / A) or delete it (d / D): the eval file is "
     "rewritten atomically after you confirm. Saved files reload by themselves; live mode (l) also re-runs "
-    "what a save changed. h opens the run history: compare two runs, regressions first."
+    "what a save changed. h opens the run history: compare two runs, regressions first. w groups the "
+    "failures by cause (missing call, wrong args, rubric failed, not evaluated…), each with its cases. W "
+    "(what if) changes a metric's threshold or match type and shows which cases would flip, from the "
+    "stored results; s writes it to the config."
 )
 
 
@@ -42,6 +45,8 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from .fulltext import FullTextScreen
     from .history import CompareScreen, HistoryScreen
     from .main import MainScreen
+    from .causes import CausesScreen
+    from .whatif import WhatIfScreen
     from .timeline import TimelineScreen
     from .turn import TurnScreen
 
@@ -53,6 +58,8 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Code diff", list(DiffScreen.BINDINGS)),
         ("Whole text", list(FullTextScreen.BINDINGS)),
         ("Timeline", list(TimelineScreen.BINDINGS)),
+        ("Failures by cause", list(CausesScreen.BINDINGS)),
+        ("What if", list(WhatIfScreen.BINDINGS)),
         ("Everywhere", list(EvalApp.BINDINGS)),
         ("Questions", list(ConfirmScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),

@@ -31,8 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 # change kind -> theme variable of its colour (Rich Text cells cannot use CSS variables directly)
-_KIND_VAR = {"regression": "error", "fixed": "success", "changed": "warning", "not run": "secondary",
-             "unchanged": ""}
+# In store.CHANGE_KINDS's order (regressions first): the compare lists kinds in this order.
+_KIND_VAR = {"regression": "error", "fixed": "success", "still failing": "error", "changed": "warning",
+             "not evaluated": "warning", "not run": "secondary", "unchanged": ""}
 
 
 def change_kind(change: CaseChange) -> str:
@@ -357,7 +358,7 @@ class CompareScreen(Screen[None]):
         for c in sorted(self.changes, key=lambda c: (order.index(change_kind(c)), c.eval_id)):
             kind = change_kind(c)
             kinds[kind] = kinds.get(kind, 0) + 1
-            if self.hide_unchanged and kind == "unchanged":
+            if self.hide_unchanged and kind in ("unchanged", "still failing"):
                 continue
             deltas = "; ".join(f"{name} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in c.score_deltas.items())
             table.add_row(

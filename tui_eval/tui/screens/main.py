@@ -67,6 +67,8 @@ class MainScreen(Screen[None]):
         Binding("D", "delete_whole_case", "Delete whole case", show=False, id="browser.delete_case"),
         Binding("h", "history", "History", id="history.open"),
         Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
+        Binding("w", "causes", "Failures by cause", show=False, id="causes.open"),
+        Binding("W", "whatif", "What if (threshold, match type)", show=False, id="whatif.open"),
         Binding("l", "toggle_live", "Live", id="live.toggle"),
         Binding("L", "toggle_agent_reruns", "Re-run on agent edits", show=False, id="live.agent_reruns"),
         Binding("c", "ces_history", "CES history", show=False, id="ces.history"),
@@ -419,6 +421,20 @@ class MainScreen(Screen[None]):
 
     def action_timeline(self) -> None:
         self.post_message(OpenTimeline())
+
+    def action_causes(self) -> None:
+        from .causes import CausesScreen
+
+        self.app.push_screen(CausesScreen(self.catalog))
+
+    def action_whatif(self) -> None:
+        from .whatif import WhatIfScreen, WhatIfState
+
+        # The what-if settings last until the dashboard closes (never written unless asked).
+        state = getattr(self, "_whatif_state", None)
+        if state is None:
+            state = self._whatif_state = WhatIfState()
+        self.app.push_screen(WhatIfScreen(self.catalog, state))
 
     def action_toggle_live(self) -> None:
         self.post_message(LiveToggled(not self.app.live))

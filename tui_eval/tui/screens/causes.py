@@ -1,0 +1,174 @@
+"""Failures by cause: the latest results of every loaded case grouped by what failed (engine/causes.py,
+from the typed verdict details, no LLM), each group with its count; enter opens a group to its cases,
+and enter on a case shows it in the browser."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, ClassVar, Union
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+from textual.worker import Worker, WorkerState
+
+from ..messages import JumpTo
+from ..text import STATUS_GLYPH, literal, rich_style
+from ..widgets.footer import KeyFooter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.causes import CaseRef, CauseGroup
+    from ...schema.results import CaseResult
+    from ..app import EvalApp
+    from ..catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+# cause kind -> theme variable of its colour (Rich Text labels cannot use CSS variables directly)
+_KIND_VAR = {"failed": "error", "agent error": "error", "infrastructure": "warning", "not evaluated": "warning"}
+_STATUS_VAR = {1: "success", 2: "error", 3: "warning", 4: "secondary"}
+
+NodeData = Union["CauseGroup", "CaseRef", None]
+
+
+class CausesScreen(Screen[None]):
+    """Every cause with its count, failure causes first; it regroups when results change while open."""
+
+    app: EvalApp
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="causes.back"),
+        Binding("e", "expand_all", "Expand all", id="causes.expand"),
+    ]
+
+    DEFAULT_CSS = """
+    #causes-status { height: auto; padding: 0 1; background: $panel; }
+    #causes-tree { height: 1fr; border: round $accent; }
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__(id="causes")
+        self.catalog = catalog
+        self.groups: list[CauseGroup] = []
+        self._shown_version: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="causes-status")
+        tree: Tree[NodeData] = Tree("causes", id="causes-tree")
+        tree.show_root = False
+        tree.guide_depth = 2
+        yield tree
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        tree = self.query_one(Tree)
+        tree.border_title = "Failures by cause"
+        self.regroup()
+        self.set_interval(0.5, self.regroup, name="causes")
+        tree.focus()
+
+    def _version(self) -> int:
+        return int(getattr(self.catalog.results, "version", 0))
+
+    def regroup(self) -> None:
+        """Group the latest results again if they changed since the last time (in a thread: grouping
+        5,000 results takes a tenth of a second or more, and a run changes them continuously)."""
+        version = self._version()
+        if version == self._shown_version:
+            return
+        self._shown_version = version
+        cat = self.catalog
+        # The results are read here, on the UI thread that changes them; the worker only groups them.
+        items: list[tuple[str, CaseResult, int]] = []
+        for key in cat.all_keys():
+            result = cat.result(key)
+            if result is not None:
+                items.append((key.eval_file, result, 1))
+        self._group(items)
+
+    @work(thread=True, group="causes", exclusive=True, exit_on_error=False)
+    def _group(self, items: list[tuple[str, CaseResult, int]]) -> list[CauseGroup]:
+        from ...engine.causes import group_cases
+
+        return group_cases(items)
+
+    @on(Worker.StateChanged)
+    def _grouped(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "causes":
+            return
+        if event.state == WorkerState.ERROR:
+            log.error("could not group the results by cause", exc_info=event.worker.error)
+            self.query_one("#causes-status", Static).update(
+                Content.styled(f"Could not group the results: {event.worker.error}", "$text-error"))
+        elif event.state == WorkerState.SUCCESS:
+            self.groups = event.worker.result or []
+            self.show()
+
+    def show(self) -> None:
+        tree: Tree[NodeData] = self.query_one(Tree)
+        from ...engine.causes import CauseGroup
+
+        opened = {node.data.label for node in tree.root.children
+                  if node.is_expanded and isinstance(node.data, CauseGroup)}
+        cursor = tree.cursor_line
+        tree.clear()
+        width = len(str(max((g.count for g in self.groups), default=0)))
+        for group in self.groups:
+            label = Text.assemble((f"{group.count:>{width}} ", "bold"),
+                                  (literal(group.label), rich_style(self.app, _KIND_VAR.get(group.kind, ""))))
+            # A group's cases become nodes when it is opened: thousands of failures stay one line each.
+            node = tree.root.add(label, data=group, allow_expand=True)
+            if group.label in opened:
+                self._add_cases(node)
+                node.expand()
+        if self.groups:
+            tree.cursor_line = min(max(cursor, 0), max(tree.last_line, 0))
+        failing = len({(c.eval_file, c.eval_id) for g in self.groups if g.kind in ("failed", "agent error")
+                       for c in g.cases})
+        if not self.groups:
+            text = Content.styled("No failures and nothing left not evaluated in the latest results. "
+                                  "Run something (R) first, or open a folder with saved runs.", "$text-muted")
+        else:
+            text = Content.styled(
+                f"{len(self.groups)} cause{'s' if len(self.groups) != 1 else ''}, {failing} failing "
+                f"case{'s' if failing != 1 else ''}. enter opens a cause, then shows a case in the browser.",
+                "$text-muted")
+        self.query_one("#causes-status", Static).update(text)
+
+    def _add_cases(self, node: TreeNode[NodeData]) -> None:
+        from ...engine.causes import CauseGroup
+
+        group = node.data
+        if not isinstance(group, CauseGroup) or node.children:
+            return
+        for ref in group.cases:
+            status = int(ref.status)
+            node.add_leaf(Text.assemble(
+                (f"{STATUS_GLYPH[status]} ", rich_style(self.app, _STATUS_VAR.get(status, ""))),
+                (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
+
+    @on(Tree.NodeExpanded)
+    def _expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
+        self._add_cases(event.node)
+
+    @on(Tree.NodeSelected)
+    def _selected(self, event: Tree.NodeSelected[NodeData]) -> None:
+        from ...engine.causes import CaseRef
+
+        ref = event.node.data
+        if not isinstance(ref, CaseRef):
+            return  # a group: the tree opens or closes it
+        event.stop()
+        from pathlib import Path
+
+        self.post_message(JumpTo(self.catalog.key(Path(ref.eval_file), ref.eval_id)))
+
+    def action_expand_all(self) -> None:
+        tree: Tree[NodeData] = self.query_one(Tree)
+        for node in tree.root.children:
+            self._add_cases(node)
+            node.expand()

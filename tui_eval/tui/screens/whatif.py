@@ -1,0 +1,296 @@
+"""What if: change a metric's threshold or the trajectory match type and see at once which cases would
+flip, re-scored from their stored results (engine/whatif.py: no agent or judge call). The change lasts
+until the dashboard closes; `s` writes it to the config files (a minimal diff) after a confirmation."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.coordinate import Coordinate
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from ..messages import JumpTo
+from ..text import STATUS_GLYPH, STATUS_WORD, literal, plain, rich_style
+from ..widgets.footer import KeyFooter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...engine.events import CaseKey
+    from ...engine.whatif import Flip, WhatIf
+    from ...schema.results import CaseResult
+    from ..app import EvalApp
+    from ..catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+STEP = 0.05
+_STATUS_VAR = {1: "success", 2: "error", 3: "warning", 4: "secondary"}
+
+
+@dataclass(slots=True)
+class WhatIfState:
+    """The session's what-if settings (kept by the main screen until the dashboard closes)."""
+
+    metric: str | None = None
+    settings: dict[str, WhatIf] = field(default_factory=dict)
+
+
+class WhatIfScreen(Screen[None]):
+    """One metric's hypothetical threshold / match type, and the cases that would flip."""
+
+    app: EvalApp
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="whatif.back"),
+        Binding("m", "next_metric", "Metric", id="whatif.metric"),
+        Binding("t", "match_type", "Match type", id="whatif.match_type"),
+        Binding("s", "save", "Write", id="whatif.save", tooltip="Write the what-if to the config files"),
+        Binding("plus,equals_sign,right_square_bracket", "threshold(1)", "Raise threshold", id="whatif.up"),
+        Binding("minus,left_square_bracket", "threshold(-1)", "Lower threshold", id="whatif.down"),
+        Binding("backspace", "reset", "Reset", id="whatif.reset", show=False),
+        Binding("enter", "open_case", "Show case", id="whatif.open", priority=True, show=False),
+    ]
+
+    DEFAULT_CSS = """
+    #whatif-status { height: auto; padding: 0 1; background: $panel; }
+    #whatif-table { height: 1fr; border: round $accent; }
+    """
+
+    def __init__(self, catalog: Catalog, state: WhatIfState) -> None:
+        super().__init__(id="whatif")
+        self.catalog = catalog
+        self.state = state
+        self.flips: list[Flip] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="whatif-status")
+        yield DataTable(id="whatif-table", cursor_type="row", zebra_stripes=True)
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("would", key="would")
+        table.add_column("case", key="case")
+        table.add_column("eval set", key="set")
+        table.add_column("now → then", key="change")
+        metrics = self.metrics()
+        if self.state.metric not in metrics:
+            self.state.metric = metrics[0] if metrics else None
+        self.show()
+        table.focus()
+
+    # ---- what is shown ---------------------------------------------------------------------------
+
+    def results(self) -> list[tuple[CaseKey, CaseResult]]:
+        cat = self.catalog
+        out = []
+        for key in cat.all_keys():
+            result = cat.result(key)
+            if result is not None:
+                out.append((key, result))
+        return out
+
+    def metrics(self) -> list[str]:
+        """Metrics with a threshold that decided some latest result (informational ones never do)."""
+        names: dict[str, None] = {}
+        for _, result in self.results():
+            for m in result.scored_metrics:
+                names.setdefault(m.metric_name, None)
+        return list(names)
+
+    def current(self) -> WhatIf:
+        from ...engine.whatif import WhatIf
+
+        metric = self.state.metric or ""
+        return self.state.settings.get(metric) or WhatIf(metric)
+
+    def configured(self) -> tuple[list[float], list[str]]:
+        """The thresholds and match types the latest results of this metric were scored with."""
+        from ...schema.details import TrajectoryDetails
+
+        thresholds: dict[float, None] = {}
+        types: dict[str, None] = {}
+        for _, result in self.results():
+            m = result.metric(self.state.metric or "")
+            if m is None:
+                continue
+            thresholds.setdefault(m.threshold, None)
+            for inv in m.per_invocation:
+                if isinstance(inv.details, TrajectoryDetails):
+                    types.setdefault(inv.details.match_type, None)
+                    break
+        return list(thresholds), list(types)
+
+    def show(self) -> None:
+        from ...engine.whatif import flips
+
+        status = self.query_one("#whatif-status", Static)
+        table = self.query_one(DataTable)
+        table.clear()
+        if self.state.metric is None:
+            status.update(Content.styled("No results yet: run something (R) first, or open a folder with saved runs.",
+                                         "$text-muted"))
+            self.flips = []
+            return
+        what = self.current()
+        self.flips = flips(self.results(), what)
+        thresholds, types = self.configured()
+        config = ", ".join(f"{t:g}" for t in thresholds) or "-"
+        if types:
+            config += " " + "/".join(types)
+        now = what.describe() if what.active else f"{what.metric}: as configured"
+        fail = sum(1 for f in self.flips if not f.would_pass)
+        passing = len(self.flips) - fail
+        lines = [
+            Content.assemble(("What if ", "bold"), plain(now, "bold $accent"), ("  (configured: ", "$text-muted"),
+                             plain(config, "$text-muted"), (")", "$text-muted")),
+            Content.assemble((f"{fail} would fail", "$text-error" if fail else "$text-muted"), ", ",
+                             (f"{passing} would pass", "$text-success" if passing else "$text-muted"),
+                             (" (from the stored results; s writes it to the config)", "$text-muted")),
+        ]
+        status.update(Content("\n").join(lines))
+        for f in self.flips:
+            result = self.catalog.result(f.key)  # type: ignore[arg-type]
+            set_id = result.eval_set_id if result is not None else ""
+            word = "pass" if f.would_pass else "fail"
+            table.add_row(
+                Text(word, style=rich_style(self.app, "success" if f.would_pass else "error", bold=True)),
+                Text(literal(f.eval_id)), Text(literal(set_id), style="dim"),
+                Text.assemble((f"{STATUS_GLYPH[int(f.before)]} {STATUS_WORD[int(f.before)]}",
+                               rich_style(self.app, _STATUS_VAR[int(f.before)])), " → ",
+                              (f"{STATUS_GLYPH[int(f.after)]} {STATUS_WORD[int(f.after)]}",
+                               rich_style(self.app, _STATUS_VAR[int(f.after)]))),
+                key=str(f.key),
+            )
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        from ...engine.whatif import TRAJECTORY
+
+        if action == "match_type":
+            return self.state.metric == TRAJECTORY
+        if action in ("save", "reset"):
+            return self.current().active
+        return True
+
+    # ---- actions ---------------------------------------------------------------------------------
+
+    def _set(self, what: WhatIf) -> None:
+        if what.active:
+            self.state.settings[what.metric] = what
+        else:
+            self.state.settings.pop(what.metric, None)
+        self.show()
+
+    def action_next_metric(self) -> None:
+        metrics = self.metrics()
+        if not metrics:
+            return
+        current = self.state.metric
+        self.state.metric = metrics[(metrics.index(current) + 1) % len(metrics)] if current in metrics else metrics[0]
+        self.show()
+
+    def action_threshold(self, direction: int) -> None:
+        from dataclasses import replace
+
+        what = self.current()
+        if not what.metric:
+            return
+        thresholds, _ = self.configured()
+        base = what.threshold if what.threshold is not None else (thresholds[0] if thresholds else 0.5)
+        new = round(min(1.0, max(0.0, base + direction * STEP)), 4)
+        self._set(replace(what, threshold=None if len(thresholds) == 1 and new == thresholds[0] else new))
+
+    def action_match_type(self) -> None:
+        from dataclasses import replace
+
+        from ...engine.whatif import next_match_type
+
+        what = self.current()
+        _, types = self.configured()
+        configured = types[0] if types else "EXACT"
+        new = next_match_type(what.match_type, configured)  # type: ignore[arg-type]
+        self._set(replace(what, match_type=None if new == configured and len(types) <= 1 else new))
+
+    def action_reset(self) -> None:
+        from ...engine.whatif import WhatIf
+
+        self._set(WhatIf(self.current().metric))
+
+    def action_open_case(self) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return
+        key_text = str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
+        flip = next((f for f in self.flips if str(f.key) == key_text), None)
+        if flip is not None:
+            self.post_message(JumpTo(flip.key))  # type: ignore[arg-type]
+
+    def config_files(self) -> list[Path]:
+        """The config files the shown results of this metric were scored with (eval files' test_config.json)."""
+        ws = self.catalog.workspace
+        if ws is None:
+            return []
+        files: dict[Path, None] = {}
+        for key, result in self.results():
+            if result.metric(self.state.metric or "") is None:
+                continue
+            state = ws.config_state_for(Path(key.eval_file))
+            if state is not None and state.config is not None and self.state.metric in state.config.criteria:
+                files.setdefault(state.path, None)
+        return list(files)
+
+    def action_save(self) -> None:
+        from .confirm import ConfirmScreen
+
+        what = self.current()
+        files = self.config_files()
+        if not what.active:
+            return
+        if not files:
+            self.notify("No config file names this metric: the results used defaults or another config.",
+                        severity="warning", markup=False)
+            return
+        body = Content("\n").join([
+            Content.assemble("Write ", plain(what.describe(), "bold"), " to:"),
+            *(plain("  " + self.catalog.relpath(p)) for p in files),
+            Content.styled("Only that value changes in each file.", "$text-muted"),
+        ])
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(lambda: self._write(files, what), thread=True, group="whatif-save",
+                                exit_on_error=False)
+
+        self.app.push_screen(ConfirmScreen("Write the what-if to the config?", body), answered)
+
+    def _write(self, files: list[Path], what: WhatIf) -> None:
+        from ...schema.edits import EditError, set_criterion
+
+        written, failed = [], []
+        for path in files:
+            try:
+                set_criterion(path, what.metric, threshold=what.threshold, match_type=what.match_type)
+                written.append(path)
+            except EditError as exc:
+                failed.append(str(exc))
+        bridge = getattr(self.app, "bridge", None)
+        if bridge is not None and not getattr(bridge, "watching", True):
+            for path in written:
+                bridge.reload(path)
+        self.app.call_from_thread(self._written, what, written, failed)
+
+    def _written(self, what: WhatIf, written: list[Path], failed: list[str]) -> None:
+        for message in failed:
+            self.notify(message, severity="error", markup=False)
+        if written:
+            self.state.settings.pop(what.metric, None)
+            self.notify(f"Wrote {what.describe()} to {len(written)} config file(s). Re-run to score with it.",
+                        markup=False)
+        self.show()
