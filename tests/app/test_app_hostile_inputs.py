@@ -47,7 +47,6 @@ def start_dashboard(tmp_path: Path, keymap: str) -> list[str]:
     return [line for line in lines if line.startswith("NOTE")]
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_keymap_that_is_a_fifo_is_reported_and_the_dashboard_starts(tmp_path: Path) -> None:
     fifo = tmp_path / "keys.toml"
     os.mkfifo(fifo)

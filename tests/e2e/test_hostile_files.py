@@ -88,7 +88,6 @@ def test_an_eval_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path:
     assert small.code == 2 and "too large" in small.err
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_migrate_of_a_fifo_is_one_clear_error(tmp_path: Path) -> None:
     fifo = tmp_path / "old.test.json"
     os.mkfifo(fifo)

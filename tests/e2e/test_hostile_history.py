@@ -103,7 +103,6 @@ print("LOADED")
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_hostile_records_are_listed_as_unreadable_with_the_reason(tmp_path: Path) -> None:
     folder, record, data = saved_run(tmp_path)
     history = record.parent
@@ -160,7 +159,6 @@ print("WHY", found.reason)
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 @pytest.mark.parametrize("target", ["/etc/passwd", "fifo", "/dev/zero"])
 def test_a_code_diff_file_outside_the_folder_or_special_is_never_shown(tmp_path: Path, target: str) -> None:
     folder, record, data = saved_run(tmp_path)

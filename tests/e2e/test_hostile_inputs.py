@@ -62,7 +62,6 @@ def agent_folder(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_or_device_in_an_agent_folder_never_hangs_the_run(tmp_path: Path) -> None:
     folder = agent_folder(tmp_path)
     os.mkfifo(folder / "notes.pipe")
@@ -78,7 +77,6 @@ def test_a_fifo_or_device_in_an_agent_folder_never_hangs_the_run(tmp_path: Path)
     assert "agent.py" in files and "notes.pipe" not in files and "zero.bin" not in files
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_sigterm_ends_a_run_and_keeps_its_results(tmp_path: Path) -> None:
     """A FIFO in the agent folder once kept a cancelled run hashing for ever, deaf to SIGTERM and Ctrl-C."""
     folder = slow_agent_folder(tmp_path, cases=20, delay=1.0) / "slow"
@@ -95,7 +93,7 @@ def test_sigterm_ends_a_run_and_keeps_its_results(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         pytest.fail("the run ignored SIGTERM")
-    assert proc.returncode == 1, err.decode()
+    assert proc.returncode == 3, err.decode()  # nothing failed, but the run was cut short: incomplete
     assert b"Saved eval history" in out, err.decode()
     [record] = (folder / HISTORY).glob("*.tui-eval.json")
     assert json.loads(record.read_text())["cancelled"] is True

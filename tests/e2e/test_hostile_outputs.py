@@ -52,7 +52,6 @@ def test_an_output_through_a_link_to_stdout_is_printed_and_the_link_kept(tmp_pat
     assert results[0]["eval_set_id"] == "golden"
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_junit_into_a_fifo_reaches_its_reader(tmp_path: Path) -> None:
     golden, recorded = dice_pair(tmp_path)
     fifo = tmp_path / "junit.pipe"
