@@ -241,9 +241,14 @@ class _Driver:
 
         turn = -1 if state is None else (state.turns if state.turn is None else state.turn)
         where = "while starting a session" if turn < 0 else f"during turn {turn + 1}"
+        if self.client and state is not None:
+            where = "during the case"  # over Ray Client no turn is heard of before the case ends
         first = (str(exc).strip().split("\n", 1)[0] or type(exc).__name__)[:300]
         if state is not None and state.timed_out:
             timeout = state.job.turn_timeout
+            if self.client:
+                return (f"the case timed out: no answer within {timeout:g} s per turn (the agent process did "
+                        "not respond; it was killed)")
             return (f"turn {max(turn, 0) + 1} timed out after {timeout:g} s (the agent process did not "
                     f"respond for {timeout:g} s after a turn's timeout; it was killed)")
         if isinstance(exc, rx.OutOfMemoryError):
