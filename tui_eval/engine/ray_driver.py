@@ -36,9 +36,12 @@ from ..agents.worker import _die_with_parent, frame, read_frame
 
 log = logging.getLogger(__name__)
 
-#: Ray resources one case asks for: a case mostly waits for its model, so a CPU runs four of them
-#: (each in a worker process of its own); --concurrency bounds how many are in flight.
-CASE_CPUS = 0.25
+#: CPUs one case asks Ray for (each case runs in a Ray worker process of its own). One, Ray's default:
+#: Ray keeps about one idle worker per CPU warm, so with less it starts and kills workers all the time
+#: (bench/ray_overhead.py, 8 cases at once on a 2-CPU instance: 622 ms per case at 0.25 against
+#: the figures in bench/README.md at 1). TUI_EVAL_RAY_CASE_CPUS=0.25 suits agents that mostly wait for
+#: their model on a cluster with CPUs to spare.
+CASE_CPUS = float(os.environ.get("TUI_EVAL_RAY_CASE_CPUS") or 1)
 #: Seconds past a turn's --turn-timeout before its Ray worker counts as unresponsive (at least this, or a
 #: tenth of the timeout), as in the local pool.
 GRACE_MIN = 2.0
@@ -153,10 +156,15 @@ class _Driver:
         return found
 
     def options(self, name: str) -> Any:
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
-        # The digest in the environment gives each code version Ray worker processes of its own.
-        env["TUI_EVAL_AGENT_CODE"] = self.digest
-        return self.remote(name).options(runtime_env={"env_vars": env})
+        """The remote function with this code version's runtime environment (made once per version)."""
+        key = f"{name}@{self.digest}"
+        found = self._remote.get(key)
+        if found is None:
+            env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
+            # The digest in the environment gives each code version Ray worker processes of its own.
+            env["TUI_EVAL_AGENT_CODE"] = self.digest
+            found = self._remote[key] = self.remote(name).options(runtime_env={"env_vars": env})
+        return found
 
     async def load(self, folder: str | None, address: str | None) -> None:
         if folder is not None:
