@@ -77,10 +77,11 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "incomplete run exits 1, not 3")
     _add_executor_arg(p)
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="worker processes of the local pool (default: one per core, at most 4)")
+                   help="worker processes of the local pool (default: one per core, at most 4); on Ray each case "
+                   "is a task of its own")
     p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
                    help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
-                   "fails its case with a MemoryError instead of exhausting the machine")
+                   "fails its case with a MemoryError instead of exhausting the machine (local pool only)")
     _add_mock_tools(p)
 
 

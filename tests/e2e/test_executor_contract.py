@@ -303,3 +303,32 @@ def test_nothing_of_ray_is_imported_unless_asked_for() -> None:
             "assert not [m for m in sys.modules if m == 'ray' or m.startswith('ray.')], 'ray imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
+def test_after_an_edit_a_restart_runs_the_new_code(executor: str, tmp_path: Path) -> None:
+    # What live mode (watch, the dashboard) does when an agent's file is saved.
+    from tui_eval.agents.conversation import CaseJob
+    from tui_eval.engine.executor import executor_for
+    from tui_eval.engine.options import RunOptions
+    from tui_eval.schema.load import load_eval_set
+
+    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
+    agent = executor_for(str(folder), RunOptions(executor=executor), live=True)
+    job = CaseJob(str(evalset), "ok0", load_eval_set(evalset).eval_cases[0], 30.0)
+
+    async def go() -> tuple[str, str]:
+        try:
+            assert await agent.start() is None
+            before = await agent.infer(job)
+            (folder / "agent.py").write_text(AGENT.replace('return "done"', 'return "edited"'))
+            assert await agent.restart() is None
+            after = await agent.infer(job)
+        finally:
+            await agent.aclose()
+        assert before.error is None and after.error is None, (before.error, after.error)
+        return json.dumps(before.actual[0].to_dict()), json.dumps(after.actual[0].to_dict())
+
+    before, after = asyncio.run(go())
+    assert '"done"' in before and '"edited"' not in before
+    assert '"edited"' in after

@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 #: CPUs one case asks Ray for (each case runs in a Ray worker process of its own). One, Ray's default:
 #: Ray keeps about one idle worker per CPU warm, so with less it starts and kills workers all the time
-#: (bench/ray_overhead.py, 8 cases at once on a 2-CPU instance: 622 ms per case at 0.25 against
-#: the figures in bench/README.md at 1). TUI_EVAL_RAY_CASE_CPUS=0.25 suits agents that mostly wait for
-#: their model on a cluster with CPUs to spare.
+#: (bench/ray_overhead.py, 8 cases at once on a 2-CPU instance: 622 ms per case at 0.25, 5 ms at 1).
+#: TUI_EVAL_RAY_CASE_CPUS=0.25 suits agents that mostly wait for their model on a cluster with CPUs
+#: to spare.
 CASE_CPUS = float(os.environ.get("TUI_EVAL_RAY_CASE_CPUS") or 1)
 #: Seconds past a turn's --turn-timeout before its Ray worker counts as unresponsive (at least this, or a
 #: tenth of the timeout), as in the local pool.
