@@ -207,10 +207,13 @@ def case_items(box: AgentBox, job: CaseJob) -> Iterator[tuple[Any, ...]]:
                 # A timeout, so that Ray's cancel (an exception raised in this thread) gets its chance.
                 item = items.get(timeout=0.1)
             except queue.Empty:
-                if future.done():
-                    future.result()  # the conversation itself failed (a bug of ours): Ray reports it
-                    raise RuntimeError("the case ended without a result")
-                continue
+                if not future.done():
+                    continue
+                future.result()  # the conversation itself failed (a bug of ours): Ray reports it
+                try:
+                    item = items.get_nowait()  # put just before the conversation ended
+                except queue.Empty:
+                    raise RuntimeError("the case ended without a result") from None
             yield item
             if item[0] == "done":
                 return
