@@ -75,15 +75,22 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="a case with any metric not evaluated (no judge credentials, a judge that failed "
                    "after retries) fails, instead of passing on the metrics that ran as ADK does; an "
                    "incomplete run exits 1, not 3")
-    p.add_argument("--executor", default="local", type=_executor, metavar="local|ray|ray://HOST:PORT",
-                   help="where agent code runs: a local pool of worker processes (default), or Ray tasks "
-                   "on a cluster (pip install 'tui-eval[ray]')")
+    _add_executor_arg(p)
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="worker processes of the local pool (default: one per core, at most 4)")
+                   help="worker processes of the local pool (default: one per core, at most 4); on Ray each case "
+                   "is a task of its own")
     p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
                    help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
-                   "fails its case with a MemoryError instead of exhausting the machine")
+                   "fails its case with a MemoryError instead of exhausting the machine (local pool only)")
     _add_mock_tools(p)
+
+
+def _add_executor_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", default="local", type=_executor, metavar="local|ray|ray://HOST:PORT",
+                   help="where agent code runs: a local pool of worker processes (default), or each case "
+                   "as a Ray task (pip install 'tui-eval[ray]'): `ray` starts or joins a Ray instance on "
+                   "this machine (or the cluster in $RAY_ADDRESS), `ray://HOST:PORT` connects to a "
+                   "cluster's Ray Client port")
 
 
 def _executor(value: str) -> str:
@@ -242,6 +249,7 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--app-version", metavar="VERSION", help="the CES app version `C` runs (default: CES's choice)")
     p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
+    _add_executor_arg(p)
     p.add_argument("--num-runs", type=int, default=1, metavar="N",
                    help="run each case N times (the summary shows each case's N runs as marks)")
     _add_mock_tools(p)
@@ -592,7 +600,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs,
                    ces=ces, ces_endpoint=args.endpoint, ces_app_version=args.app_version,
-                   mock_tools=args.mock_tools) or 0
+                   mock_tools=args.mock_tools, executor=args.executor) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:

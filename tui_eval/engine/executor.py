@@ -114,5 +114,7 @@ def executor_for(ref: str, options: RunOptions, *, live: bool = False) -> Execut
         return ProcessPool(str(folder.resolve()), size=options.workers, memory_limit=options.agent_memory_limit,
                            keep_spare=live, concurrency=options.concurrency)
     if kind == "ray" or kind.startswith("ray://"):
-        raise AgentError("the Ray executor is not in this build yet: use --executor local")
+        from .ray_executor import RayExecutor
+
+        return RayExecutor(str(folder.resolve()), address=None if kind == "ray" else kind)
     raise AgentError(f"unknown executor {kind!r} (local, ray or ray://HOST:PORT)")

@@ -786,7 +786,8 @@ def _gc_policy(phase: HeapPhase) -> None:
 
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
             num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None,
-            ces_app_version: str | None = None, mock_tools: str | None = None) -> int:
+            ces_app_version: str | None = None, mock_tools: str | None = None,
+            executor: str = "local") -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so the GC policy and the GIL switch interval are set here.
@@ -808,10 +809,12 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         # CPU-bound thread beside a Path.resolve() loop: resolve p95 0.2 ms against 27 ms.
         sys.setswitchinterval(SWITCH_INTERVAL)
     run_options = None
-    if mock_tools is not None:  # --mock-tools: every run of this dashboard answers tools from the records
+    if mock_tools is not None or executor != "local":
+        # --mock-tools: every run of this dashboard answers tools from the records; --executor: where
+        # agent code runs.
         from ..engine.options import RunOptions
 
-        run_options = RunOptions(mock_tools=mock_tools)
+        run_options = RunOptions(mock_tools=mock_tools, executor=executor)
     app = EvalApp(path, agent=agent, live=live, on_heap_phase=policy, num_runs=num_runs,
                  ces=ces, ces_endpoint=ces_endpoint, ces_app_version=ces_app_version, run_options=run_options)
     if policy is not None:

@@ -1,0 +1,387 @@
+"""The executor contract, held by both executors: the local pool of worker processes and Ray (a Ray instance
+this module starts on 127.0.0.1 once, for all its tests). Same results, a crashing case fails alone with its
+cause, a turn past the timeout fails its case, cancel keeps finished cases, turns arrive as they finish."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.support.evalfiles import case, turn, write_set
+from tui_eval.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTORS = ["local", "ray"]
+
+AGENT = '''
+"""A native agent whose one tool does to its own process what the user message asks."""
+import os
+import re
+import signal
+import time
+
+from tui_eval.agents.native import NativeAgent
+
+
+def act(what: str) -> str:
+    """Do something."""
+    start = time.time()
+    if what == "exit":
+        os._exit(0)
+    if what == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if what == "regex":
+        re.match(r"(a+)+$", "a" * 64 + "b")  # C code that never lets go of the GIL
+    if what == "hang":
+        time.sleep(600)
+    if what == "sleep":
+        time.sleep(1.0)
+    with open(os.environ["TOOL_LOG"], "a") as f:
+        f.write(f"{what} {start} {time.time()} {os.getpid()}\\n")
+    return "done"
+
+
+def policy(turn):
+    if not turn.results:
+        return [("act", {"what": turn.user_text.split()[0]})]
+    return "done"
+
+
+root_agent = NativeAgent("contract", "Do as told.", tools=[act], policy=policy)
+'''
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[tuple[str, str]]:
+    """A Ray head on 127.0.0.1 for the whole session: (its GCS address, its Ray Client address)."""
+    port, client_port = _free_port(), _free_port()
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # Ray's socket paths must stay short
+    # A Ray Client connection waits for a server process of its own; on a loaded 2-core machine that can
+    # take longer than Ray's default 30 s.
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+               RAY_USAGE_STATS_ENABLED="0", RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="120")
+    log = Path(temp) / "head.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
+             "--node-ip-address", "127.0.0.1", "--port", str(port), "--ray-client-server-port", str(client_port),
+             "--num-cpus", "4", "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", temp],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while b"Ray runtime started" not in log.read_bytes():
+            assert proc.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}", f"ray://127.0.0.1:{client_port}"
+    finally:
+        proc.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
+def executor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """`local`, or `ray` joined to the session's Ray instance (as a user's RAY_ADDRESS would)."""
+    kind: str = request.param
+    if kind == "ray":
+        address, _ = request.getfixturevalue("ray_cluster")
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    return kind
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+
+
+def _case(eval_id: str, *whats: str) -> dict:
+    return case(eval_id, *(turn(w, "done", [("act", {"what": w})]) for w in whats))
+
+
+def _folder(tmp_path: Path, *cases: dict) -> tuple[Path, Path]:
+    folder = tmp_path / "contract"
+    folder.mkdir()
+    (folder / "agent.py").write_text(AGENT)
+    (folder / "__init__.py").write_text("from . import agent\n")
+    # The folder's .env travels with it, to a Ray cluster too.
+    (folder / ".env").write_text(f"TOOL_LOG={tmp_path / 'tools.log'}\n")
+    return folder, write_set(folder / "contract.evalset.json", "contract", *cases)
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _record(folder: Path) -> dict[str, dict]:
+    (path,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
+    return {c["eval_id"]: c for c in json.loads(path.read_text())["cases"]}
+
+
+def _essentials(out_json: Path) -> dict[str, object]:
+    """What a run decided about each case (ADK's --json): status, metric scores and statuses, the agent's
+    replies and tool calls per turn (no ids, durations or timestamps)."""
+    out: dict[str, object] = {}
+    for c in json.loads(out_json.read_text())[0]["eval_case_results"]:
+        turns = []
+        for per in c["eval_metric_result_per_invocation"]:
+            actual = per["actual_invocation"]
+            data = actual.get("intermediate_data") or {}
+            calls = [(u["name"], u["args"]) for u in data.get("tool_uses", [])]
+            responses = [(r["name"], r["response"]) for r in data.get("tool_responses", [])]
+            turns.append((actual.get("final_response"), calls, responses))
+        metrics = [(m["metric_name"], m["score"], m["eval_status"]) for m in c["overall_eval_metric_results"]
+                   if m["metric_name"] != "invocation_duration_v1"]  # wall time: never equal twice
+        out[c["eval_id"]] = (c["final_eval_status"], metrics, turns)
+    return out
+
+
+def test_a_ray_run_scores_the_demo_agent_as_a_local_run_does(ray_cluster: tuple[str, str], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    records = {}
+    for kind in EXECUTORS:
+        demo = tmp_path / kind / "hello_world"
+        shutil.copytree(ROOT / "demo_agents" / "hello_world", demo)
+        monkeypatch.setenv("RAY_ADDRESS", ray_cluster[0])
+        monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+        out_json = tmp_path / kind / "out.json"
+        code, out, err = _run("run", str(demo), str(demo / "hello_world.evalset.json"), "--executor", kind,
+                              "--json", str(out_json))
+        assert code == 1, (out, err)  # the demo shows failures on purpose
+        assert "Total: 4 passed, 5 failed, 0 not evaluated" in out, out
+        records[kind] = _essentials(out_json)
+        assert len(records[kind]) == 9
+    assert records["ray"] == records["local"]
+
+
+CAUSES = {
+    "local": {"exit": "the agent process exited with code 0 during turn 1",
+              "segv": "the agent process was killed by SIGSEGV during turn 1"},
+    "ray": {"exit": "the agent process died during turn 1: it exited or was killed",
+            "segv": "the agent process died during turn 1: it exited or was killed"},
+}
+
+
+@pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
+def test_a_case_that_takes_its_process_down_fails_alone_with_its_cause(executor: str, tmp_path: Path) -> None:
+    folder, evalset = _folder(tmp_path, _case("exit", "exit"), _case("segv", "segv"), _case("ok0", "ok"),
+                              _case("ok1", "ok", "ok"))
+    out_json, out_xml = tmp_path / "out.json", tmp_path / "out.xml"
+    code, out, err = _run("run", str(folder), str(evalset), "--executor", executor,
+                          "--json", str(out_json), "--junit", str(out_xml))
+    assert code == 1, (out, err)
+    assert "Total: 2 passed, 2 failed, 0 not evaluated" in out, out
+    cases = _record(folder)
+    for what in ("exit", "segv"):
+        assert cases[what]["status"] == 2
+        assert cases[what]["error"].startswith(CAUSES[executor][what]), cases[what]["error"]
+    assert cases["ok0"]["status"] == 1 and cases["ok1"]["status"] == 1
+    assert len(cases["ok1"]["tool_timings"]) == 2
+    assert len(json.loads(out_json.read_text())[0]["eval_case_results"]) == 4
+    assert out_xml.read_text().count("<testcase") == 4
+
+
+@pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
+def test_a_turn_past_the_timeout_fails_its_case_and_only_it(executor: str, tmp_path: Path) -> None:
+    # A tool that sleeps (its worker's own timer fires) and one holding the GIL (its worker is killed).
+    folder, evalset = _folder(tmp_path, _case("hang", "hang"), _case("stuck", "regex"), _case("ok0", "ok"),
+                              _case("ok1", "ok", "ok"))
+    t0 = time.monotonic()
+    code, out, err = _run("run", str(folder), str(evalset), "--executor", executor, "--turn-timeout", "1")
+    assert time.monotonic() - t0 < 90
+    assert code == 1, (out, err)
+    cases = _record(folder)
+    assert cases["hang"]["error"] == "turn 1 timed out after 1 s"
+    assert cases["stuck"]["error"].startswith("turn 1 timed out after 1 s (the agent process did not respond")
+    assert "killed" in cases["stuck"]["error"]
+    assert cases["ok0"]["status"] == 1 and cases["ok1"]["status"] == 1, cases
+
+
+@pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
+def test_cancel_keeps_finished_cases_and_turns_arrive_as_they_finish(executor: str, tmp_path: Path) -> None:
+    from tui_eval.api import prepare_run, start_agent
+    from tui_eval.engine.events import CaseFinished, InvocationInferred
+    from tui_eval.engine.options import RunOptions
+    from tui_eval.engine.runner import Run
+    from tui_eval.engine.store import ResultStore
+
+    folder, evalset = _folder(tmp_path, _case("steps", "sleep", "sleep", "sleep"), _case("hang", "hang"))
+    options = RunOptions(executor=executor, turn_timeout=120)
+    prepared = prepare_run(str(folder), [str(evalset)], options=options)
+    seen: list[tuple[float, object]] = []
+    run: Run
+
+    def on_event(event: object) -> None:
+        if isinstance(event, InvocationInferred | CaseFinished):
+            seen.append((time.monotonic(), event))
+            if isinstance(event, CaseFinished):
+                run.cancel()
+
+    run = Run(prepared.plan, prepared.agent, options=options, on_event=on_event, store=ResultStore())
+
+    async def go() -> tuple[object, float]:
+        try:
+            await start_agent(prepared)
+            record = await run.execute()
+            return record, time.monotonic()
+        finally:
+            await prepared.agent.aclose()
+
+    record, ended = asyncio.run(go())
+    turns = [t for t, e in seen if isinstance(e, InvocationInferred) and e.key.eval_id == "steps"]
+    finished = [t for t, e in seen if isinstance(e, CaseFinished) and e.key.eval_id == "steps"]
+    assert len(turns) == 3 and len(finished) == 1
+    # Each turn (a 1 s tool) reached the engine when it finished, not all three with the case.
+    assert turns[1] - turns[0] > 0.5 and turns[2] - turns[1] > 0.5, turns
+    # Cancelled right after the first case finished: the hanging case did not hold the run for long.
+    assert ended - finished[0] < 20
+    assert record.cancelled  # type: ignore[attr-defined]
+    statuses = {c.eval_id: c.status for r in record.results for c in r.case_results}  # type: ignore[attr-defined]
+    assert statuses["steps"].name == "PASSED"
+
+
+def test_ray_client_address_runs_the_cases(ray_cluster: tuple[str, str], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    folder, evalset = _folder(tmp_path, _case("ok0", "ok", "ok"), _case("exit", "exit"))
+    code, out, err = _run("run", str(folder), str(evalset), "--executor", ray_cluster[1])
+    assert code == 1, (out, err)
+    cases = _record(folder)
+    assert cases["ok0"]["status"] == 1 and len(cases["ok0"]["tool_timings"]) == 2
+    # Ray Client has no streaming: the turns of a case come back when it ends, so no turn is named.
+    assert cases["exit"]["error"].startswith("the agent process died during the case"), cases["exit"]["error"]
+
+
+def test_an_unreachable_cluster_is_one_clear_error(tmp_path: Path) -> None:
+    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
+    port = _free_port()
+    code, out, err = _run("run", str(folder), str(evalset), "--executor", f"ray://127.0.0.1:{port}")
+    assert code == 2, (out, err)
+    assert f"cannot reach the Ray cluster at ray://127.0.0.1:{port}" in err, err
+    assert "Traceback" not in err
+
+
+def test_without_ray_installed_the_error_says_how_to_install_it(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` finds when Ray is not installed
+    code, out, err = _run("run", str(folder), str(evalset), "--executor", "ray")
+    assert code == 2, (out, err)
+    assert "pip install 'tui-eval[ray]'" in err, err
+
+
+def test_nothing_of_ray_is_imported_unless_asked_for() -> None:
+    code = ("import sys, tui_eval.cli, tui_eval.engine.runner, tui_eval.engine.executor; "
+            "from tui_eval.engine.ray_executor import RayExecutor; "
+            "assert not [m for m in sys.modules if m == 'ray' or m.startswith('ray.')], 'ray imported'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
+def test_after_an_edit_a_restart_runs_the_new_code(executor: str, tmp_path: Path) -> None:
+    # What live mode (watch, the dashboard) does when an agent's file is saved.
+    from tui_eval.agents.conversation import CaseJob
+    from tui_eval.engine.executor import executor_for
+    from tui_eval.engine.options import RunOptions
+    from tui_eval.schema.load import load_eval_set
+
+    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
+    agent = executor_for(str(folder), RunOptions(executor=executor), live=True)
+    job = CaseJob(str(evalset), "ok0", load_eval_set(evalset).eval_cases[0], 30.0)
+
+    async def go() -> tuple[str, str]:
+        try:
+            assert await agent.start() is None
+            before = await agent.infer(job)
+            (folder / "agent.py").write_text(AGENT.replace('return "done"', 'return "edited"'))
+            assert await agent.restart() is None
+            after = await agent.infer(job)
+        finally:
+            await agent.aclose()
+        assert before.error is None and after.error is None, (before.error, after.error)
+        return json.dumps(before.actual[0].to_dict()), json.dumps(after.actual[0].to_dict())
+
+    before, after = asyncio.run(go())
+    assert '"done"' in before and '"edited"' not in before
+    assert '"edited"' in after
+
+
+SHOP = '''
+from tui_eval.agents.native import NativeAgent
+
+
+def policy(turn):
+    if "refund" in turn.user_text.lower():
+        return "Refunds take 5 to 7 business days."
+    return "You can return unused items within 30 days."
+
+
+root_agent = NativeAgent("shop", "Help customers.", policy=policy)
+'''
+
+
+@pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
+def test_a_scenario_case_plays_its_simulated_user_where_the_agent_runs(executor: str, tmp_path: Path,
+                                                                      gemini_env: object) -> None:
+    # The user simulator calls the judge (here the fake Gemini server on 127.0.0.1) from the agent's
+    # process: on Ray the engine's GOOGLE_* variables went with the job.
+    from tests.support.fake_gemini import FakeGemini, RecordedRequest, text_reply
+
+    assert isinstance(gemini_env, FakeGemini)
+    script = ["How long do refunds take?", "Thanks! </finished>"]
+
+    def respond(request: RecordedRequest) -> object:
+        if "You play the user in a conversation" in request.prompt_text:
+            asked = sum("You play the user" in r.prompt_text for r in gemini_env.requests)
+            return text_reply(script[min(asked, len(script)) - 1])
+        return None
+
+    gemini_env.responder = respond
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    (folder / "agent.py").write_text(SHOP)
+    (folder / "__init__.py").write_text("from . import agent\n")
+    scenario = {"eval_id": "returns", "session_input": {"app_name": "shop", "user_id": "u", "state": {}},
+                "conversation_scenario": {"starting_prompt": "Hi, I want to return a jacket.",
+                                          "conversation_plan": "Ask about refunds, then end."}}
+    evalset = folder / "shop.evalset.json"
+    evalset.write_text(json.dumps({"eval_set_id": "shop", "eval_cases": [scenario]}))
+    (folder / "test_config.json").write_text(json.dumps(
+        {"criteria": {"tool_trajectory_avg_score": 1.0}, "user_simulator_config": {"max_allowed_invocations": 5}}))
+    out_json = tmp_path / "out.json"
+    code, out, err = _run("run", str(folder), str(evalset), "--executor", executor, "--json", str(out_json))
+    assert code == 3, (out, err)  # incomplete: a reference metric on a scenario is not evaluated
+    (result,) = json.loads(out_json.read_text())[0]["eval_case_results"]
+    turns = [per["actual_invocation"] for per in result["eval_metric_result_per_invocation"]]
+    users = [t["user_content"]["parts"][0]["text"] for t in turns]
+    assert users == ["Hi, I want to return a jacket.", "How long do refunds take?"], users
+    assert turns[1]["final_response"]["parts"][0]["text"] == "Refunds take 5 to 7 business days."
+    assert sum("You play the user" in r.prompt_text for r in gemini_env.requests) == 2
