@@ -175,6 +175,9 @@ async def test_a_replay_never_becomes_the_agents_latest_status(tmp_path: Path, m
         from textual.widgets import DataTable
 
         table = app.screen.query_one(DataTable)
+        # The pass-rate trend is the agent's: the replay's 9/9 is not one of its points.
+        rates = {str(row.query_one(".trend-name").render()).strip(): row.values for row in app.screen.query(".trend-row")}
+        assert rates == {"hello_world": [4 / 9]}, rates
         runs = [str(table.get_row_at(r)[7]) for r in range(table.row_count)]
         assert sum(r.startswith("replay ") for r in runs) == 1, runs
         newest = next(r for r in range(table.row_count) if str(table.get_row_at(r)[7]).startswith("replay "))

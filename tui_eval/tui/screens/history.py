@@ -224,6 +224,8 @@ class HistoryScreen(Screen[None]):
 
         box = self.query_one("#history-trends", Vertical)
         box.remove_children()
+        # The agent's trend: replays of recorded turns are left out (unless there is nothing else).
+        entries = [e for e in entries if not e.replay] or entries
         ids = sorted({e.eval_set_id for e in entries})
         rows = []
         for eval_set_id in ids[:MAX_TREND_SETS]:

@@ -51,6 +51,8 @@ def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry]
     from ...engine.trends import load_run_scores, run_points
 
     entries = [e for e in (listed if listed is not None else list_history(history)) if e.eval_set_id == eval_set_id]
+    # The agent's trend: replays of recorded turns are left out (unless there is nothing else).
+    entries = [e for e in entries if not e.replay] or entries
     return FileTrends(run_points(entries, eval_set_id), load_run_scores(entries, eval_set_id))
 
 
