@@ -71,7 +71,7 @@ async def test_remapped_key_starts_a_run_and_the_help_shows_it(
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         rows = str(app.screen.query_one("#help-body Static").render()).splitlines()
-        run_all = [row for row in rows if row.rstrip().endswith("Run all")]
+        run_all = [row for row in rows if row.rstrip().endswith("Run all  run.all")]  # keys, what, id
         assert [row.split()[0] for row in run_all] == ["g"]
         assert not any(row.split()[:1] == ["R"] for row in rows)
         assert not any("Keymap" in n for n in notifications(app))

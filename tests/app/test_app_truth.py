@@ -499,3 +499,35 @@ async def test_the_turn_view_shows_tool_responses_and_the_event_trace_on_demand(
         assert any(line.startswith("calls get_forecast(") for line in trace), trace
         assert any(line.startswith("  ← get_forecast: ") for line in trace), trace
         assert trace[-1].startswith("final: ")
+
+
+def test_a_keymap_value_that_is_not_a_key_is_reported(tmp_path: Path) -> None:
+    from tui_eval.tui.keymap import load_keymap
+
+    path = tmp_path / "keymap.toml"
+    path.write_text('run.all = "ctlr+r"\nrun.failed = "ctrl+f,G"\n"filter.search" = "slash"\n"app.help" = "foo"\n',
+                    encoding="utf-8")
+    keymap = load_keymap(path)
+    assert keymap.bindings == {"run.failed": "ctrl+f,G", "filter.search": "slash"}
+    assert len(keymap.problems) == 2
+    assert "run.all: 'ctlr+r' is not a key" in keymap.problems[0]
+    assert "app.help: 'foo' is not a key" in keymap.problems[1]
+
+
+async def test_an_unknown_keymap_id_gets_a_did_you_mean_and_help_lists_ids(
+        workspace: Path, make_app, monkeypatch, tmp_path: Path) -> None:
+    from tui_eval.tui.screens.help import HelpScreen
+
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('run.al = "g"\n', encoding="utf-8")
+    monkeypatch.setenv("TUI_EVAL_KEYMAP", str(keymap))
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        found = [n.message for n in app._notifications if "unknown binding ids" in n.message]
+        assert found and "run.al (did you mean run.all?)" in found[0], found
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        rows = str(app.screen.query_one("#help-body Static").render()).splitlines()
+        assert any(row.split()[:1] == ["s"] and row.rstrip().endswith("browser.sort") for row in rows), rows
+        assert any(row.rstrip().endswith("Whole text  turn.full_text") for row in rows)

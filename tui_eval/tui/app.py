@@ -232,9 +232,13 @@ class EvalApp(App[int]):
         from .screens.help import binding_sections
 
         sections = [[b for b in bindings if isinstance(b, Binding)] for _title, bindings in binding_sections()]
-        unknown = self.user_keymap.unknown_ids(b.id for bindings in sections for b in bindings if b.id)
+        known = [b.id for bindings in sections for b in bindings if b.id]
+        unknown = self.user_keymap.unknown_ids(known)
         if unknown:
-            text = f"{self.user_keymap.path}: unknown binding ids {', '.join(unknown)} (the help screen, ?, lists the keys)"
+            from .keymap import did_you_mean
+
+            named = ", ".join(f"{u}{did_you_mean(u, known)}" for u in unknown)
+            text = f"{self.user_keymap.path}: unknown binding ids {named} (the help screen, ?, lists the ids)"
             log.warning("keymap: %s", text)
             self.notify(text, title="Keymap", severity="warning", markup=False, timeout=10)
         for clash in self.user_keymap.clashes(sections):

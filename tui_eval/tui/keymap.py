@@ -97,9 +97,40 @@ def load_keymap(path: Path | None = None) -> UserKeymap:
         if keys is None:
             problems.append(f"{path}: {binding_id}: expected a key (\"ctrl+r\") or a list of keys, "
                             f"got {type(value).__name__}")
-        else:
-            bindings[binding_id] = keys
+            continue
+        bad = [k for k in keys.split(",") if not is_key(k)]
+        if bad:
+            # Textual would accept it silently and the binding would never fire.
+            problems.append(f"{path}: {binding_id}: {', '.join(repr(k) for k in bad)} is not a key "
+                            "(keys look like \"r\", \"R\", \"ctrl+r\", \"f5\", \"slash\", \"question_mark\")")
+            continue
+        bindings[binding_id] = keys
     return _reported(UserKeymap(path, bindings, tuple(problems)))
+
+
+_MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+
+def is_key(key: str) -> bool:
+    """Whether Textual knows `key`: modifiers joined by `+` to a single character, a character's name
+    (`slash`, `question_mark`) or a key name (`enter`, `f5`, `pageup`)."""
+    from textual.keys import Keys, _character_to_key
+
+    *mods, last = key.strip().split("+")
+    if not last or any(m not in _MODIFIERS for m in mods):
+        return False
+    if len(last) == 1:
+        return True
+    names = {k.value for k in Keys} | {_character_to_key(chr(c)) for c in range(33, 127)}
+    return last in names
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean run.all?)` for a close known id, else ``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _reported(keymap: UserKeymap) -> UserKeymap:

@@ -75,7 +75,9 @@ def _binding_rows(app: App[object], title: str, bindings: list[BindingType], key
             continue
         key_list = (keymap.get(b.id) if b.id else None) or b.key
         keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in key_list.split(","))
-        rows.append(Content.assemble((f"  {keys:<14}", "bold"), b.description))
+        # The id is what a keymap file names (`run.all = "ctrl+r"`).
+        rows.append(Content.assemble((f"  {keys:<14}", "bold"), b.description,
+                                     (f"  {b.id}", "$text-muted") if b.id else ""))
     return rows
 
 
