@@ -531,3 +531,50 @@ async def test_an_unknown_keymap_id_gets_a_did_you_mean_and_help_lists_ids(
         rows = str(app.screen.query_one("#help-body Static").render()).splitlines()
         assert any(row.split()[:1] == ["s"] and row.rstrip().endswith("browser.sort") for row in rows), rows
         assert any(row.rstrip().endswith("Whole text  turn.full_text") for row in rows)
+
+
+async def test_compare_opens_a_case_turn_by_turn_in_both_runs(workspace: Path, make_app) -> None:
+    from textual.widgets import DataTable, Static
+
+    from tests.app.test_app_history import open_history, rows
+    from tui_eval.tui.screens.history import CompareScreen
+    from tui_eval.tui.screens.runs_diff import RunsDiffScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        await open_history(app, pilot)
+        table = app.screen.query_one(DataTable)
+        table.move_cursor(row=next(i for i, r in enumerate(rows(table)) if r[2] == "travel"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
+        assert rows(app.screen.query_one(DataTable))[0][:2] == ["regression", "book_flight"]
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsDiffScreen)
+                         and "Turn 2" in str(app.screen.query_one("#runs-diff-text", Static).render()))
+        text = str(app.screen.query_one("#runs-diff-text", Static).render())
+        assert text.startswith("earlier ✔ passed   later ✘ failed")
+        assert "earlier response" in text and "later response" in text
+
+
+def test_two_runs_of_a_turn_are_diffed_like_expected_and_actual(monkeypatch) -> None:
+    from tui_eval.schema.load import read_invocation
+    from tui_eval.schema.results import CaseResult, EvalStatus
+    from tui_eval.tui.screens.runs_diff import turn_blocks
+
+    def turn(text: str, calls: list[tuple[str, dict]]) -> object:
+        return read_invocation({
+            "invocation_id": "t", "user_content": {"role": "user", "parts": [{"text": "Book it."}]},
+            "final_response": {"role": "model", "parts": [{"text": text}]},
+            "intermediate_data": {"tool_uses": [{"name": n, "args": a} for n, a in calls],
+                                  "tool_responses": [], "intermediate_responses": []}}, "$")
+
+    def case(status: EvalStatus, inv: object) -> CaseResult:
+        return CaseResult(eval_set_id="s", eval_id="c", status=status, actual=[inv])
+
+    monkeypatch.setenv("NO_COLOR", "1")  # the word diff's markers show in plain text
+    before = case(EvalStatus.PASSED, turn("Booked for 1 passenger.", [("book", {"n": 1})]))
+    after = case(EvalStatus.FAILED, turn("Booked for 2 passengers.", [("weather", {}), ("book", {"n": 2})]))
+    [block] = [b.plain for b in turn_blocks(before, after)]
+    assert "earlier response\nBooked for [-1 passenger.-]\nlater response\nBooked for {+2 passengers.+}" in block
+    assert "earlier (1)\n− book(n=1)\nlater (2)\n+ weather()\n+ book(n=2)" in block

@@ -43,6 +43,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from .confirm import ConfirmScreen
     from .diff import DiffScreen
     from .fulltext import FullTextScreen
+    from .runs_diff import RunsDiffScreen
     from .history import CompareScreen, HistoryScreen
     from .main import MainScreen
     from .causes import CausesScreen
@@ -57,6 +58,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Comparison", list(CompareScreen.BINDINGS)),
         ("Code diff", list(DiffScreen.BINDINGS)),
         ("Whole text", list(FullTextScreen.BINDINGS)),
+        ("Case in two runs", list(RunsDiffScreen.BINDINGS)),
         ("Timeline", list(TimelineScreen.BINDINGS)),
         ("Failures by cause", list(CausesScreen.BINDINGS)),
         ("What if", list(WhatIfScreen.BINDINGS)),

@@ -286,6 +286,7 @@ class CompareScreen(Screen[None]):
         Binding("enter", "open_case", "Show case", id="compare.open", priority=True),
         Binding("u", "toggle_unchanged", "Hide unchanged", id="compare.unchanged"),
         Binding("g", "open_diff", "Code diff", id="compare.diff"),
+        Binding("t", "open_turns", "Turns side by side", id="compare.turns"),
     ]
 
     def __init__(self, catalog: Catalog, before: HistoryEntry, after: HistoryEntry) -> None:
@@ -419,6 +420,18 @@ class CompareScreen(Screen[None]):
     def action_toggle_unchanged(self) -> None:
         self.hide_unchanged = not self.hide_unchanged
         self.show_changes()
+
+    def action_open_turns(self) -> None:
+        """The highlighted case's turns in the earlier run beside the later one's."""
+        from .runs_diff import RunsDiffScreen
+
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return
+        eval_id = str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
+        title = (f"{literal(eval_id)}: {fmt_time(self.before.creation_timestamp)} → "
+                 f"{fmt_time(self.after.creation_timestamp)}")
+        self.app.push_screen(RunsDiffScreen(self.before.path, self.after.path, eval_id, title))
 
     def action_open_case(self) -> None:
         table = self.query_one(DataTable)
