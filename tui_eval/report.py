@@ -194,7 +194,14 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     total = record.counts()
     tail = " (cancelled: unfinished cases are not counted)" if record.cancelled else ""
     gaps = sum(_gaps(r.case_results) for r in record.results)
-    print(f"Total: {_counts_text(total, gaps)}{tail}", file=out)
+    if record.num_runs > 1:
+        # Counted per run of a case: 9 cases run 3 times are 27 results, not 27 cases.
+        n = sum(len(r.case_results) for r in record.results)
+        cases = n // record.num_runs if n % record.num_runs == 0 else None
+        what = f" ({cases} cases × {record.num_runs} runs)" if cases is not None else ""
+        print(f"Total case runs{what}: {_counts_text(total, gaps)}{tail}", file=out)
+    else:
+        print(f"Total: {_counts_text(total, gaps)}{tail}", file=out)
     efficiency = run_efficiency([c for r in record.results for c in r.case_results])
     if efficiency is not None:
         print(f"efficiency: {efficiency}", file=out)

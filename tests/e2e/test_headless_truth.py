@@ -116,3 +116,12 @@ def test_watch_prints_the_same_case_block_as_run(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_with_num_runs_the_total_counts_case_runs(tmp_path: Path) -> None:
+    hello = _copy(tmp_path, "hello_world")
+    code, out, _err = _run("run", str(hello), str(hello / "hello_world.evalset.json"), "--num-runs", "3", "--no-save")
+    assert code == 1
+    # 9 cases run 3 times: 27 results, said as such (was "Total: 12 passed, 15 failed").
+    assert "Total case runs (9 cases × 3 runs): 12 passed, 15 failed, 0 not evaluated" in out
+    assert "\nTotal: " not in out
