@@ -185,3 +185,13 @@ def test_same_files_named_relatively_and_absolutely_are_no_change(repo: Path, mo
     (repo / "evals" / "a.test.json").write_text('{"eval_set_id": "a", "name": "edited"}')
     change = diff_code_states(old, state(repo))
     assert change.eval_files_changed == [str((repo / "evals" / "a.test.json").resolve())]
+
+
+def test_a_run_without_an_agent_folder_reports_no_agent_file_changes(repo: Path) -> None:
+    """A replay hashes no agent files: comparing it with an agent run is no "agent files changed"."""
+    agent_run = state(repo)
+    replay_run = capture_code_state(None, [repo / "evals" / "a.test.json"], [repo / "evals" / "test_config.json"])
+    for before, after in ((agent_run, replay_run), (replay_run, agent_run)):
+        change = diff_code_states(before, after)
+        assert change.agent_files_changed == [] and change.agent_changed_uncommitted is False
+        assert not any("agent files changed" in line for line in change.lines()), change.lines()

@@ -359,14 +359,16 @@ def diff_code_states(before: CodeState, after: CodeState) -> CodeChange:
     elif before.commit != after.commit:
         error = "one run has no commit"
     old, new = before.agent_files, after.agent_files
-    agent_changed = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+    # A run with no agent folder (a replay) hashed no agent files: nothing to compare them with.
+    both = before.agent_sha256 is not None and after.agent_sha256 is not None
+    agent_changed = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p)) if both else []
     same_commit = before.commit == after.commit
     return CodeChange(
         commit_before=before.commit,
         commit_after=after.commit,
         committed_files=committed,
         committed_files_error=error,
-        agent_changed_uncommitted=same_commit and before.agent_sha256 != after.agent_sha256,
+        agent_changed_uncommitted=same_commit and both and before.agent_sha256 != after.agent_sha256,
         agent_files_changed=agent_changed,
         dirty_diff_changed=before.diff_sha256 != after.diff_sha256,
         eval_files_changed=_changed_files(before.eval_files, after.eval_files),
