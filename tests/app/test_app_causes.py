@@ -89,5 +89,6 @@ async def test_the_view_is_in_the_help_and_the_palette(judged_demo: Path, make_a
         from textual.widgets import Static
 
         help_text = "\n".join(str(w.render()) for w in app.screen.query(Static))
-        assert "  w             Failures by cause\n" in help_text
-        assert "Failures by cause\n  esc           Back\n  e             Expand all\n" in help_text
+        # Each row: the keys, what it does, the binding id a keymap names.
+        assert "  w             Failures by cause  causes.open\n" in help_text
+        assert "Failures by cause\n  esc           Back  causes.back\n  e             Expand all  causes.expand\n" in help_text
