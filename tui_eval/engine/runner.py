@@ -228,8 +228,8 @@ def _judge_needed(plan: RunPlan) -> bool:
     for target in plan.targets:
         for name, crit in target.config.criteria.items():
             spec = spec_for(name, target.config)
-            # A criterion naming judge_model_options asks for the judge (safety_v1's Gemini judge).
-            if spec is not None and (spec.needs_judge or "judge_model_options" in crit.raw):
+            # A criterion may ask for the judge itself (safety_v1's judge mode).
+            if spec is not None and (spec.needs_judge or crit.judge_requested):
                 return True
         if any(c.is_scenario for c in target.cases):
             return True  # the user simulator talks through the judge service
@@ -264,7 +264,7 @@ def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
             spec = spec_for(name, target.config)
             if spec is None:
                 continue
-            asks_judge = spec.needs_judge or "judge_model_options" in crit.raw
+            asks_judge = spec.needs_judge or crit.judge_requested
             if asks_judge:
                 # Per judge_model: a Gemini judge and an `openai:` judge need different credentials.
                 unavailable = judge_unavailable(judge, crit.judge.judge_model)

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 from ..schema.details import RougeDetails, trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, builtin
 from .porter import stem as porter_stem
 
 METRIC_NAME = "response_match_score"
@@ -281,12 +281,4 @@ def evaluate(inp: MetricInput) -> MetricResult:
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
 
-SPEC = register(
-    MetricSpec(
-        METRIC_NAME,
-        evaluate=evaluate,
-        description="ROUGE-1 F-measure of the final response against the expected one",
-        kind="deterministic",
-        needs_reference=True,
-    )
-)
+SPEC = builtin(METRIC_NAME, evaluate, "ROUGE-1 F-measure of the final response against the expected one")
