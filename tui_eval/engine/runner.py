@@ -23,6 +23,7 @@ from ..agents.conversation import CaseJob, Inference, error_text
 from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
+from ..schema.criteria import MetricKind
 from ..schema.details import trusted
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import (
@@ -271,7 +272,7 @@ def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
                 if unavailable is None:
                     continue
                 reason = unavailable
-            elif spec.kind == "vertex" and not asks_judge:
+            elif spec.kind is MetricKind.VERTEX and not asks_judge:
                 if vertex_ok is None:
                     from ..judge.vertex import VertexSettings
 

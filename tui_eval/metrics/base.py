@@ -73,12 +73,6 @@ def builtin(name: str, evaluate: MetricFn, description: str) -> MetricSpec:
                                needs_reference=info.needs_reference, scenario_only=info.scenario_only))
 
 
-def metric_names() -> list[str]:
-    """Every built-in metric name, without importing any metric module (cheap: for completion and
-    did-you-mean)."""
-    return list(CATALOG)
-
-
 def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
     """The metric a config's criterion names: its `custom_metrics` declaration first (as ADK, a declared
     function wins), else the built-in one."""
