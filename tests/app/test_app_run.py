@@ -122,6 +122,24 @@ async def test_no_agent_reports_an_error_instead_of_running(workspace: Path, mak
         assert app.run_state.cases_done == 0
 
 
+async def test_a_misspelt_criterion_is_an_error_on_screen_not_a_dropped_metric(workspace: Path, make_app) -> None:
+    """As `tui-eval run` (exit 2): a criterion naming no metric refuses the run and says which, with a
+    did-you-mean; the other metrics do not run as if nothing were wrong."""
+    config = workspace / "travel" / "test_config.json"
+    config.write_text('{"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_scor": 0.5}}')
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "down", "enter", "down")  # travel > book_flight
+        await pilot.press("r")
+        await settle(pilot)
+        status = str(app.main.query_one("#run-status").render())
+        assert "unknown metric(s) response_match_scor (did you mean 'response_match_score'?)" in status
+        assert app.run_state.cases_done == 0
+        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
+        assert app.catalog.results.origin(key).startswith("saved")
+
+
 async def test_a_key_during_a_run_pauses_the_engine_until_it_is_painted(tmp_path: Path, make_app) -> None:
     root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.3)
     app = make_app(root, recording=None, run_options=None)

@@ -89,7 +89,7 @@ def test_judge_metrics_are_not_evaluated_offline_beside_real_verdicts(agent: str
     statuses = _statuses(results)
     assert {k for k, v in statuses.items() if v == 1} == EXPECTED[agent]["passed"]
     assert {k for k, v in statuses.items() if v == 2} == EXPECTED[agent]["failed"]
-    judged = {n for n, info in CATALOG.items() if info.kind in (MetricKind.GEMINI_JUDGE, MetricKind.VERTEX)}
+    judged = {n for n, info in CATALOG.items() if info.kind in (MetricKind.JUDGE, MetricKind.VERTEX)}
     for r in results:
         for c in r["eval_case_results"]:
             for m in c["overall_eval_metric_results"]:

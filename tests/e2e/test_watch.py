@@ -79,6 +79,34 @@ def test_watch_reruns_an_edited_case_and_stops_on_ctrl_c(tmp_path: Path) -> None
     assert (folder / ".adk" / "eval_history").is_dir()  # each run is saved as eval history
 
 
+def test_watch_says_a_misspelt_criterion_instead_of_dropping_it(tmp_path: Path) -> None:
+    """As `tui-eval run` (exit 2): a criterion naming no metric is an error line with a did-you-mean,
+    and no case runs without it; fixing the config runs them."""
+    folder = tmp_path / "hello_world"
+    shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    config = folder / "test_config.json"
+    config.write_text('{"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_scor": 0.8}}')
+    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
+    )
+    lines = Lines(proc)
+    try:
+        line = lines.wait_for("error:")
+        assert "unknown metric(s) response_match_scor (did you mean 'response_match_score'?)" in line
+        lines.wait_for("watching")
+        assert not any("passed" in seen for seen in lines.seen)
+        config.write_text('{"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}')
+        lines.wait_for("4 passed, 5 failed")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_watch_keeps_watching_a_folder_deleted_and_recreated(tmp_path: Path) -> None:
     folder = tmp_path / "hello_world"
     shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))

@@ -286,10 +286,11 @@ def test_trusted_construction_equals_validation() -> None:
 
 def test_registry_says_which_metrics_need_a_judge() -> None:
     # The faces ask the registry (kind / needs_judge), never a list of their own.
-    from tui_eval.metrics.base import metric_names, registered_metrics
+    from tui_eval.metrics.base import registered_metrics
+    from tui_eval.schema.criteria import METRIC_NAMES
 
     specs = registered_metrics()
-    assert set(specs) == set(metric_names())
+    assert set(specs) == set(METRIC_NAMES)
     judged = {name for name, spec in specs.items() if spec.kind == "judge"}
     assert judged == {name for name, spec in specs.items() if spec.needs_judge}
     # CES's metrics (tui_eval/metrics/ces.py) run only on cases imported from CES; two of them ask a judge.

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tui_eval.engine.events import CaseFinished, CaseKey, CaseStarted
+from tui_eval.engine.events import CaseFinished, CaseKey, CaseStarted, RunError
 from tui_eval.engine.live import (
     AgentReloaded,
     AgentStale,
@@ -493,3 +493,37 @@ async def test_a_run_after_a_lazy_start_imports_what_it_needs(env: Env) -> None:
     live = env.session()
     await live.start()
     assert all(status(live, env, i) == EvalStatus.PASSED for i in "abc")
+
+
+async def test_a_misspelt_criterion_is_a_run_error_the_user_sees_not_a_dropped_metric(env: Env) -> None:
+    """One policy with `tui-eval run` (exit 2): a criterion naming no metric refuses the run with a
+    did-you-mean; it is never dropped while the other metrics run as if nothing were wrong."""
+    live = env.session()
+    await live.start()
+    before = {k: r.metric("response_match_score").threshold for k, r in live.results.items()}
+    assert set(before.values()) == {0.8}
+
+    env.events.clear()
+    env.write_config({"tool_trajectory_avg_score": 1.0, "response_match_scor": 1.0})
+    await live.handle_changes([env.config])
+    [error] = env.of(RunError)
+    assert "unknown metric(s) response_match_scor (did you mean 'response_match_score'?)" in error.message
+    assert str(env.config) in error.message
+    assert env.started() == []
+    # Nothing was re-scored without the misspelt metric: the results keep the last good criteria.
+    assert {k: r.metric("response_match_score").threshold for k, r in live.results.items()} == before
+
+    env.events.clear()
+    env.write_config({"tool_trajectory_avg_score": 1.0, "response_match_score": 1.0})
+    await live.handle_changes([env.config])
+    assert not env.of(RunError)
+    assert {r.metric("response_match_score").threshold for r in live.results.values()} == {1.0}
+
+
+async def test_a_misspelt_criterion_runs_no_case_from_the_start(env: Env) -> None:
+    env.write_config({"tool_trajectory_avg_scor": 1.0})
+    live = env.session()
+    await live.start()
+    [error] = env.of(RunError)
+    assert "unknown metric(s) tool_trajectory_avg_scor (did you mean 'tool_trajectory_avg_score'?)" in error.message
+    assert env.started() == [] and env.agent_calls() == [] and live.results == {}

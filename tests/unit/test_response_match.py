@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.metric_helpers import rouge1, tokens_per_character
 from tui_eval.metrics import get_metric
 from tui_eval.metrics import response_match as rm
 from tui_eval.metrics.base import MetricInput
@@ -59,8 +60,8 @@ def test_caches_do_not_leak_between_calls() -> None:
     first = rm.tokenize("running dogs")
     first.append("mutated")
     assert rm.tokenize("running dogs") == ["run", "dog"]
-    assert rm.rouge1("running dogs", "running dogs") == (1.0, 1.0, 1.0)
-    assert rm.rouge1("running dogs", "dog") == (0.5, 1.0, 2 * 0.5 * 1.0 / 1.5)
+    assert rouge1("running dogs", "running dogs") == (1.0, 1.0, 1.0)
+    assert rouge1("running dogs", "dog") == (0.5, 1.0, 2 * 0.5 * 1.0 / 1.5)
 
 
 def test_fast_paths_equal_the_per_character_rewrite() -> None:
@@ -75,36 +76,36 @@ def test_fast_paths_equal_the_per_character_rewrite() -> None:
         "東京の天気は晴れ。 ไทย\u2028สวัสดี 서울 날씨 running!",
     ]
     for text in samples:
-        assert rm.tokenize(text) == rm._tokens_per_character(text), text
+        assert rm.tokenize(text) == tokens_per_character(text), text
 
 
 # --- ROUGE-1 arithmetic -----------------------------------------------------------------------------
 def test_rouge1_counts_clipped_overlap() -> None:
     # candidate 6 tokens, reference 6 tokens, overlap {the:1, cat:1, on:1, mat:1} = 4
-    p, r, f = rm.rouge1("the cat sat on the mat", "the cat is on a mat")
+    p, r, f = rouge1("the cat sat on the mat", "the cat is on a mat")
     assert (p, r) == (4 / 6, 4 / 6)
     assert f == 2 * p * r / (p + r)
 
 
 def test_rouge1_precision_and_recall_are_candidate_and_reference_sided() -> None:
-    p, r, f = rm.rouge1("paris", "the capital is paris")
+    p, r, f = rouge1("paris", "the capital is paris")
     assert (p, r) == (1.0, 0.25)
     assert f == pytest.approx(0.4)
 
 
 def test_rouge1_duplicates_count_at_most_the_other_sides_count() -> None:
-    assert rm.rouge1("yes yes yes", "yes")[:2] == (1 / 3, 1.0)
+    assert rouge1("yes yes yes", "yes")[:2] == (1 / 3, 1.0)
 
 
 def test_rouge1_empty_cases() -> None:
-    assert rm.rouge1("", "") == (0.0, 0.0, 0.0)
-    assert rm.rouge1("hello", "") == (0.0, 0.0, 0.0)
-    assert rm.rouge1("", "hello") == (0.0, 0.0, 0.0)
-    assert rm.rouge1("!!!", "???") == (0.0, 0.0, 0.0)
+    assert rouge1("", "") == (0.0, 0.0, 0.0)
+    assert rouge1("hello", "") == (0.0, 0.0, 0.0)
+    assert rouge1("", "hello") == (0.0, 0.0, 0.0)
+    assert rouge1("!!!", "???") == (0.0, 0.0, 0.0)
 
 
 def test_rouge1_stemming_makes_forms_overlap() -> None:
-    assert rm.rouge1("The dogs were running", "the dog runs")[2] == pytest.approx(2 * (3 / 4) * 1 / (3 / 4 + 1))
+    assert rouge1("The dogs were running", "the dog runs")[2] == pytest.approx(2 * (3 / 4) * 1 / (3 / 4 + 1))
 
 
 def test_token_overlap_marks_shared_tokens() -> None:
@@ -148,7 +149,7 @@ def test_importing_the_metric_does_not_import_nltk() -> None:
         "assert 'nltk' not in sys.modules and 'rouge_score' not in sys.modules\n"
         "assert rm.tokenize('running dogs') == ['run', 'dog']\n"
         # stemming needs no nltk at all (tui_eval.metrics.porter is the algorithm itself)
-        "assert rm.rouge1('The dogs were running', 'the dog runs')[1] == 1.0\n"
+        "assert rm.rouge1_details('The dogs were running', 'the dog runs')[1] == 1.0\n"
         "assert 'nltk' not in sys.modules and 'numpy' not in sys.modules and 'rouge_score' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -237,7 +238,7 @@ def _retained_after_scoring(pairs: list[tuple[str, str]]) -> int:
     tracemalloc.start()
     try:
         for candidate, reference in pairs:
-            rm.rouge1(candidate, reference)
+            rouge1(candidate, reference)
         gc.collect()
         return tracemalloc.get_traced_memory()[0]
     finally:
@@ -252,12 +253,12 @@ def test_a_one_shot_batch_keeps_no_counts_and_repeats_are_scored_the_same() -> N
         return " ".join(f"{words[(i * 7 + k) % len(words)]}{(i * 31 + k) % 97}" for k in range(40)) + f" {side}{i}"
 
     pairs = [(text(i, "c"), text(i, "r")) for i in range(2000)]
-    rm.rouge1(" ".join(words), " ".join(f"{w}{k}" for w in words for k in range(97)))  # every word's stem cached
+    rouge1(" ".join(words), " ".join(f"{w}{k}" for w in words for k in range(97)))  # every word's stem cached
     rm._text_counts.clear()
     rm._seen_once.clear()
-    first = [rm.rouge1(c, r) for c, r in pairs[200:250]]
+    first = [rouge1(c, r) for c, r in pairs[200:250]]
     once = _retained_after_scoring(pairs[250:]) / (2 * 1750)  # per text, each scored once
     again = _retained_after_scoring(pairs[200:400]) / (2 * 200)  # per text, each now scored a second time
-    assert [rm.rouge1(c, r) for c, r in pairs[200:250]] == first
+    assert [rouge1(c, r) for c, r in pairs[200:250]] == first
     assert again > 300, again  # a memoised text's counts: ~900 bytes here
     assert once < again / 3, (once, again)

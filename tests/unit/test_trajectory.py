@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.metric_helpers import align_all_match_types, trajectory_matches
 from tui_eval.metrics import get_metric
 from tui_eval.schema.details import TrajectoryDetails
 from tui_eval.metrics.alignment import (
-    align_all_match_types,
     align_trajectory,
     arg_diffs,
-    trajectory_matches,
 )
 from tui_eval.metrics.base import MetricInput
 from tui_eval.metrics.trajectory import evaluate

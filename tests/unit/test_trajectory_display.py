@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui_eval.metrics.alignment import align_all_match_types
+from tests.support.metric_helpers import align_all_match_types
 from tui_eval.schema.details import alignment_counts
 from tui_eval.schema.model import FunctionCall
 from tui_eval.tui.verdicts import alignment_summary, trajectory_rows

@@ -34,6 +34,7 @@ from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
 from .executor import BrokenAgentExecutor, Executor
 from .options import RunOptions
 from .own_writes import RunWrites
+from .plan import PlanError
 from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -310,7 +311,7 @@ class LiveSession:
                     inferences[key] = stored
         try:
             plan = self.workspace.plan_for(keys=keys)
-        except LoadError as exc:  # a broken config with no last good version
+        except (LoadError, PlanError) as exc:  # a broken config with no last good version, an unknown metric
             self.emit(RunError(str(exc)))
             return None
         if not plan.targets:

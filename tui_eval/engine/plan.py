@@ -53,6 +53,23 @@ class RunPlan:
         return sum(len(t.cases) for t in self.targets) * self.num_runs
 
 
+def eval_target(path: Path, eval_set: EvalSet, config: EvalConfig, case_ids: list[str] | None = None) -> EvalTarget:
+    """The one way a run target is made, for every face (`run`, `watch`, the dashboard, the Python API).
+
+    One policy for a criterion naming an unknown metric: the target is refused with a PlanError naming
+    it (with a did-you-mean), because a misspelt criterion would otherwise never run, unseen. Cases
+    imported from CES are also scored the way CES scores them."""
+    if config.unknown_metrics:
+        choices = [*METRIC_NAMES, *config.custom_metrics]
+        named = ", ".join(f"{m}{did_you_mean(m, choices)}" for m in config.unknown_metrics)
+        raise PlanError(f"{config.source or 'config'}: unknown metric(s) {named} (a misspelt criterion would "
+                        "never run)")
+    # Here, not at the top: the metrics (and their result models) are only needed once a run is planned.
+    from ..metrics.ces import with_ces_metrics
+
+    return EvalTarget(path, eval_set, with_ces_metrics(config, eval_set), case_ids)
+
+
 def split_target(arg: str) -> tuple[str, list[str] | None]:
     """`path/to/x.evalset.json:id1,id2` -> (path, [id1, id2]). A plain path selects every case."""
     path, sep, ids = arg.rpartition(":")
@@ -123,9 +140,6 @@ def plan_run(
     """Load every eval file named (files, folders, or eval set ids of the agent in `agent_dir`).
     `config` (a loaded EvalConfig) or `config_path` overrides each file's test_config.json.
     Collects every load error before raising, one line each."""
-    # Here, not at the top: the metrics (and their result models) are only needed once a run is planned.
-    from ..metrics.ces import with_ces_metrics
-
     errors: list[str] = []
     targets: list[EvalTarget] = []
     warnings: list[str] = []
@@ -167,10 +181,10 @@ def plan_run(
         except LoadError as exc:
             errors.append(str(exc))
             continue
-        if file_config.unknown_metrics:
-            choices = [*METRIC_NAMES, *file_config.custom_metrics]
-            named = ", ".join(f"{m}{did_you_mean(m, choices)}" for m in file_config.unknown_metrics)
-            errors.append(f"{file_config.source}: unknown metric(s) {named} (a misspelt criterion would never run)")
+        try:
+            target = eval_target(path, eval_set, file_config, ids)
+        except PlanError as exc:
+            errors.append(str(exc))
             continue
         if ids is not None:
             known = {c.eval_id for c in eval_set.eval_cases}
@@ -178,8 +192,7 @@ def plan_run(
             if missing:
                 errors.append(f"{file}: no eval case with id {', '.join(repr(m) for m in missing)}")
                 continue
-        # Cases imported from CES are also scored the way CES scores them.
-        targets.append(EvalTarget(path, eval_set, with_ces_metrics(file_config, eval_set), ids))
+        targets.append(target)
     if errors:
         raise PlanError("\n".join(dict.fromkeys(errors)))
     if not targets:

@@ -23,6 +23,7 @@ from ..agents.conversation import CaseJob, Inference, error_text
 from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import EvalConfig
+from ..schema.criteria import MetricKind
 from ..schema.details import trusted
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import (
@@ -228,8 +229,8 @@ def _judge_needed(plan: RunPlan) -> bool:
     for target in plan.targets:
         for name, crit in target.config.criteria.items():
             spec = spec_for(name, target.config)
-            # A criterion naming judge_model_options asks for the judge (safety_v1's Gemini judge).
-            if spec is not None and (spec.needs_judge or "judge_model_options" in crit.raw):
+            # A criterion may ask for the judge itself (safety_v1's judge mode).
+            if spec is not None and (spec.needs_judge or crit.judge_requested):
                 return True
         if any(c.is_scenario for c in target.cases):
             return True  # the user simulator talks through the judge service
@@ -264,14 +265,14 @@ def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
             spec = spec_for(name, target.config)
             if spec is None:
                 continue
-            asks_judge = spec.needs_judge or "judge_model_options" in crit.raw
+            asks_judge = spec.needs_judge or crit.judge_requested
             if asks_judge:
                 # Per judge_model: a Gemini judge and an `openai:` judge need different credentials.
                 unavailable = judge_unavailable(judge, crit.judge.judge_model)
                 if unavailable is None:
                     continue
                 reason = unavailable
-            elif spec.kind == "vertex" and not asks_judge:
+            elif spec.kind is MetricKind.VERTEX and not asks_judge:
                 if vertex_ok is None:
                     from ..judge.vertex import VertexSettings
 

@@ -19,7 +19,7 @@ from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set, read_regular_file
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
-from .plan import EvalTarget, RunPlan
+from .plan import EvalTarget, RunPlan, eval_target
 
 log = logging.getLogger(__name__)
 
@@ -285,10 +285,9 @@ class Workspace:
         return out
 
     def target(self, eval_file: Path, case_ids: list[str] | None = None) -> EvalTarget:
-        """A run target for an eval file (all cases, or the given ones that still exist)."""
-        # Here, not at the top: the dashboard's start-up loads files but plans nothing.
-        from ..metrics.ces import with_ces_metrics
-
+        """A run target for an eval file (all cases, or the given ones that still exist). Raises LoadError
+        for a file not loaded, PlanError as `run` does (`plan.eval_target`: a criterion naming an unknown
+        metric)."""
         path = resolve_path(eval_file)
         state = self.eval_files.get(path)
         if state is None or state.eval_set is None:
@@ -296,11 +295,11 @@ class Workspace:
         if case_ids is not None:
             known = {c.eval_id for c in state.eval_set.eval_cases}
             case_ids = [i for i in case_ids if i in known]
-        # Cases imported from CES are also scored the way CES scores them (as plan_run does).
-        return EvalTarget(path, state.eval_set, with_ces_metrics(self.config_for(path), state.eval_set), case_ids)
+        return eval_target(path, state.eval_set, self.config_for(path), case_ids)
 
     def plan_for(self, keys: list[CaseKey] | None = None, files: list[Path] | None = None) -> RunPlan:
-        """A plan over whole files, or over exactly the given cases (grouped by file, file order kept)."""
+        """A plan over whole files, or over exactly the given cases (grouped by file, file order kept).
+        Raises LoadError (a broken config with no last good version) or PlanError (`plan.eval_target`)."""
         targets: list[EvalTarget] = []
         if keys is not None:
             # Grouped by the key's file string first: one path resolution per file, not per case

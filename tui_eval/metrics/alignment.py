@@ -144,19 +144,6 @@ def any_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionC
     return True
 
 
-def trajectory_matches(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], match_type: MatchType, ignore_args: bool
-) -> bool:
-    """ADK's verdict alone, without building an alignment."""
-    if match_type is _EXACT:
-        return exact_match(expected, actual, ignore_args)
-    if match_type is _IN_ORDER:
-        return in_order_match(expected, actual, ignore_args)
-    if match_type is _ANY_ORDER:
-        return any_order_match(expected, actual, ignore_args)
-    raise ValueError(f"unsupported match type {match_type!r}")
-
-
 # --- argument differences ---------------------------------------------------------------------------
 def arg_diffs(expected: Any, actual: Any) -> list[ArgDiff]:
     """Differing paths between two args values, compared with Python `==` (so 1 == 1.0, key order ignored)."""
@@ -417,11 +404,3 @@ def _explain_missing(turn: _TurnCalls, exp_steps: list[ExpectedStep], act_steps:
                 a["expected_index"], e["actual_index"] = e["index"], a["index"]
                 a["arg_diffs"] = e["arg_diffs"] = turn.arg_diffs(e["index"], a["index"])
                 break
-
-
-def align_all_match_types(
-    expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool = False
-) -> dict[str, TrajectoryAlignment]:
-    """How EXACT, IN_ORDER and ANY_ORDER would each judge the same turn, keyed by match type name."""
-    exact, in_order, any_order = align_all(expected, actual, ignore_args)
-    return {"EXACT": exact, "IN_ORDER": in_order, "ANY_ORDER": any_order}

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Protocol, Union
+from typing import Any, Awaitable, Callable, Union
 
 from ..schema.config import Criterion, EvalConfig
+from ..schema.criteria import CATALOG, MetricKind
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import MetricResult
-
-class Judge(Protocol):
-    """The part of the judge service the engine relies on (the rest is the LLM metrics' business)."""
-
-    @property
-    def available(self) -> bool: ...
-
-    @property
-    def unavailable_reason(self) -> str | None: ...
 
 
 def judge_unavailable(judge: Any, model: str) -> str | None:
@@ -53,15 +45,14 @@ MetricFn = Callable[[MetricInput], Union[MetricResult, Awaitable[MetricResult]]]
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
-    """A registered metric and what it needs before it can run; faces read these flags rather than
-    listing metric names."""
+    """A metric's evaluate function with what it needs before it can run; faces read these flags rather
+    than listing metric names. A built-in metric's flags are its row of `schema.criteria.CATALOG`
+    (`builtin`); a declared custom metric's are set by `metrics.custom`."""
 
     name: str
     evaluate: MetricFn
     description: str = ""
-    # "deterministic": computed from the turns; "judge": an LLM decides; "informational": ADK's
-    # counters (never pass or fail); "vertex": the Vertex AI evaluation service decides.
-    kind: Literal["deterministic", "judge", "informational", "vertex"] = "deterministic"
+    kind: MetricKind = MetricKind.DETERMINISTIC
     # Asks an LLM: NOT_EVALUATED with the judge's reason when no judge is available.
     needs_judge: bool = False
     # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.
@@ -72,39 +63,14 @@ class MetricSpec:
 
 _REGISTRY: dict[str, MetricSpec] = {}
 
-# Which module registers which metric: a run imports only the metrics its config names, so a
-# deterministic-only run never pays for the judge stack (pydantic models, google-genai).
-_MODULES: dict[str, str] = {
-    "tool_trajectory_avg_score": "tui_eval.metrics.trajectory",
-    "response_match_score": "tui_eval.metrics.response_match",
-    "final_response_match_v2": "tui_eval.metrics.llm",
-    "rubric_based_final_response_quality_v1": "tui_eval.metrics.llm",
-    "rubric_based_tool_use_quality_v1": "tui_eval.metrics.llm",
-    "hallucinations_v1": "tui_eval.metrics.llm",
-    "safety_v1": "tui_eval.metrics.llm",
-    "per_turn_user_simulator_quality_v1": "tui_eval.metrics.user_simulator_quality",
-    "tool_call_count_v1": "tui_eval.metrics.efficiency",
-    "inference_call_count_v1": "tui_eval.metrics.efficiency",
-    "token_usage_v1": "tui_eval.metrics.efficiency",
-    "invocation_duration_v1": "tui_eval.metrics.efficiency",
-    "ces_tool_invocation": "tui_eval.metrics.ces",
-    "ces_parameter_correctness": "tui_eval.metrics.ces",
-    "ces_tool_ordered_invocation": "tui_eval.metrics.ces",
-    "ces_semantic_similarity": "tui_eval.metrics.ces",
-    "ces_hallucination": "tui_eval.metrics.ces",
-    "ces_latency": "tui_eval.metrics.ces",
-    "response_evaluation_score": "tui_eval.metrics.vertex",
-    "multi_turn_task_success_v1": "tui_eval.metrics.vertex",
-    "multi_turn_trajectory_quality_v1": "tui_eval.metrics.vertex",
-    "multi_turn_tool_use_quality_v1": "tui_eval.metrics.vertex",
-    "rubric_based_multi_turn_trajectory_quality_v1": "tui_eval.metrics.llm.multi_turn_trajectory",
-}
 
-
-def metric_names() -> list[str]:
-    """Every built-in metric name, without importing any metric module (cheap: for completion and
-    did-you-mean). The catalog of names is `_MODULES` until schema/criteria.py provides it."""
-    return list(_MODULES)
+def builtin(name: str, evaluate: MetricFn, description: str) -> MetricSpec:
+    """Register a built-in metric's evaluate function; its kind and needs come from its catalog row.
+    A run imports only the modules of the metrics its config names (`CATALOG[name].module`), so a
+    deterministic-only run never pays for the judge stack (pydantic models, google-genai)."""
+    info = CATALOG[name]
+    return register(MetricSpec(name, evaluate, description, kind=info.kind, needs_judge=info.needs_judge,
+                               needs_reference=info.needs_reference, scenario_only=info.scenario_only))
 
 
 def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
@@ -125,14 +91,15 @@ def register(spec: MetricSpec) -> MetricSpec:
 
 def get_metric(name: str) -> MetricSpec | None:
     spec = _REGISTRY.get(name)
-    if spec is None and name in _MODULES:
-        _import(_MODULES[name])
+    info = CATALOG.get(name)
+    if spec is None and info is not None:
+        _import(info.module)
         spec = _REGISTRY.get(name)
     return spec
 
 
 def registered_metrics() -> dict[str, MetricSpec]:
-    for module in dict.fromkeys(_MODULES.values()):
+    for module in dict.fromkeys(info.module for info in CATALOG.values()):
         _import(module)
     return dict(_REGISTRY)
 

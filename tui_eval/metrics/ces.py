@@ -23,7 +23,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, Field, ValidationError
 
 from ..schema.config import Criterion, EvalConfig
-from ..schema.criteria import CATALOG, MetricKind
+from ..schema.criteria import CATALOG
 from ..schema.details import (
     ArgDiff,
     CesLatencyDetails,
@@ -36,7 +36,7 @@ from ..schema.details import (
 )
 from ..schema.model import EvalCase, EvalSet, FunctionCall, Invocation, content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, builtin
 
 logger = logging.getLogger(__name__)
 
@@ -494,26 +494,14 @@ async def evaluate_hallucination(inp: MetricInput) -> MetricResult:
 
 # -- registry --------------------------------------------------------------------------------------------
 
-_KIND: dict[MetricKind, Literal["deterministic", "judge", "informational"]] = {
-    MetricKind.DETERMINISTIC: "deterministic", MetricKind.GEMINI_JUDGE: "judge",
-    MetricKind.INFORMATIONAL: "informational"}
-
-
-def _spec(name: str, fn: Any, description: str, *, needs_reference: bool = True) -> MetricSpec:
-    kind = _KIND[CATALOG[name].kind]
-    return register(MetricSpec(name, evaluate=fn, description=description, kind=kind,
-                               needs_judge=kind == "judge", needs_reference=needs_reference))
-
-
-TOOL_INVOCATION_SPEC = _spec(TOOL_INVOCATION, evaluate_tool_invocation,
-                             "CES: share of the golden turn's tool calls the agent made (extra calls per CES's setting)")
-PARAMETER_CORRECTNESS_SPEC = _spec(PARAMETER_CORRECTNESS, evaluate_parameter_correctness,
-                                   "CES: share of each expected tool call's parameters the agent got right")
-TOOL_ORDERED_INVOCATION_SPEC = _spec(TOOL_ORDERED_INVOCATION, evaluate_tool_ordered_invocation,
-                                     "CES: share of the golden turn's tool calls made in the expected order")
-SEMANTIC_SIMILARITY_SPEC = _spec(SEMANTIC_SIMILARITY, evaluate_semantic_similarity,
-                                 "CES: an LLM judge scores the response against the golden's, 0 to 4")
-HALLUCINATION_SPEC = _spec(HALLUCINATION, evaluate_hallucination,
-                           "CES: is every claim of the response justified by the turn's context?",
-                           needs_reference=False)
-LATENCY_SPEC = _spec(LATENCY, evaluate_latency, "CES: turn and tool-call latency (seconds)", needs_reference=False)
+TOOL_INVOCATION_SPEC = builtin(TOOL_INVOCATION, evaluate_tool_invocation,
+                               "CES: share of the golden turn's tool calls the agent made (extra calls per CES's setting)")
+PARAMETER_CORRECTNESS_SPEC = builtin(PARAMETER_CORRECTNESS, evaluate_parameter_correctness,
+                                     "CES: share of each expected tool call's parameters the agent got right")
+TOOL_ORDERED_INVOCATION_SPEC = builtin(TOOL_ORDERED_INVOCATION, evaluate_tool_ordered_invocation,
+                                       "CES: share of the golden turn's tool calls made in the expected order")
+SEMANTIC_SIMILARITY_SPEC = builtin(SEMANTIC_SIMILARITY, evaluate_semantic_similarity,
+                                   "CES: an LLM judge scores the response against the golden's, 0 to 4")
+HALLUCINATION_SPEC = builtin(HALLUCINATION, evaluate_hallucination,
+                             "CES: is every claim of the response justified by the turn's context?")
+LATENCY_SPEC = builtin(LATENCY, evaluate_latency, "CES: turn and tool-call latency (seconds)")

@@ -31,9 +31,6 @@ from .base import MetricInput, MetricSpec
 
 logger = logging.getLogger(__name__)
 
-NativeMetric = Callable[[list[Invocation], "list[Invocation] | None", Criterion], Any]
-
-
 class CustomMetricError(Exception):
     """The custom metric's function could not be found, or answered with something unusable."""
 
@@ -163,4 +160,4 @@ def custom_spec(name: str, config: CustomMetricConfig) -> MetricSpec:
         return await evaluate_custom(name, config, inp)
 
     return MetricSpec(name, evaluate=evaluate, description=config.description or f"custom: {config.code_config.name}",
-                      kind="deterministic", needs_reference=False)
+                      needs_reference=False)

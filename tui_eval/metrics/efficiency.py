@@ -14,7 +14,7 @@ from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetail
 from ..schema.model import Invocation, InvocationEvent, InvocationEvents
 from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
 from ..schema.status import EvalStatus
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, MetricSpec, builtin
 
 TOOL_CALL_COUNT = "tool_call_count_v1"
 INFERENCE_CALL_COUNT = "inference_call_count_v1"
@@ -274,8 +274,7 @@ def _spec(name: str, description: str) -> MetricSpec:
     def evaluate(inp: MetricInput) -> MetricResult:
         return _RESULTS[name](inp.actual)
 
-    return register(MetricSpec(name, evaluate=evaluate, description=description, kind="informational",
-                               needs_reference=False))
+    return builtin(name, evaluate, description)
 
 
 SPECS = (

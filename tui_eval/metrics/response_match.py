@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 from ..schema.details import RougeDetails, trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, builtin
 from .porter import stem as porter_stem
 
 METRIC_NAME = "response_match_score"
@@ -142,11 +142,6 @@ def _token_stream(text: str) -> Iterator[str]:
     return map(_bytes_word_tokens.__getitem__, text.encode("ascii").translate(_ASCII_RULE).split())
 
 
-def _tokens_per_character(text: str) -> list[str]:
-    """ADK's tokenizer as literally written: one rewrite of the whole text (the tests' yardstick)."""
-    return _word_list_tokens(unicodedata.normalize("NFKC", text).lower().translate(_char_rule).split())
-
-
 def tokenize(text: str) -> list[str]:
     """The ROUGE tokens of a text, exactly as ADK 2.13's response_match_score tokenizes it."""
     return [t for t in _token_stream(text) if t]
@@ -193,11 +188,6 @@ def _counts(text: str) -> tuple[dict[str, int], int]:
 
 
 # --- rouge-score's arithmetic -----------------------------------------------------------------------
-def rouge1(candidate: str, reference: str) -> tuple[float, float, float]:
-    """(precision, recall, fmeasure) of ROUGE-1, as rouge_scorer._score_ngrams computes them."""
-    return rouge1_details(candidate, reference)[:3]
-
-
 def rouge1_details(candidate: str, reference: str) -> tuple[float, float, float, int, int, int]:
     """(precision, recall, fmeasure, shared tokens, candidate tokens, reference tokens) of ROUGE-1."""
     ref_counts, ref_total = _counts(reference)
@@ -281,12 +271,4 @@ def evaluate(inp: MetricInput) -> MetricResult:
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
 
-SPEC = register(
-    MetricSpec(
-        METRIC_NAME,
-        evaluate=evaluate,
-        description="ROUGE-1 F-measure of the final response against the expected one",
-        kind="deterministic",
-        needs_reference=True,
-    )
-)
+SPEC = builtin(METRIC_NAME, evaluate, "ROUGE-1 F-measure of the final response against the expected one")

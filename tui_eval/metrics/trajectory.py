@@ -6,7 +6,7 @@ from ..schema.config import MatchType
 from ..schema.details import Alignment, TrajectoryDetails, trusted
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from .alignment import align_all, exact_match
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, builtin
 
 METRIC_NAME = "tool_trajectory_avg_score"
 _EXACT, _IN_ORDER, _ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
@@ -81,12 +81,4 @@ def evaluate(inp: MetricInput) -> MetricResult:
     return MetricResult.mean_of(METRIC_NAME, threshold, criterion, per_invocation)
 
 
-SPEC = register(
-    MetricSpec(
-        METRIC_NAME,
-        evaluate=evaluate,
-        description="share of turns whose tool calls match the expected trajectory",
-        kind="deterministic",
-        needs_reference=True,
-    )
-)
+SPEC = builtin(METRIC_NAME, evaluate, "share of turns whose tool calls match the expected trajectory")

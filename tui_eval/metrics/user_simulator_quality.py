@@ -26,7 +26,7 @@ from ..schema.details import (
 )
 from ..schema.model import Invocation
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, builtin
 from .llm.common import ask_samples, failure_reason, judge_identity, majority, sum_usage
 
 NAME = "per_turn_user_simulator_quality_v1"
@@ -211,14 +211,4 @@ async def evaluate(inp: MetricInput) -> MetricResult:
                         details=details)
 
 
-SPEC = register(
-    MetricSpec(
-        name=NAME,
-        evaluate=evaluate,
-        description="Did the simulated user follow the conversation plan, turn by turn? (scenario cases)",
-        kind="judge",
-        needs_judge=True,
-        needs_reference=False,
-        scenario_only=True,
-    )
-)
+SPEC = builtin(NAME, evaluate, "Did the simulated user follow the conversation plan, turn by turn? (scenario cases)")

@@ -26,7 +26,7 @@ from typing import Any
 from ..schema.details import RubricScore, VertexCaseDetails, VertexDetails, VertexRubricVerdict
 from ..schema.model import Content, Invocation, InvocationEvents, content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
-from .base import MetricInput, MetricSpec, register
+from .base import MetricInput, builtin
 
 logger = logging.getLogger(__name__)
 
@@ -313,31 +313,15 @@ async def evaluate_tool_use_quality(inp: MetricInput) -> MetricResult:
     return await _multi_turn(inp, SPEC_NAMES[MULTI_TURN_TOOL_USE_QUALITY_V1])
 
 
-RESPONSE_EVALUATION_SCORE_SPEC = register(MetricSpec(
-    name=RESPONSE_EVALUATION_SCORE,
-    evaluate=evaluate_response_evaluation_score,
-    kind="vertex",
-    description="Coherence of each final response, 1 to 5, scored by the Vertex AI evaluation service",
-    needs_reference=True,  # as ADK: expected invocations are required
-))
-MULTI_TURN_TASK_SUCCESS_SPEC = register(MetricSpec(
-    name=MULTI_TURN_TASK_SUCCESS_V1,
-    evaluate=evaluate_task_success,
-    kind="vertex",
-    description="Did the agent achieve the user's goal over the conversation? (Vertex AI, 0 to 1)",
-    needs_reference=False,
-))
-MULTI_TURN_TRAJECTORY_QUALITY_SPEC = register(MetricSpec(
-    name=MULTI_TURN_TRAJECTORY_QUALITY_V1,
-    evaluate=evaluate_trajectory_quality,
-    kind="vertex",
-    description="Quality of the path the agent took over the conversation (Vertex AI, 0 to 1)",
-    needs_reference=False,
-))
-MULTI_TURN_TOOL_USE_QUALITY_SPEC = register(MetricSpec(
-    name=MULTI_TURN_TOOL_USE_QUALITY_V1,
-    evaluate=evaluate_tool_use_quality,
-    kind="vertex",
-    description="Quality of the agent's tool use over the conversation (Vertex AI, 0 to 1)",
-    needs_reference=False,
-))
+RESPONSE_EVALUATION_SCORE_SPEC = builtin(
+    RESPONSE_EVALUATION_SCORE, evaluate_response_evaluation_score,
+    "Coherence of each final response, 1 to 5, scored by the Vertex AI evaluation service")
+MULTI_TURN_TASK_SUCCESS_SPEC = builtin(
+    MULTI_TURN_TASK_SUCCESS_V1, evaluate_task_success,
+    "Did the agent achieve the user's goal over the conversation? (Vertex AI, 0 to 1)")
+MULTI_TURN_TRAJECTORY_QUALITY_SPEC = builtin(
+    MULTI_TURN_TRAJECTORY_QUALITY_V1, evaluate_trajectory_quality,
+    "Quality of the path the agent took over the conversation (Vertex AI, 0 to 1)")
+MULTI_TURN_TOOL_USE_QUALITY_SPEC = builtin(
+    MULTI_TURN_TOOL_USE_QUALITY_V1, evaluate_tool_use_quality,
+    "Quality of the agent's tool use over the conversation (Vertex AI, 0 to 1)")

@@ -89,6 +89,13 @@ class Criterion:
             typed=typed,
         )
 
+    @property
+    def judge_requested(self) -> bool:
+        """The criterion names judge_model_options: a metric computed elsewhere by default (safety_v1 runs
+        on Vertex AI, as in ADK) is scored by tui-eval's LLM judge instead. Metrics whose catalog kind is
+        `judge` ask the judge whatever their criterion says (`MetricInfo.needs_judge`)."""
+        return "judge_model_options" in self.raw
+
     def to_dict(self) -> dict[str, Any]:
         """The ADK BaseCriterion shape for results: threshold plus the keys the user gave."""
         out: dict[str, Any] = {"threshold": self.threshold}

@@ -1,7 +1,10 @@
-"""THE catalog of metric names: for each of google-adk 2.13's built-in metrics, its criterion model and kind.
+"""THE metric catalog: one row per built-in metric (name, criterion model, kind, what it needs, module).
 
-The criterion models mirror ADK's `eval_metrics.py` (BaseCriterion, LlmAsAJudgeCriterion, ...). This is
-the only list of metric names; which of them tui-eval can run is the metrics package's business.
+As ADK's `metric_evaluator_registry.py` pairs each metric with its criterion and evaluator, each row here
+pairs a name with the criterion model its config object is read with (mirroring ADK's `eval_metrics.py`:
+BaseCriterion, LlmAsAJudgeCriterion, ...), how it is computed, what it needs before it can run, and the
+module that implements it. This is the only list of metric names; `metrics/base.py` imports a row's
+module when a run names the metric, and the metric modules take their flags from their row.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ class MetricKind(str, Enum):
     """How a metric is computed."""
 
     DETERMINISTIC = "deterministic"
-    # Asks a Gemini judge (through tui-eval's judge service).
-    GEMINI_JUDGE = "gemini_judge"
+    # Asks an LLM judge (through tui-eval's judge service: Gemini, or `openai:...`).
+    JUDGE = "judge"
     # ADK computes it with the Vertex AI evaluation service.
     VERTEX = "vertex"
     # Reported for every eval, never passes or fails (ADK's efficiency metrics: status INFORMATIONAL).
@@ -141,39 +144,55 @@ class LlmBackedUserSimulatorCriterion(LlmAsAJudgeCriterion):
 
 @dataclass(frozen=True, slots=True)
 class MetricInfo:
-    """A metric's name, the criterion model its config object is read with, and how it is computed."""
+    """One metric: its name, the criterion model its config object is read with, how it is computed, what
+    it needs before it can run, and the module that registers its evaluate function."""
 
     name: str
     criterion: type[BaseCriterion]
     kind: MetricKind
+    module: str
+    # Compares with expected turns: NOT_EVALUATED on scenario cases and when turn counts differ.
+    needs_reference: bool = False
+    # Only meaningful on conversation_scenario cases (the user-simulator metric).
+    scenario_only: bool = False
+
+    @property
+    def needs_judge(self) -> bool:
+        """Asks an LLM judge: NOT_EVALUATED with the judge's reason when no judge is available. (A
+        criterion may ask for the judge itself: `Criterion.judge_requested`, safety_v1's judge mode.)"""
+        return self.kind is MetricKind.JUDGE
 
 
 def _catalog(*infos: MetricInfo) -> dict[str, MetricInfo]:
     return {info.name: info for info in infos}
 
 
-_D, _J, _V, _I = MetricKind.DETERMINISTIC, MetricKind.GEMINI_JUDGE, MetricKind.VERTEX, MetricKind.INFORMATIONAL
+_D, _J, _V, _I = MetricKind.DETERMINISTIC, MetricKind.JUDGE, MetricKind.VERTEX, MetricKind.INFORMATIONAL
+_M = "tui_eval.metrics."
 
-# google-adk 2.13's PrebuiltMetrics, in its order. safety_v1 runs on Vertex AI as in ADK; its criterion
-# still reads judge options, which send it to tui-eval's Gemini judge instead.
+# google-adk 2.13's PrebuiltMetrics, in its order. safety_v1 runs on Vertex AI as in ADK; a criterion
+# that names judge options sends it to tui-eval's judge instead (`Criterion.judge_requested`).
 CATALOG: dict[str, MetricInfo] = _catalog(
-    MetricInfo("tool_trajectory_avg_score", ToolTrajectoryCriterion, _D),
-    MetricInfo("response_evaluation_score", BaseCriterion, _V),
-    MetricInfo("response_match_score", BaseCriterion, _D),
-    MetricInfo("safety_v1", LlmAsAJudgeCriterion, _V),
-    MetricInfo("final_response_match_v2", LlmAsAJudgeCriterion, _J),
-    MetricInfo("rubric_based_final_response_quality_v1", RubricsBasedCriterion, _J),
-    MetricInfo("hallucinations_v1", HallucinationsCriterion, _J),
-    MetricInfo("rubric_based_tool_use_quality_v1", RubricsBasedCriterion, _J),
-    MetricInfo("per_turn_user_simulator_quality_v1", LlmBackedUserSimulatorCriterion, _J),
-    MetricInfo("multi_turn_task_success_v1", BaseCriterion, _V),
-    MetricInfo("multi_turn_trajectory_quality_v1", BaseCriterion, _V),
-    MetricInfo("multi_turn_tool_use_quality_v1", BaseCriterion, _V),
-    MetricInfo("rubric_based_multi_turn_trajectory_quality_v1", RubricsBasedCriterion, _J),
-    MetricInfo("tool_call_count_v1", BaseCriterion, _I),
-    MetricInfo("inference_call_count_v1", BaseCriterion, _I),
-    MetricInfo("token_usage_v1", BaseCriterion, _I),
-    MetricInfo("invocation_duration_v1", BaseCriterion, _I),
+    MetricInfo("tool_trajectory_avg_score", ToolTrajectoryCriterion, _D, _M + "trajectory", needs_reference=True),
+    # As ADK: expected invocations are required.
+    MetricInfo("response_evaluation_score", BaseCriterion, _V, _M + "vertex", needs_reference=True),
+    MetricInfo("response_match_score", BaseCriterion, _D, _M + "response_match", needs_reference=True),
+    MetricInfo("safety_v1", LlmAsAJudgeCriterion, _V, _M + "llm"),
+    MetricInfo("final_response_match_v2", LlmAsAJudgeCriterion, _J, _M + "llm", needs_reference=True),
+    MetricInfo("rubric_based_final_response_quality_v1", RubricsBasedCriterion, _J, _M + "llm"),
+    MetricInfo("hallucinations_v1", HallucinationsCriterion, _J, _M + "llm"),
+    MetricInfo("rubric_based_tool_use_quality_v1", RubricsBasedCriterion, _J, _M + "llm"),
+    MetricInfo("per_turn_user_simulator_quality_v1", LlmBackedUserSimulatorCriterion, _J,
+               _M + "user_simulator_quality", scenario_only=True),
+    MetricInfo("multi_turn_task_success_v1", BaseCriterion, _V, _M + "vertex"),
+    MetricInfo("multi_turn_trajectory_quality_v1", BaseCriterion, _V, _M + "vertex"),
+    MetricInfo("multi_turn_tool_use_quality_v1", BaseCriterion, _V, _M + "vertex"),
+    MetricInfo("rubric_based_multi_turn_trajectory_quality_v1", RubricsBasedCriterion, _J,
+               _M + "llm.multi_turn_trajectory"),
+    MetricInfo("tool_call_count_v1", BaseCriterion, _I, _M + "efficiency"),
+    MetricInfo("inference_call_count_v1", BaseCriterion, _I, _M + "efficiency"),
+    MetricInfo("token_usage_v1", BaseCriterion, _I, _M + "efficiency"),
+    MetricInfo("invocation_duration_v1", BaseCriterion, _I, _M + "efficiency"),
 )
 
 
@@ -211,25 +230,18 @@ class CesHallucinationCriterion(HallucinationsCriterion):
 # CES (Customer Engagement Suite) metrics: scored on eval cases imported from CES (they carry a `ces`
 # key); an eval set with such cases gets them added with CES's thresholds (tui_eval/metrics/ces.py).
 CATALOG.update(_catalog(
-    MetricInfo("ces_tool_invocation", CesToolInvocationCriterion, _D),
-    MetricInfo("ces_parameter_correctness", BaseCriterion, _D),
-    MetricInfo("ces_tool_ordered_invocation", BaseCriterion, _I),
-    MetricInfo("ces_semantic_similarity", CesSemanticSimilarityCriterion, _J),
-    MetricInfo("ces_hallucination", CesHallucinationCriterion, _J),
-    MetricInfo("ces_latency", BaseCriterion, _I),
+    MetricInfo("ces_tool_invocation", CesToolInvocationCriterion, _D, _M + "ces", needs_reference=True),
+    MetricInfo("ces_parameter_correctness", BaseCriterion, _D, _M + "ces", needs_reference=True),
+    MetricInfo("ces_tool_ordered_invocation", BaseCriterion, _I, _M + "ces", needs_reference=True),
+    MetricInfo("ces_semantic_similarity", CesSemanticSimilarityCriterion, _J, _M + "ces", needs_reference=True),
+    MetricInfo("ces_hallucination", CesHallucinationCriterion, _J, _M + "ces"),
+    MetricInfo("ces_latency", BaseCriterion, _I, _M + "ces"),
 ))
 
 METRIC_NAMES: tuple[str, ...] = tuple(CATALOG)
 
 # ADK appends these to every eval; they take no threshold (naming one in criteria is an error).
 INFORMATIONAL_METRICS: tuple[str, ...] = tuple(n for n, i in CATALOG.items() if i.kind is MetricKind.INFORMATIONAL)
-
-
-def criterion_keys(name: str) -> frozenset[str]:
-    """The option keys a metric's criterion reads (snake_case), threshold included."""
-    info = CATALOG.get(name)
-    model = info.criterion if info is not None else BaseCriterion
-    return frozenset(model.model_fields)
 
 
 class CodeConfig(EvalBaseModel):

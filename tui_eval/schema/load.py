@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_snake
 
 from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, json_type_name, schema_error, syntax_error
 from .legacy import is_legacy, read_legacy
-from .model import Content, EvalCase, EvalSet, Invocation, LoadContext, Rubric, share_loaded_fields_sets
+from .model import Content, EvalCase, EvalSet, Invocation, LoadContext, share_loaded_fields_sets
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +53,6 @@ def read_invocation(data: Any, path: str = "$") -> Invocation:
 
 def read_eval_case(data: Any, path: str = "$") -> EvalCase:
     return _validate(EvalCase, data, path)
-
-
-def read_rubric(data: Any, path: str = "$") -> Rubric:
-    return _validate(Rubric, data, path)
 
 
 def _top_level(data: dict[str, Any]) -> tuple[list[Issue], list[str], set[str]]:
@@ -349,7 +345,3 @@ def load_eval_set(path: str | Path) -> EvalSet:
     eval_set = parse_eval_set(read_regular_file(path), path)[0]
     share_loaded_fields_sets(eval_set.eval_cases)
     return eval_set
-
-
-def is_eval_file(path: Path) -> bool:
-    return path.name.endswith(EVAL_FILE_SUFFIXES)

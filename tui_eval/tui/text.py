@@ -172,11 +172,6 @@ def _marked(text: str, spans: list[tuple[int, int]], opener: str, closer: str, s
     return Content("").join(parts)
 
 
-def join_lines(lines: list[Content | str]) -> Content:
-    """Lines joined with newlines (str lines are taken literally)."""
-    return Content("\n").join(line if isinstance(line, Content) else plain(line) for line in lines)
-
-
 def rich_style(app: Any, var: str, **attributes: Any) -> Any:
     """A Rich Style coloured by a theme variable (for Rich Text cells, e.g. in a DataTable)."""
     from rich.style import Style

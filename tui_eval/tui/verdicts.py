@@ -403,10 +403,6 @@ def configured_match_type(result: CaseResult | None, stored: TrajectoryDetails |
 # ---- hallucinations -------------------------------------------------------------------------------
 
 
-def sentences_of(details: MetricDetails | None) -> list[SentenceVerdict]:
-    return list(details.sentences) if isinstance(details, HallucinationDetails) else []
-
-
 def _label_style(label: str | None) -> str:
     return LABEL_STYLE.get(label, "$text-muted") if label else "$text-muted"
 

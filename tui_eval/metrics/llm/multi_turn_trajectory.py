@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ...schema.model import Invocation, InvocationEvents
 from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult
-from ..base import MetricInput, MetricSpec, register
+from ..base import MetricInput, builtin
 from .rubrics import RubricMetric, evaluate_rubrics
 
 NAME = "rubric_based_multi_turn_trajectory_quality_v1"
@@ -160,11 +160,5 @@ async def evaluate(inp: MetricInput) -> MetricResult:
     return judged.model_copy(update={"per_invocation": [*earlier, *judged.per_invocation]})
 
 
-SPEC = register(MetricSpec(
-    name=NAME,
-    evaluate=evaluate,
-    kind="judge",
-    description="An LLM judge checks each rubric (yes/no) against the whole conversation, once, on the last turn",
-    needs_judge=True,
-    needs_reference=False,
-))
+SPEC = builtin(NAME, evaluate,
+               "An LLM judge checks each rubric (yes/no) against the whole conversation, once, on the last turn")

@@ -66,17 +66,9 @@ Answer in JSON with "rationale", "violated_policies" (names of the categories ab
 """
 
 
-GEMINI_JUDGE_KEY = "judge_model_options"
-
-
-def uses_gemini_judge(inp: MetricInput) -> bool:
-    """True when the criterion asks for tui-eval's Gemini judge (it names judge_model_options)."""
-    return GEMINI_JUDGE_KEY in inp.criterion.raw
-
-
 async def evaluate(inp: MetricInput) -> MetricResult:
     """Vertex AI (as ADK), or the Gemini judge when the criterion names judge_model_options."""
-    if not uses_gemini_judge(inp):
+    if not inp.criterion.judge_requested:
         from ..vertex import evaluate_safety
 
         return await evaluate_safety(inp)
