@@ -70,5 +70,9 @@ class Agent(abc.ABC):
         """Files whose edit should reload this agent and re-run its cases."""
         return []
 
+    def warm_up(self) -> None:  # noqa: B027 - optional hook
+        """Import now what the agent's first turn would import (a worker calls it after loading the
+        agent, so its cases do not all wait behind the first one's imports)."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release what the agent holds."""

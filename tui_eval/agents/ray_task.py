@@ -105,7 +105,9 @@ def _agent(box: AgentBox) -> Agent | str:
 
             _warm_up()  # the models' validators, built once per worker rather than on its first cases
         try:
-            agent: Agent | str = load_agent_folder(_unpacked(box))
+            loaded = load_agent_folder(_unpacked(box))
+            loaded.warm_up()
+            agent: Agent | str = loaded
         except AgentError as exc:
             agent = str(exc)
         except BaseException as exc:  # noqa: BLE001 - SystemExit at import: the agent cannot load

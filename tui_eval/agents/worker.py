@@ -83,6 +83,7 @@ class _Worker:
         name, error = "", None
         try:
             self.agent = load_agent_folder(folder)
+            self.agent.warm_up()
             name = self.agent.name
         except AgentError as exc:
             error = str(exc)
