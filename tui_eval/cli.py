@@ -593,9 +593,6 @@ def cmd_open(args: argparse.Namespace) -> int:
         raise UsageError(f"{local}: no such file or folder")
     if args.num_runs < 1:
         raise UsageError("--num-runs must be at least 1")
-    # Textual and the dashboard's modules make many objects and no garbage: no collections while they
-    # import (57 collections, 12.5-13 ms of a 275-290 ms import). run_app owns the GC from here on.
-    gc.disable()
     from .tui.app import run_app
 
     return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs,

@@ -77,10 +77,21 @@ def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
 
 
 async def settle(pilot: Any, *, timeout: float = 20.0) -> None:
-    """Wait for loading, runs and edits to finish and their results to reach the screen."""
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    pilot.app.pull()
+    """Wait for loading, runs (in the engine process) and edits to finish and their results to reach
+    the screen."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        app.pull()
+        model = app.model
+        if not model.loading and (model.engine_ready or model.engine_gone) and not model.busy \
+                and not app.workers and not len(model.inbox):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError("the dashboard did not settle in time")
+        await pilot.pause(0.02)
     await pilot.pause()
 
 

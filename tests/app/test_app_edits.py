@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from tests.app.conftest import settle
+from tui_eval.tui.messages import EditKind, EditRequested
 
 
 async def test_accept_turn_after_confirm(workspace: Path, make_app) -> None:
@@ -66,6 +67,7 @@ async def test_accept_needs_a_result(workspace: Path, make_app) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "agent_crash")
-        app.accept_case(key)
+        app.main.post_message(EditRequested(EditKind.ACCEPT_CASE, key))
         await pilot.pause()
         assert app.screen.id == "main"  # no confirm: nothing to accept
+        assert any("No actual turns to accept" in n.message for n in app._notifications)

@@ -4,6 +4,7 @@ kept the UI thread in it for seconds."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from tests.app.conftest import settle
 from tests.support.evalfiles import case, turn, write_set
 from tui_eval.tui import app as app_module
+from tui_eval.tui import readmodel
 from tui_eval.tui.runbook import RunBook
 
 CASES = 400
@@ -20,7 +22,7 @@ async def test_the_run_book_is_fed_a_slice_a_tick_and_its_timeline_entry_counts_
         tmp_path: Path, make_app, monkeypatch: pytest.MonkeyPatch) -> None:
     write_set(tmp_path / "many.evalset.json", "many",
               *[case(f"c{i:03d}", turn(f"q{i}", "same answer")) for i in range(CASES)])
-    monkeypatch.setattr(app_module, "FOLD_CHUNK", 50)
+    monkeypatch.setattr(readmodel, "FOLD_CHUNK", 50)
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -47,15 +49,18 @@ async def test_a_run_started_while_the_last_ones_cases_are_still_folding_keeps_i
     write_set(tmp_path / "many.evalset.json", "many",
               *[case(f"c{i:03d}", turn(f"q{i}", "same answer")) for i in range(CASES)])
     # One case a tick: the first run ends long before the screen has folded its cases.
-    monkeypatch.setattr(app_module, "FOLD_CHUNK", 1)
+    monkeypatch.setattr(readmodel, "FOLD_CHUNK", 1)
     monkeypatch.setattr(app_module, "FOLD_BUDGET", 0.0)
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("R")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        assert app._finished_backlog  # the first run's cases are still being folded
+        # The engine finishes the run long before the ticks (one case each) stored its cases.
+        deadline = time.monotonic() + 30
+        while app.run_state.active and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert app.run_state.phase == "finished"
+        assert app.model.backlog  # the first run's cases are still being folded
         await pilot.press("R")
         await settle(pilot)
         second, first = app.catalog.run_book.timeline[:2]

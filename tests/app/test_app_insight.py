@@ -227,7 +227,7 @@ async def test_live_saves_add_timeline_entries_with_the_cases_they_flipped(tmp_p
     source = agent.read_text()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, app.bridge.watch_ready.is_set)
+        await wait_until(pilot, lambda: app.model.watch_ready)
         await pilot.press("R")  # flip passes (its first call says heads)
         await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 1 and not app.busy, timeout=30)
         # Saved with a bug: flip always says tails. The live re-run breaks it.

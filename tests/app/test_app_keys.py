@@ -57,11 +57,11 @@ async def test_footer_shows_cancel_only_while_running(workspace: Path, make_app)
         await settle(pilot)
         assert app.main.check_action("cancel_run", ()) is False
         assert app.main.check_action("run_all", ()) is True
-        app.bridge.new_run("pretend")
+        app.model.new_run("pretend")
         app.pull()  # engine state reaches the screens through the pull loop (the app's `busy`)
         assert app.main.check_action("cancel_run", ()) is True
         assert app.main.check_action("run_all", ()) is None  # shown, disabled
-        app.bridge.current.finish("finished")
+        app.model.current.finish("finished")
 
 
 async def test_keys_are_refused_while_loading(tmp_path: Path, make_app) -> None:

@@ -19,7 +19,7 @@ def set_label(app, name: str) -> str:
 
 async def start(app, pilot) -> None:
     await settle(pilot)
-    await wait_until(pilot, app.bridge.watch_ready.is_set)
+    await wait_until(pilot, lambda: app.model.watch_ready)
 
 
 async def test_saved_files_reload_and_broken_ones_stay_stale(workspace: Path, make_app) -> None:
@@ -54,7 +54,7 @@ async def test_live_mode_reruns_only_the_edited_case(workspace: Path, make_app) 
         await start(app, pilot)
         await pilot.press("l")
         assert app.live
-        await wait_until(pilot, app.bridge.watch_ready.is_set)
+        await wait_until(pilot, lambda: app.model.watch_ready)
         assert "live on" in str(app.main.query_one("#topbar").render())
         data = json.loads(path.read_text())
         data["eval_cases"][1]["conversation"][0]["final_response"]["parts"][0]["text"] = "Sunny tomorrow in Paris."

@@ -17,7 +17,8 @@ from tui_eval.tui.app import EvalApp, _reported
 
 TUI = Path(app_module.__file__).parent
 BUSINESS = {"start_run", "cancel_run", "accept_turn", "accept_case", "delete_turn", "delete_case", "open_turn",
-            "open_history", "set_live", "set_agent_reruns", "jump_to", "metric_names", "bridge"}
+            "open_history", "set_live", "set_agent_reruns", "jump_to", "metric_names", "engine", "loader",
+            "reload_file"}
 
 
 def test_screens_widgets_and_commands_never_call_the_app_business_methods() -> None:
@@ -47,11 +48,11 @@ class FaultyApp(EvalApp):
     def on_boom(self, message: Boom) -> None:
         raise RuntimeError(message.text)
 
-    def _fold(self, main) -> None:  # type: ignore[no-untyped-def]
+    def _fold(self, main, budget=None) -> None:  # type: ignore[no-untyped-def]
         if self.fold_failures:
             self.fold_failures -= 1
             raise ValueError("state could not be folded")
-        super()._fold(main)
+        super()._fold(main, budget)
 
 
 def errors(app) -> list[str]:
@@ -82,16 +83,3 @@ async def test_a_failing_pull_is_shown_once_and_the_loop_goes_on(workspace: Path
             # Once the fault is gone the loop folds again: the folder's files reach the top bar.
             assert "eval files" in str(app.main.query_one("#topbar").render())
     assert sum("Could not update the screen" in r.getMessage() for r in caplog.records) == 1
-
-
-async def test_the_app_tells_the_entry_point_when_the_heap_churns_and_settles(workspace: Path, make_app) -> None:
-    phases: list[str] = []
-    app = make_app(workspace, on_heap_phase=phases.append)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.pause()
-        assert phases == ["settled"]  # the folder is loaded
-        await pilot.press("R")
-        await settle(pilot)
-        assert app.run_state is not None and app.run_state.phase == "finished"
-        assert phases == ["settled", "run", "settled"]

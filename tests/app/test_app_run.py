@@ -138,21 +138,3 @@ async def test_a_misspelt_criterion_is_an_error_on_screen_not_a_dropped_metric(w
         assert app.run_state.cases_done == 0
         key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
         assert app.catalog.results.origin(key).startswith("saved")
-
-
-async def test_a_key_during_a_run_pauses_the_engine_until_it_is_painted(tmp_path: Path, make_app) -> None:
-    root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.3)
-    app = make_app(root, recording=None, run_options=None)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("R")
-        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
-        assert app.bridge.busy and not app.priority.held
-        await pilot.press("down")
-        # Held from the key until the screen is painted, then released (the engine goes on).
-        await wait_until(pilot, lambda: not app.priority.held)
-        await settle(pilot)
-        assert app.run_state.phase == "finished" and app.run_state.cases_done == 40
-        # No run: keys never hold the engine.
-        await pilot.press("up")
-        assert not app.priority.held

@@ -204,7 +204,7 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
         seen: list[tuple[str, int, int]] = []
 
         def progressed() -> bool:
-            snap = app.bridge.current
+            snap = app.model.current
             if snap is not None:
                 seen.append((snap.phase, snap.cases_done, snap.cases_total))
             return snap is not None and not snap.active
@@ -212,7 +212,7 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
         await wait_until(pilot, progressed, timeout=20)
         # Streamed: the run was seen part-way (some of the 3 done) before it finished.
         assert any(phase == "running" and 0 < done < total == 3 for phase, done, total in seen), seen
-        final = app.bridge.current
+        final = app.model.current
         assert final is not None and final.phase == "finished"
         assert (final.cases_done, final.counts[1], final.counts[2]) == (3, 2, 1)
         status_line = str(app.main.run_panel.query_one("#run-status").render())
@@ -244,8 +244,8 @@ async def test_one_case_runs_alone_and_x_stops_following(ces, tmp_path: Path, ma
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
         assert run_args["evaluations"] == ["weather-golden"]  # an id, as the reference says, not a resource name
         await pilot.press("x")
-        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active, timeout=5)
-        assert app.bridge.current.phase == "cancelled"
+        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active, timeout=5)
+        assert app.model.current.phase == "cancelled"
         await wait_until(pilot, lambda: any("goes on in CES" in m for m in messages(app)))
         assert app.is_running
 
@@ -262,8 +262,8 @@ async def test_a_failing_operation_is_one_line_and_the_app_goes_on(ces, tmp_path
         await settle(pilot)
         await wait_until(pilot, lambda: bool(app.catalog.files))
         await pilot.press("C")
-        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active)
-        assert app.bridge.current.phase == "failed"
+        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
+        assert app.model.current.phase == "failed"
         failed = [m for m in messages(app) if "failed" in m]
         assert failed and "FAILED_PRECONDITION: the app has no deployed version" in failed[-1]
         assert all("\n" not in m and "Traceback" not in m for m in messages(app))
@@ -366,8 +366,8 @@ async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Pa
         await pilot.press("escape")
         await open_case(pilot, "fail-golden")
         await pilot.press("C")  # the case names its app; its results come back to this file
-        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active, 20)
-        assert app.bridge.current.phase == "finished"
+        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active, 20)
+        assert app.model.current.phase == "finished"
         await wait_until(pilot, lambda: "CES ✘ fail-golden" in app.main.browser._case_label(
             app.catalog.key(path, "fail-golden")).plain)
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
@@ -385,8 +385,8 @@ async def test_a_run_that_ends_in_error_shows_why(ces, tmp_path: Path, make_app)
         await settle(pilot)
         await wait_until(pilot, lambda: bool(app.catalog.files))
         await pilot.press("C")
-        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active)
-        assert app.bridge.current.phase == "failed"
+        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
+        assert app.model.current.phase == "failed"
         await wait_until(pilot, lambda: "INTERNAL: the simulator crashed" in str(
             app.main.run_panel.query_one("#run-status").render()))
         assert app.is_running

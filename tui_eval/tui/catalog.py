@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .runbook import RunBook
-from .state import Results
+from .state import Packed, Results
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
@@ -175,8 +175,7 @@ class Catalog:
 
     def poll(self) -> WorkspaceDelta:
         """Compare the workspace with what was seen last time (cheap identity checks: a reload makes new
-        objects), and track added and removed eval files. The loader and the engine mutate the workspace
-        in their threads; this only reads it."""
+        objects), and track added and removed eval files. The read model swaps files' states in."""
         delta = WorkspaceDelta()
         ws = self.workspace
         if ws is None:
@@ -309,6 +308,10 @@ class Catalog:
             self._case_index[path] = cached
         return cached[1]
 
+    def adopt_index(self, path: Path, cases: list[EvalCase], by_id: dict[str, EvalCase]) -> None:
+        """Use a file's case index built off the UI thread (the dashboard's loader builds it)."""
+        self._case_index[path] = ((id(cases), len(cases)), by_id)
+
     def index_cases(self) -> None:
         """Build every loaded file's case index now. The loader calls this on its thread: the first run's
         results look each case up, and indexing a 100,000-case file there held the UI thread (and every
@@ -336,13 +339,7 @@ class Catalog:
         return self.results.origin_text(key, self.clock(), short=short)
 
     def case_status(self, key: CaseKey) -> int | None:
-        result = self.results.get(key)
-        if result is None:
-            return None
-        if self.filter.metric:
-            metric = result.metric(self.filter.metric)
-            return int(metric.status) if metric is not None else None
-        return int(result.status)
+        return self.results.status(key, self.filter.metric)
 
     def score_metric(self, key: CaseKey) -> MetricResult | None:
         """The metric whose value is shown beside a case: the filtered metric, else the deciding one."""
@@ -403,7 +400,7 @@ class Catalog:
 
     def turn_status(self, key: CaseKey, index: int) -> int | None:
         """A turn's status in the case's latest result (under the metric filter)."""
-        return turn_status_of(self.results.get(key), index, self.filter.metric)
+        return self.results.turn_status(key, index, self.filter.metric)
 
     def counts(self, path: Path) -> dict[int | None, int]:
         """Cases of a file by status. Cached per file and metric filter; `set_result` keeps the cache
@@ -424,7 +421,7 @@ class Catalog:
         self._counts[path] = (stamp, out)
         return out
 
-    def set_result(self, key: CaseKey, result: CaseResult | None, origin: str = "",
+    def set_result(self, key: CaseKey, result: CaseResult | Packed | None, origin: str = "",
                    saved_at: float | None = None) -> None:
         """Store (or, with None, forget) a case's latest result, keeping the file's counts current. O(1)."""
         path = self.path_of(key)
@@ -460,8 +457,7 @@ class Catalog:
         if f.flaky_only and self.flaky(key) is None:
             return False
         if f.metric and not f.failed_only:
-            result = self.results.get(key)
-            if result is None or result.metric(f.metric) is None:
+            if not self.results.has_metric(key, f.metric):
                 return False
         if f.query:
             needle = f.query.lower()
@@ -485,4 +481,4 @@ class Catalog:
         return self._ordered(path, cases)
 
     def failed_keys(self) -> list[CaseKey]:
-        return [k for k in self.all_keys() if (r := self.results.get(k)) is not None and int(r.status) == FAILED]
+        return [k for k in self.all_keys() if self.results.status(k) == FAILED]

@@ -117,7 +117,7 @@ class CesLink:
             return False
         target, evaluations = found
         label = f"CES run {short_name(target.app)}" + (f" {short_name(evaluations[0])}" if evaluations else "")
-        state = self.app.bridge.new_run(label)
+        state = self.app.model.new_run(label)
         if state is None:
             self.app.notify("A run is in progress: x cancels it.", severity="warning")
             return False
@@ -176,26 +176,12 @@ class CesLink:
         self.app.notify(text, title="CES", severity=severity, markup=False, timeout=timeout)  # type: ignore[arg-type]
 
     def _reload(self, path: Path) -> None:
-        """Reload a pulled file in the engine once the folder is loaded, then redraw its cases everywhere."""
+        """Reload a pulled file (here and in the engine) once the folder is loaded; the next pull redraws
+        its cases everywhere."""
         app = self.app
         deadline = time.monotonic() + 60
-        while app.inbox.loading and time.monotonic() < deadline:
+        while app.model.loading and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not path.exists() or app.bridge.session is None:
+        if not path.exists():
             return
-        try:
-            app.bridge.reload(path.resolve())
-        except (OSError, TimeoutError) as exc:
-            log.warning("could not reload %s: %s", path, exc)
-            return
-        if app.is_running:
-            app.call_from_thread(self._redraw, path.resolve())
-
-    def _redraw(self, path: Path) -> None:
-        app = self.app
-        app.pull()
-        keys = {app.catalog.key(path, c.eval_id) for c in app.catalog.cases(path)}
-        for screen in app.screen_stack:
-            refresh = getattr(screen, "refresh_keys", None)
-            if refresh is not None and keys:
-                refresh(keys)
+        app.reload_file(path.resolve())

@@ -1,31 +1,71 @@
-"""Start-up loading, off the UI thread: discover the folder, parse eval files, read the newest saved results.
+"""The dashboard's own copy of the folder's files, read off the UI thread.
 
-Runs in a thread worker after the first frame. Files land in the Workspace one by one (the browser
-polls it, so they stream into the tree); saved results go through the Inbox.
+A `FolderLoader` owns a private Workspace that only its callers' threads (the start-up loader, reload
+workers) touch, one at a time. Each file it reads becomes a `FileLoaded` record in the dashboard's one
+inbound queue, carrying a copy of the file's state and its case index; the read model folds it into
+the Workspace the widgets read, on the UI thread. Saved results become `ResultLoaded` records the same
+way. The engine (another process) reads the same files for itself.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from .state import Inbox
-
-log = logging.getLogger(__name__)
+from ..engine.saved import history_dir_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
-    from ..engine.workspace import Workspace
-    from ..schema.results import CaseResult, EvalSetResult
+    from ..engine.feed import CaseSummary
+    from ..engine.workspace import ConfigState, EvalFileState, Workspace
+    from ..schema.model import EvalCase
+    from ..schema.results import CaseResult
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FileLoaded", "FolderLoader", "LoadDone", "Notice", "ResultLoaded", "history_dir_for",
+           "load_workspace", "saved_origin"]
 
 
-def history_dir_for(workspace: Workspace, eval_file: Path) -> Path:
-    """Where runs of an eval file keep their history (the rule is `engine.store.history_dir`)."""
-    from ..engine.store import history_dir
+@dataclass(frozen=True, slots=True)
+class FileLoaded:
+    """A file as just read: `state` a copy of its EvalFileState or ConfigState (None: it is gone).
+    `index` maps eval ids to the eval set's cases (built here, not on the UI thread)."""
 
-    return history_dir(eval_file, workspace.agent_for(eval_file))
+    path: Path
+    kind: str  # "eval" | "config"
+    state: EvalFileState | ConfigState | None
+    agent_dirs: frozenset[Path]
+    index: dict[str, EvalCase] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultLoaded:
+    """A case's latest saved result, with its summary (computed here, not on the UI thread)."""
+
+    key: CaseKey
+    summary: CaseSummary
+    result: CaseResult
+    origin: str
+    saved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LoadDone:
+    """The start-up scan (files and saved results) is over."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A line for the user (a notification)."""
+
+    text: str
+    severity: str = "information"
 
 
 def load_workspace(workspace: Workspace, cancelled: Callable[[], bool] = lambda: False) -> None:
@@ -40,78 +80,79 @@ def load_workspace(workspace: Workspace, cancelled: Callable[[], bool] = lambda:
         workspace.reload(path)
 
 
-def load_latest_results(
-    workspace: Workspace, inbox: Inbox, cancelled: Callable[[], bool] = lambda: False
-) -> dict[CaseKey, CaseResult]:
-    """Each case's latest saved result across its eval set's whole history, not just the newest record:
-    a failures-only, selected or cancelled run covers some cases, and older runs still speak for the rest.
-
-    Records are read newest first and reading stops once every case of the file has a result, so a
-    folder whose newest run was a full one costs one record per eval file, as before."""
-    from ..engine.events import CaseKey
-    from ..engine.store import list_history
-
-    by_dir: dict[Path, list[Path]] = {}
-    for path, state in list(workspace.eval_files.items()):
-        if state.eval_set is not None:
-            by_dir.setdefault(history_dir_for(workspace, path), []).append(path)
-    loaded: dict[CaseKey, CaseResult] = {}
-    records: dict[Path, EvalSetResult | None] = {}
-    for directory, files in by_dir.items():
-        if cancelled():
-            break
-        entries = list_history(directory)
-        for path in files:
-            file_state = workspace.eval_files.get(path)
-            if not entries or file_state is None or file_state.eval_set is None:
-                continue
-            set_id = file_state.eval_set.eval_set_id
-            agent = workspace.agent_for(path)
-            # A replay of recorded turns is not an agent's result: never its latest status.
-            usable = entries if agent is None or agent.startswith("replay:") else [e for e in entries if not e.replay]
-            same_file = [e for e in usable if e.eval_file and _same_path(e.eval_file, path)]
-            same_set = [e for e in usable
-                        if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]
-            missing = {c.eval_id for c in file_state.eval_set.eval_cases}
-            for entry in same_file or same_set:  # newest first
-                if cancelled() or not missing:
-                    break
-                if entry.path not in records:
-                    records[entry.path] = _read(entry.path, inbox)
-                result = records[entry.path]
-                if result is None:
-                    continue
-                for case in result.case_results:
-                    key = CaseKey(str(path), case.eval_id)
-                    if key in loaded:
-                        continue
-                    missing.discard(case.eval_id)
-                    loaded[key] = case
-                    # Tagged when the dashboard runs no replay itself (a replay-mode dashboard says so on top).
-                    tag = entry.replay and agent is None
-                    inbox.push_result(key, case, saved_origin(entry.creation_timestamp, replay=tag),
-                                      entry.creation_timestamp)
-    return loaded
-
-
 def saved_origin(timestamp: float, *, replay: bool = False) -> str:
     """Where a saved result came from, as the summary shows it beside its age (a replay says so)."""
     return "saved " + time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp)) + (" · replay" if replay else "")
 
 
-def _read(path: Path, inbox: Inbox) -> EvalSetResult | None:
-    from ..engine.store import load_record
+class FolderLoader:
+    """Reads the folder for the dashboard; `put` is the inbound queue's producer side."""
 
-    try:
-        return load_record(path)[1]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("could not read saved results %s", path, exc_info=exc)
-        inbox.push_message(f"could not read saved results {path.name}: {exc}", "warning")
-        return None
+    def __init__(self, root: Path, agent_ref: str | None, put: Callable[[Any], None]) -> None:
+        from ..engine.workspace import Workspace
+
+        if agent_ref is not None and not agent_ref.startswith("replay:"):
+            agent_ref = str(Path(agent_ref).resolve())
+        self._workspace = Workspace(root, agent_ref=agent_ref)
+        self._put = put
+        self._lock = threading.Lock()
+
+    def mirror(self) -> Workspace:
+        """An empty Workspace with the same root and agent, for the UI thread to fold FileLoaded into."""
+        from ..engine.workspace import Workspace
+
+        ws = self._workspace
+        return Workspace(ws.root, agent_ref=ws.agent_ref, config_override=ws.config_override)
+
+    def load_all(self, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Thread: every file below the root (configs first), then each case's latest saved result."""
+        from ..engine.feed import summarize
+        from ..engine.saved import latest_saved_results
+        from ..schema.config import CONFIG_FILE_NAME
+
+        try:
+            with self._lock:
+                ws = self._workspace
+                paths = ws.discover()
+                configs = [p for p in paths if p.name == CONFIG_FILE_NAME or p == ws.config_override]
+                for path in configs + [p for p in paths if p not in configs]:
+                    if cancelled():
+                        return
+                    self._reload(path)
+                snapshot = _snapshot_of(ws)
+            problem = lambda text: self._put(Notice(text, "warning"))  # noqa: E731
+            for key, result, saved_at, replay in latest_saved_results(snapshot, cancelled, problem):
+                self._put(ResultLoaded(key, summarize(result, insight=False), result,
+                                       saved_origin(saved_at, replay=replay), saved_at))
+        finally:
+            self._put(LoadDone())
+
+    def reload(self, path: Path) -> None:
+        """Thread: re-read one file (the engine reloaded it, or an edit rewrote it)."""
+        with self._lock:
+            self._reload(path)
+
+    def _reload(self, path: Path) -> None:
+        ws = self._workspace
+        change = ws.reload(path)
+        if change.kind == "eval":
+            state: Any = ws.eval_files.get(change.path)
+        elif change.kind == "config":
+            state = ws.configs.get(change.path)
+        else:
+            return
+        copy = dataclasses.replace(state) if state is not None else None
+        eval_set = getattr(copy, "eval_set", None)
+        index = {c.eval_id: c for c in eval_set.eval_cases} if eval_set is not None else None
+        self._put(FileLoaded(change.path, change.kind, copy, frozenset(ws.agent_dirs), index))
 
 
-def _same_path(recorded: str, path: Path) -> bool:
-    try:
-        return Path(recorded).resolve() == path
-    except OSError:
-        return False
+def _snapshot_of(ws: Workspace) -> Workspace:
+    """A shallow copy of a workspace, read by the saved-results scan outside the lock."""
+    from ..engine.workspace import Workspace
+
+    copy = Workspace(ws.root, agent_ref=ws.agent_ref, config_override=ws.config_override)
+    copy.eval_files = {p: dataclasses.replace(s) for p, s in ws.eval_files.items()}
+    copy.configs = {p: dataclasses.replace(s) for p, s in ws.configs.items()}
+    copy.agent_dirs = set(ws.agent_dirs)
+    return copy

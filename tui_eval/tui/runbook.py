@@ -1,7 +1,7 @@
 """What this session's runs add up to beyond each case's latest result: every repetition's result
 (--num-runs), the agent's tokens and tool latency as a run streams, and which cases each run flipped.
 
-Plain state on the UI thread (fed by the app's pull loop from run snapshots, read by the summary, the
+Plain state on the UI thread (fed by the read model's fold, read by the summary, the
 run panel, the turn view and the timeline). Engine modules are imported on first use, not at start-up.
 """
 
@@ -71,8 +71,9 @@ class RunBook:
     #: Repetitions per run (the dashboard's --num-runs).
     num_runs: int = 1
     label: str = ""
-    #: case -> repetition (1-based) -> its result, for the current run (only kept when num_runs > 1).
-    repeats: dict[CaseKey, dict[int, CaseResult]] = field(default_factory=dict)
+    #: case -> repetition (1-based) -> its result (packed until read), for the current run (only kept
+    #: when num_runs > 1).
+    repeats: dict[CaseKey, dict[int, Any]] = field(default_factory=dict)
     #: The agent's tokens per (who, model) in the current run.
     usage: dict[UsageKey, TokenUsage] = field(default_factory=dict)
     timings: list[ToolCallTiming] = field(default_factory=list)
@@ -104,29 +105,30 @@ class RunBook:
         self._open = True
 
     def feed(self, finished: list[tuple[Any, Any]], repetitions: list[int], latest: Any) -> None:
-        """Fold finished cases (before the app stores them as latest: `latest(key)` still gives the
-        result they replace, for the timeline's broke / fixed)."""
+        """Fold finished cases, each a full CaseResult or a `Packed` one as the engine sent it (before the
+        read model stores them as latest: `latest(key)` still gives what they replace, anything with a
+        `status`, for the timeline's broke / fixed)."""
         if not finished:
             return
-        from ..engine.insight import invocation_usage
+        from ..engine.feed import summarize
         from ..engine.pricing import TokenUsage, UsageKey
-        from ..engine.trends import case_tool_timings
+        from .state import Packed
 
         for i, (key, result) in enumerate(finished):
             rep = repetitions[i] if i < len(repetitions) else 1
+            summary = result.summary if isinstance(result, Packed) else summarize(result)
             self.saved.pop(key, None)  # its new result is not saved before its run ends
             if self.num_runs > 1:
                 self.repeats.setdefault(key, {})[rep] = result
             if key not in self._before:
                 old = latest(key)
                 self._before[key] = int(old.status) if old is not None else None
-            self._after[key] = int(result.status)
-            for inv in result.actual:
-                for model, usage in invocation_usage(inv):
-                    k = UsageKey("agent", model)
-                    self.usage[k] = self.usage.get(k, TokenUsage()) + usage
-                    self._usage_version += 1
-            self.timings.extend(case_tool_timings(result))
+            self._after[key] = summary.status
+            for model, usage in summary.usage:
+                k = UsageKey("agent", model)
+                self.usage[k] = self.usage.get(k, TokenUsage()) + usage
+                self._usage_version += 1
+            self.timings.extend(summary.timings)
 
     def finish(self, phase: str, now: float | None = None, saved: list[str] | tuple[str, ...] = ()) -> TimelineEntry | None:
         """The run ended and its records are saved (`saved`: their paths): add it to the timeline (once)."""
@@ -154,9 +156,14 @@ class RunBook:
 
     def runs_of(self, key: CaseKey) -> list[CaseResult | None]:
         """A case's result in each repetition 1..N of the current run (None: not finished)."""
+        from .state import Packed
+
         mine = self.repeats.get(key)
         if not mine:
             return []
+        for rep, result in list(mine.items()):
+            if isinstance(result, Packed):
+                mine[rep] = result.unpack()
         return [mine.get(rep) for rep in range(1, self.num_runs + 1)]
 
     def total_tokens(self) -> TokenUsage | None:

@@ -1,7 +1,6 @@
-"""Plain state shared between producers (loader and engine threads) and the UI, which pulls it on a timer.
+"""Plain state the read model keeps for the widgets: the latest result of each case, and the run in progress.
 
-Producers only call the locked methods here; the UI drains them on its 8 Hz tick. Nothing here imports
-Textual, so it is cheap to import and easy to test.
+Nothing here imports Textual, so it is cheap to import and easy to test.
 """
 
 from __future__ import annotations
@@ -9,123 +8,24 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
+    from ..engine.feed import CaseSummary
     from ..schema.results import CaseResult
 
 
-class Inbox:
-    """A thread-safe mailbox of loaded results, removed cases and messages, drained by the UI tick."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._results: list[tuple[CaseKey, CaseResult, str, float | None]] = []
-        self._removed: list[CaseKey] = []
-        self._messages: list[tuple[str, str]] = []
-        #: True until the start-up scan (files and saved results) is done.
-        self.loading = True
-
-    def push_result(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
-        with self._lock:
-            self._results.append((key, result, origin, saved_at))
-
-    def push_removed(self, keys: list[CaseKey]) -> None:
-        with self._lock:
-            self._removed.extend(keys)
-
-    def push_message(self, text: str, severity: str = "information") -> None:
-        with self._lock:
-            self._messages.append((text, severity))
-
-    def drain(
-        self,
-    ) -> tuple[list[tuple[CaseKey, CaseResult, str, float | None]], list[CaseKey], list[tuple[str, str]]]:
-        with self._lock:
-            results, self._results = self._results, []
-            removed, self._removed = self._removed, []
-            messages, self._messages = self._messages, []
-        return results, removed, messages
-
-
-class UiPriority:
-    """Keeps the UI thread (and Textual's input and output threads) ahead of a CPU-bound engine thread.
-
-    All of them are Python threads of one process, so they share the GIL. A replay run scores without
-    pause, and CPython hands the GIL to a waiting thread only once the holder ran a whole switch
-    interval without letting go of it; the engine lets go at every select of its event loop, which
-    restarts that wait each time, so the other threads got the GIL only now and then: a key took seconds
-    to reach the app and its frame seconds more to reach the terminal (bench/tui_scale.py at 100,000
-    cases: keys p95 0.4-1.3 s, max 2-6 s).
-
-    Two rules, applied at each engine event (`wait`):
-    - held by the UI (a key during a run, see EvalApp._take_priority): wait, without the GIL, until the
-      UI released it after its next paint, or MAX_PAUSE at most, so a UI that never releases only slows
-      a run, never stops it;
-    - after RUN_SLICE seconds of engine work without a break, sleep YIELD_FOR: every waiting thread then
-      takes the GIL at once. Events further apart than IDLE_GAP mean the engine was waiting (an LLM, a
-      timer), which starts a new slice, so a paced run never sleeps.
-    """
-
-    #: Seconds the engine waits at most for one hold.
-    MAX_PAUSE = 0.1
-    #: Seconds of uninterrupted engine work before it yields the GIL.
-    RUN_SLICE = 0.010
-    #: Seconds the engine sleeps when it yields.
-    YIELD_FOR = 0.0005
-    #: A gap between two engine events longer than this was idle time, not work.
-    IDLE_GAP = 0.002
-
-    def __init__(self, *, clock: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self._free = threading.Event()
-        self._free.set()
-        self._until = 0.0
-        #: The UI thread (the one that makes this): its own events never wait and never sleep.
-        self._ui_thread = threading.get_ident()
-        self._clock = clock
-        self._sleep = sleep
-        self._slice_start = -1.0
-        self._last_event = -1.0
-
-    def hold(self) -> None:
-        """UI thread: pause the engine until `release` (or MAX_PAUSE from now)."""
-        self._until = time.monotonic() + self.MAX_PAUSE
-        self._free.clear()
-
-    def release(self) -> None:
-        self._free.set()
-
-    @property
-    def held(self) -> bool:
-        return not self._free.is_set()
-
-    def wait(self) -> None:
-        """Engine thread, at each event: wait while held, else yield the GIL if this slice is used up."""
-        if threading.get_ident() == self._ui_thread:
-            return  # (an event the UI thread itself delivers never waits for the UI)
-        if not self._free.is_set():
-            left = self._until - time.monotonic()
-            if left > 0:
-                self._free.wait(left)
-            self._slice_start = self._last_event = self._clock()
-            return
-        now = self._clock()
-        if now - self._last_event > self.IDLE_GAP:
-            self._slice_start = now
-        elif now - self._slice_start >= self.RUN_SLICE:
-            self._sleep(self.YIELD_FOR)
-            now = self._slice_start = self._clock()
-        self._last_event = now
-
-
 class Results:
-    """The latest result of each case: this session's runs, else the newest saved record. UI thread only."""
+    """The latest result of each case: this session's runs, else the newest saved record. UI thread only.
+
+    Each case keeps its summary (what lists, counts and filters read) and its full result, which a run's
+    case holds as bytes until something reads it (`get`): 100,000 finished cases are never all parsed."""
 
     def __init__(self) -> None:
-        self._by_key: dict[CaseKey, CaseResult] = {}
+        self._summary: dict[CaseKey, CaseSummary] = {}
+        self._full: dict[CaseKey, CaseResult | bytes] = {}
         self._origin: dict[CaseKey, str] = {}
         #: When a saved result was saved (its age is shown beside it); absent for this session's results.
         self._saved_at: dict[CaseKey, float] = {}
@@ -133,10 +33,48 @@ class Results:
         self.version = 0
 
     def __len__(self) -> int:
-        return len(self._by_key)
+        return len(self._summary)
 
     def get(self, key: CaseKey) -> CaseResult | None:
-        return self._by_key.get(key)
+        """The full result (parsed now if it came packed from the engine, once)."""
+        full = self._full.get(key)
+        if isinstance(full, bytes):
+            from ..engine.feed import unpack
+
+            full = self._full[key] = unpack(full)
+        return full
+
+    def summary(self, key: CaseKey) -> CaseSummary | None:
+        return self._summary.get(key)
+
+    def status(self, key: CaseKey, metric: str | None = None) -> int | None:
+        """The case's status, or (with `metric`) that metric's; None when there is none."""
+        summary = self._summary.get(key)
+        if summary is None:
+            return None
+        if metric:
+            m = summary.metric(metric)
+            return m.status if m is not None else None
+        return summary.status
+
+    def score(self, key: CaseKey, metric: str | None = None) -> float | None:
+        """The score shown beside a case: the metric's, else the worst metric's score."""
+        summary = self._summary.get(key)
+        if summary is None:
+            return None
+        if metric:
+            m = summary.metric(metric)
+            return m.score if m is not None else None
+        scores = [m.score for m in summary.metrics if m.score is not None]
+        return min(scores) if scores else None
+
+    def has_metric(self, key: CaseKey, metric: str) -> bool:
+        summary = self._summary.get(key)
+        return summary is not None and summary.metric(metric) is not None
+
+    def turn_status(self, key: CaseKey, index: int, metric: str | None = None) -> int | None:
+        summary = self._summary.get(key)
+        return summary.turn_status(index, metric) if summary is not None else None
 
     def origin(self, key: CaseKey) -> str:
         return self._origin.get(key, "")
@@ -155,8 +93,14 @@ class Results:
         """When the shown result was saved (None: a result of this session)."""
         return self._saved_at.get(key)
 
-    def put(self, key: CaseKey, result: CaseResult, origin: str, saved_at: float | None = None) -> None:
-        self._by_key[key] = result
+    def put(self, key: CaseKey, result: CaseResult | Packed, origin: str, saved_at: float | None = None) -> None:
+        """Store a case's result: a full one (summarised here), or a packed one as the engine sent it."""
+        if isinstance(result, Packed):
+            self._summary[key], self._full[key] = result.summary, result.payload
+        else:
+            from ..engine.feed import summarize
+
+            self._summary[key], self._full[key] = summarize(result, insight=False), result
         self._origin[key] = origin
         if saved_at is None:
             self._saved_at.pop(key, None)
@@ -165,21 +109,37 @@ class Results:
         self.version += 1
 
     def forget(self, key: CaseKey) -> None:
-        self._by_key.pop(key, None)
+        self._summary.pop(key, None)
+        self._full.pop(key, None)
         self._origin.pop(key, None)
         self._saved_at.pop(key, None)
         self.version += 1
 
     def keys(self) -> list[CaseKey]:
-        return list(self._by_key)
+        return list(self._summary)
 
     def metric_names(self) -> list[str]:
         """Every metric any stored result was scored with, in first-seen order."""
         names: dict[str, None] = {}
-        for result in self._by_key.values():
-            for m in result.metrics:
-                names.setdefault(m.metric_name, None)
+        for summary in self._summary.values():
+            for m in summary.metrics:
+                names.setdefault(m.name, None)
         return list(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """A result with its summary: as the engine sent it (the full result as bytes, parsed on first read) or
+    as the loader read it."""
+
+    summary: CaseSummary
+    #: The full result, or its bytes until first read.
+    payload: CaseResult | bytes
+
+    def unpack(self) -> CaseResult:
+        from ..engine.feed import unpack
+
+        return unpack(self.payload) if isinstance(self.payload, bytes) else self.payload
 
 
 def age_text(seconds: float) -> str:
@@ -211,20 +171,19 @@ class RunSnapshot:
     #: Per metric, the finished cases it gave a verdict on (not NOT_EVALUATED): 0 means it evaluated nothing.
     metric_evaluated: dict[str, int]
     running: set[Any]
-    finished: list[tuple[Any, Any]]
     errors: list[str]
     saved: list[str]
     #: Finished cases being saved now that no case runs any more (None until then, and once saved).
     saving: int | None = None
-    #: The repetition (1-based, --num-runs) of each entry of `finished`, in the same order.
-    repetitions: list[int] = field(default_factory=list)
 
 
 class RunState:
-    """A run's progress, written by the engine thread through `apply(event)`, read by the UI via `drain()`."""
+    """A run's progress: the read model applies the engine's records to it, a CES worker thread its
+    counts; the UI reads it via `drain()`. `ticket` names the engine run command behind it."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, ticket: int = 0) -> None:
         self.label = label
+        self.ticket = ticket
         self._lock = threading.Lock()
         self.version = 0
         self.phase = "starting"  # starting | running | cancelling | finished | cancelled | failed
@@ -239,8 +198,6 @@ class RunState:
         self._metric_total: dict[str, int] = defaultdict(int)
         self._metric_evaluated: dict[str, int] = defaultdict(int)
         self.running: set[Any] = set()
-        self._finished: list[tuple[Any, Any]] = []
-        self._repetitions: list[int] = []
         self.errors: list[str] = []
         self.saved: list[str] = []
         # Engine runs started and stopped (each says when its cases stop, before it saves them).
@@ -255,6 +212,7 @@ class RunState:
     def apply(self, event: Any) -> None:
         """Fold one engine event into the state (cheap: called up to thousands of times a second)."""
         from ..engine import events as ev
+        from ..engine.feed import CaseDone, MetricsScored, summarize
 
         with self._lock:
             self.version += 1
@@ -264,15 +222,18 @@ class RunState:
                 self._metric_total[name] = max(self._metric_total[name], self._metric_done[name])
             elif isinstance(event, ev.CaseStarted):
                 self.running.add(event.key)
-            elif isinstance(event, ev.CaseFinished):
+            elif isinstance(event, (CaseDone, ev.CaseFinished)):
+                summary = event.summary if isinstance(event, CaseDone) else summarize(event.result, insight=False)
                 self.running.discard(event.key)
                 self.cases_done += 1
-                self.counts[int(event.result.status)] += 1
-                self._finished.append((event.key, event.result))
-                self._repetitions.append(event.repetition)
-                for m in event.result.metrics:
+                self.counts[summary.status] += 1
+                for m in summary.metrics:
                     # A judge with no credentials fills its bar all the same: count what it decided.
-                    self._metric_evaluated[m.metric_name] += int(m.status) != _NOT_EVALUATED
+                    self._metric_evaluated[m.name] += m.status != _NOT_EVALUATED
+            elif isinstance(event, MetricsScored):
+                for name, n in event.counts.items():
+                    self._metric_done[name] += n
+                    self._metric_total[name] = max(self._metric_total[name], self._metric_done[name])
             elif isinstance(event, ev.RunStarted):
                 if self.phase == "starting":
                     self.phase = "running"
@@ -338,8 +299,6 @@ class RunState:
 
     def drain(self) -> RunSnapshot:
         with self._lock:
-            finished, self._finished = self._finished, []
-            repetitions, self._repetitions = self._repetitions, []
             return RunSnapshot(
                 version=self.version,
                 phase=self.phase,
@@ -351,11 +310,9 @@ class RunState:
                 metric_total=dict(self._metric_total),
                 metric_evaluated=dict(self._metric_evaluated),
                 running=set(self.running),
-                finished=finished,
                 errors=list(self.errors),
                 saved=list(self.saved),
                 saving=self._saving(),
-                repetitions=repetitions,
             )
 
     def _saving(self) -> int | None:

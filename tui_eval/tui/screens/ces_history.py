@@ -21,6 +21,7 @@ from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
+    from ..app import EvalApp
     from ..catalog import Catalog
 
 
@@ -66,6 +67,8 @@ def history_line(result: EvaluationResult) -> Content:
 class CesHistoryScreen(Screen[None]):
     """The last ten CES results of one case; enter (or moving) shows one in full."""
 
+    app: EvalApp
+
     DEFAULT_CSS = """
     CesHistoryScreen #ces-history-title { height: auto; padding: 0 1; background: $panel; }
     CesHistoryScreen #ces-history-list { height: auto; max-height: 12; border: round $panel; }
@@ -90,6 +93,7 @@ class CesHistoryScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.app.watch_changes(self, lambda changes: self.refresh_keys(changes.dirty))
         self.query_one("#ces-history-list").border_title = "CES results, newest first"
         self.query_one("#ces-history-body").border_title = "Result"
         self.render_history()

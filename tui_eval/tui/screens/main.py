@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
     from ..app import EvalApp
     from ..catalog import Catalog
+    from ..readmodel import Changes
 
 
 _FOOTER_FIRST = ("app.help", "app.quit")
@@ -98,6 +99,7 @@ class MainScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.app.watch_changes(self, self.show_changes)
         # Watch the cursor rather than wait for NodeHighlighted: the summary then changes in the same
         # frame as the cursor (the message arrives a frame later, doubling key-to-paint latency).
         self.watch(self.browser, "cursor_line", self._cursor_moved, init=False)
@@ -134,7 +136,7 @@ class MainScreen(Screen[None]):
             # Right after the folder: at 80 columns the end of the bar is cut off, and the filter is what
             # explains a tree with cases missing.
             parts.append((f"  filter: {cat.filter.describe()}", "$text-warning"))
-        if app.inbox.loading:
+        if app.model.loading:
             parts.append((f"  loading… {len(cat.files)} eval files", "$text-muted"))
         else:
             ws = cat.workspace
@@ -186,6 +188,27 @@ class MainScreen(Screen[None]):
         self._resort_timer = None
         if self.catalog.order != "file":
             self.browser.rebuild(keep_open=True)
+
+    def show_changes(self, changes: Changes) -> None:
+        """Redraw what a pull of the read model changed (the app publishes it on its timer)."""
+        delta = changes.files
+        for path in delta.removed:
+            self.browser.remove_file(path)
+        for path in delta.reloaded:
+            self.browser.reload_file(path)
+        if changes.new_run:
+            self.run_panel.reset()
+        if changes.run is not None:
+            self.run_panel.show(changes.run)
+        if changes.run is not None or changes.insight or changes.new_run:
+            self.run_panel.show_insight(self.catalog.run_book)
+        if delta.added or delta.removed:
+            self.files_changed()
+        elif delta.configs_changed or delta.reloaded or changes.timeline or changes.loaded:
+            self.summary.refresh_entry()
+        self.refresh_keys(changes.dirty)
+        if delta or changes.loaded:
+            self.refresh_topbar()
 
     def files_changed(self) -> None:
         self.browser.sync_files()

@@ -126,6 +126,7 @@ class TurnScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.app.watch_changes(self, lambda changes: self.refresh_keys(changes.dirty))
         self.query_one("#turn-body").border_title = "Turn"
         self.render_turn()
         self.query_one("#turn-body").focus()

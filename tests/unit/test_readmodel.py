@@ -1,0 +1,197 @@
+"""tui/readmodel.py: the dashboard's one inbound queue of records and its fold, without a screen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tui_eval.engine import events as ev
+from tui_eval.engine import feed
+from tui_eval.engine.events import CaseKey
+from tui_eval.engine.live import CasesRemoved
+from tui_eval.engine.workspace import Workspace
+from tui_eval.schema.model import Content, Invocation, Part
+from tui_eval.schema.results import CaseResult, EvalStatus, InvocationMetricResult, MetricResult
+from tui_eval.tui import readmodel
+from tui_eval.tui.catalog import Catalog
+from tui_eval.tui.loader import FolderLoader, LoadDone, Notice, ResultLoaded
+from tui_eval.tui.readmodel import SESSION, ReadModel
+
+P, F, N = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
+FILE = "/f/a.evalset.json"
+
+
+def result(eval_id: str, status: EvalStatus, turn_statuses: tuple[EvalStatus, ...] = (P,),
+           score: float = 1.0) -> CaseResult:
+    turns = [Invocation(user_content=Content(role="user", parts=[Part(text=f"q{i}")])) for i in range(len(turn_statuses))]
+    metric = MetricResult(metric_name="m", threshold=0.5, score=score, status=status,
+                          per_invocation=[InvocationMetricResult(score=score, status=s) for s in turn_statuses])
+    return CaseResult(eval_set_id="s", eval_id=eval_id, status=status, metrics=[metric], actual=turns)
+
+
+def done(eval_id: str, status: EvalStatus, **kw) -> feed.CaseDone:  # type: ignore[no-untyped-def]
+    r = result(eval_id, status, **kw)
+    return feed.CaseDone(CaseKey(FILE, eval_id), feed.summarize(r), feed.pack(r))
+
+
+def model() -> tuple[ReadModel, list[str]]:
+    catalog = Catalog(Path("/f"), workspace=Workspace(Path("/f")))
+    catalog.clock = lambda: 1000.0
+    m = ReadModel(catalog)
+    cancels: list[str] = []
+    m.cancel_engine = lambda: cancels.append("cancel")
+    return m, cancels
+
+
+def test_a_requested_run_streams_into_the_catalog_and_its_state() -> None:
+    m, _ = model()
+    state = m.new_run("Run all")
+    assert state is not None and m.busy and m.new_run("again") is None  # one run at a time
+    m.inbox.put_many([feed.RunBegan("Run all"), ev.RunStarted("r1", 3, {"m": 3}), ev.CaseStarted(CaseKey(FILE, "a"))])
+    changes = m.pull(None)
+    assert changes.new_run and changes.phase and changes.run is not None and changes.run.phase == "running"
+    assert CaseKey(FILE, "a") in changes.dirty and m.catalog.running == {CaseKey(FILE, "a")}
+    m.inbox.put_many([done("a", P), done("b", F, turn_statuses=(P, F), score=0.2), done("c", P),
+                      feed.MetricsScored({"m": 3}), ev.CasesStopped("r1", 3), ev.RunFinished("r1", {}, saved=("h.json",)),
+                      feed.RunEnded(state.ticket)])
+    changes = m.pull(None)
+    snap = changes.run
+    assert snap is not None and snap.phase == "finished" and snap.cases_done == 3
+    assert snap.counts == {1: 2, 2: 1, 3: 0} and snap.metric_done == {"m": 3} and snap.metric_evaluated == {"m": 3}
+    assert changes.dirty == {CaseKey(FILE, i) for i in "abc"} and m.catalog.running == set()
+    results = m.catalog.results
+    b = CaseKey(FILE, "b")
+    assert results.status(b) == 2 and results.score(b) == 0.2 and results.origin(b) == SESSION
+    assert results.turn_status(b, 0) == 1 and results.turn_status(b, 1) == 2 and results.turn_status(b, 5) == 3
+    assert changes.timeline and m.catalog.run_book.timeline[0].ran == 3
+    assert m.catalog.run_book.saved[b] == ("h.json",)
+    assert not m.busy
+
+
+def test_finished_cases_are_stored_a_slice_at_a_time_while_the_counts_are_whole_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readmodel, "FOLD_CHUNK", 10)
+    m, _ = model()
+    state = m.new_run("Run all")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run all"), ev.RunStarted("r1", 35, {})]
+                     + [done(f"c{i:02d}", P) for i in range(35)] + [feed.RunEnded(state.ticket)])
+    first = m.pull(0.0)  # no time to spare: one slice
+    assert first.run is not None and first.run.cases_done == 35 and first.run.phase == "finished"
+    assert len(m.catalog.results) == 10 and m.backlog == 25
+    assert not first.timeline  # the timeline entry waits for every case
+    stored = [len(m.catalog.results)]
+    while m.backlog:
+        changes = m.pull(0.0)
+        stored.append(len(m.catalog.results))
+        assert len(changes.dirty) == 10 or not m.backlog
+    assert stored == [10, 20, 30, 35]
+    assert changes.timeline and m.catalog.run_book.timeline[0].ran == 35
+    assert sorted(k.eval_id for k in m.catalog.results.keys()) == [f"c{i:02d}" for i in range(35)]
+
+
+def test_a_result_is_parsed_only_when_something_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[int] = []
+    unpack = feed.unpack
+    monkeypatch.setattr(feed, "unpack", lambda payload: parsed.append(1) or unpack(payload))
+    m, _ = model()
+    state = m.new_run("Run all")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run all")] + [done(f"c{i}", F if i % 2 else P) for i in range(200)]
+                     + [feed.RunEnded(state.ticket)])
+    m.pull(None)
+    cat = m.catalog
+    assert sum(cat.results.status(CaseKey(FILE, f"c{i}")) == 2 for i in range(200)) == 100
+    assert cat.results.metric_names() == ["m"]
+    assert parsed == []  # statuses, scores, counts and the run book never parse a result
+    key = CaseKey(FILE, "c3")
+    full = cat.result(key)
+    assert full is not None and full.eval_id == "c3" and full.status == F
+    assert cat.result(key) is full and parsed == [1]  # parsed once
+
+
+def test_cancel_asks_the_engine_and_the_run_ends_cancelled() -> None:
+    m, cancels = model()
+    state = m.new_run("Run all")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run all"), ev.RunStarted("r1", 5, {}), done("a", P)])
+    m.pull(None)
+    m.cancel()
+    assert cancels == ["cancel"] and state.phase == "cancelling"
+    m.inbox.put_many([ev.CasesStopped("r1", 1, cancelled=True)])
+    snap = m.pull(None).run
+    assert snap is not None and snap.saving == 1  # nothing runs any more; the finished case saves
+    m.inbox.put(feed.RunEnded(state.ticket))
+    assert m.pull(None).run.phase == "cancelled"  # type: ignore[union-attr]
+
+
+def test_a_live_rerun_gets_a_state_of_its_own_and_ends_with_its_run() -> None:
+    m, cancels = model()
+    m.inbox.put_many([feed.RunBegan("a.evalset.json: c1"), done("c1", F), feed.RunOver("a.evalset.json: c1")])
+    changes = m.pull(None)
+    assert changes.new_run and m.current is not None and m.current.label == "a.evalset.json: c1"
+    assert m.current.phase == "finished" and m.catalog.results.status(CaseKey(FILE, "c1")) == 2
+    m.inbox.put(feed.RunBegan("config", rescore=True))
+    m.pull(None)
+    assert m.current.label == "re-score: config" and m.busy
+    m.cancel()
+    assert cancels == ["cancel"]
+
+
+def test_saved_results_never_replace_this_sessions_and_removed_cases_drop() -> None:
+    m, _ = model()
+    state = m.new_run("r")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("r"), done("a", P), feed.RunEnded(state.ticket)])
+    m.pull(None)
+    old = result("a", F)
+    for eval_id in ("a", "b"):
+        r = result(eval_id, F)
+        m.inbox.put(ResultLoaded(CaseKey(FILE, eval_id), feed.summarize(r, insight=False), old if eval_id == "a" else r,
+                                 "saved 2026-01-01 00:00", 500.0))
+    m.inbox.put_many([LoadDone(), Notice("could not read x.json", "warning")])
+    changes = m.pull(None)
+    assert changes.loaded and not m.loading and m.catalog.loaded
+    assert changes.messages == [("could not read x.json", "warning")]
+    results = m.catalog.results
+    assert results.origin(CaseKey(FILE, "a")) == SESSION and results.status(CaseKey(FILE, "a")) == 1
+    assert results.origin_text(CaseKey(FILE, "b"), 1000.0, short=True) == "saved 8min ago"
+    m.inbox.put(CasesRemoved((CaseKey(FILE, "b"),)))
+    changes = m.pull(None)
+    assert CaseKey(FILE, "b") in changes.dirty and results.summary(CaseKey(FILE, "b")) is None
+
+
+def test_the_engine_going_away_fails_the_run_and_says_why() -> None:
+    m, _ = model()
+    state = m.new_run("r")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("r"), done("a", P), feed.EngineGone("the engine process was killed by SIGKILL")])
+    changes = m.pull(None)
+    assert state.phase == "failed" and "SIGKILL" in state.errors[-1]
+    assert changes.messages and changes.messages[0][1] == "error" and not m.engine_ready
+    assert m.catalog.results.status(CaseKey(FILE, "a")) == 1  # what finished stays
+
+
+def test_files_the_loader_reads_reach_the_catalog_and_the_engines_reloads_are_asked_for(tmp_path: Path) -> None:
+    from tests.support.evalfiles import case, turn, write_set
+
+    path = write_set(tmp_path / "a.evalset.json", "a", case("c1", turn("hi", "yo")), case("c2", turn("hey", "yo")))
+    catalog = Catalog(tmp_path)
+    m = ReadModel(catalog)
+    loader = FolderLoader(tmp_path, None, m.inbox.put)
+    catalog.workspace = loader.mirror()
+    loader.load_all()
+    changes = m.pull(None)
+    resolved = path.resolve()
+    assert changes.files.added == [resolved] and changes.loaded
+    assert [c.eval_id for c in catalog.cases(resolved)] == ["c1", "c2"]
+    assert catalog.case(catalog.key(resolved, "c2")) is not None
+    # The engine re-read the file: the app reloads the dashboard's copy, which then redraws its cases.
+    m.inbox.put(feed.FilesChanged((str(resolved),)))
+    assert m.pull(None).reload == [resolved]
+    write_set(path, "a", case("c1", turn("hi", "yo")))
+    loader.reload(resolved)
+    changes = m.pull(None)
+    assert changes.files.reloaded == [resolved] and catalog.case(catalog.key(resolved, "c2")) is None
+    assert catalog.key(resolved, "c1") in changes.dirty

@@ -1,0 +1,213 @@
+"""The records a face exchanges with an engine that runs in another process: commands go down, and
+typed records come up (the engine's own events, plus the few below).
+
+A finished case travels as a `CaseDone`: the small `CaseSummary` that lists, counts, filters and the
+run book need, and the full result as pickled bytes that a face parses only when it shows that case.
+Nothing here imports the result models, Textual or Rich.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+from .events import CaseKey
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..schema.results import CaseResult
+    from .latency import ToolCallTiming
+    from .pricing import TokenUsage
+
+PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
+
+
+# ---- a finished case, small -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    """One metric's verdict on a case: its status, score and the status of each turn it scored."""
+
+    name: str
+    status: int
+    score: float | None
+    turns: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSummary:
+    """What a case's result says at a glance (its status, metric verdicts, turn count, agent error),
+    plus the agent's token usage and tool timings a run adds up (empty for saved results)."""
+
+    status: int
+    metrics: tuple[MetricSummary, ...]
+    turns: int
+    error: str | None
+    usage: tuple[tuple[str, TokenUsage], ...] = ()
+    timings: tuple[ToolCallTiming, ...] = ()
+
+    def metric(self, name: str) -> MetricSummary | None:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        return None
+
+    def turn_status(self, index: int, metric: str | None = None) -> int | None:
+        """A turn's status: failed if any metric (or only `metric`) failed it, else passed if any passed
+        it, else not evaluated (the rule of `tui.catalog.turn_status_of` on a full result)."""
+        metrics = [m for m in self.metrics if m.name == metric] if metric else self.metrics
+        statuses = [m.turns[index] for m in metrics if index < len(m.turns)]
+        if not statuses:
+            return NOT_EVALUATED if self.metrics or self.error else None
+        if FAILED in statuses:
+            return FAILED
+        return PASSED if PASSED in statuses else NOT_EVALUATED
+
+
+def summarize(result: CaseResult, *, insight: bool = True) -> CaseSummary:
+    """A case's summary; with `insight`, the agent's usage and tool timings too (a run's cases)."""
+    metrics = tuple(
+        MetricSummary(m.metric_name, int(m.status), m.score, tuple(int(i.status) for i in m.per_invocation))
+        for m in result.metrics
+    )
+    usage: tuple[tuple[str, TokenUsage], ...] = ()
+    timings: tuple[ToolCallTiming, ...] = ()
+    if insight and result.actual:
+        from .insight import invocation_usage
+        from .trends import case_tool_timings
+
+        usage = tuple(pair for inv in result.actual for pair in invocation_usage(inv))
+        timings = tuple(case_tool_timings(result))
+    return CaseSummary(int(result.status), metrics, len(result.actual), result.error, usage, timings)
+
+
+def pack(result: CaseResult) -> bytes:
+    """The full result as bytes (parsed back with `unpack` when a face shows it)."""
+    return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack(payload: bytes) -> CaseResult:
+    result: CaseResult = pickle.loads(payload)
+    return result
+
+
+# ---- records up (engine -> face), besides the engine's own events ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CaseDone:
+    """A case finished (once per repetition): its summary, and its full result packed."""
+
+    key: CaseKey
+    summary: CaseSummary
+    payload: bytes
+    repetition: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsScored:
+    """Invocations scored since the last batch, per metric (MetricProgress events, counted)."""
+
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RunBegan:
+    """The engine started running cases (a requested run, or a live re-run of what a save changed)."""
+
+    reason: str
+    rescore: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunOver:
+    """The run that `RunBegan` announced is over; its records are saved."""
+
+    reason: str
+    rescore: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded:
+    """The engine is done with a `RunCases` command (`error`: it failed as a whole)."""
+
+    ticket: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FilesChanged:
+    """The engine re-read these files (a save it watched, a reload asked for): the face reloads its copy."""
+
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineReady:
+    """The engine loaded the folder and its saved results: runs start at once from now on."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchReady:
+    """The engine's file watcher is up."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineGone:
+    """The engine process ended (made by the face's side of the link, never sent)."""
+
+    message: str
+
+
+# ---- commands down (face -> engine) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Everything the engine process needs to start: the first message down."""
+
+    root: str
+    agent_ref: str | None
+    options: Any
+    store: Any
+    num_runs: int
+    live: bool
+    agent_reruns: bool
+    watch: bool
+    log_level: str = "WARNING"
+
+
+@dataclass(frozen=True, slots=True)
+class RunCases:
+    ticket: int
+    keys: tuple[CaseKey, ...]
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Stop the runs in progress (finished cases are kept and saved)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetModes:
+    """Live mode (saves re-run what they change) and re-runs on agent edits."""
+
+    live: bool
+    agent_reruns: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Reload:
+    """Re-read one file now (an edit the face wrote while no watcher runs)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Stop watching, cancel runs (their finished cases are saved), close agents, exit."""
+
+
+Command = Union[RunCases, Cancel, SetModes, Reload, Close]

@@ -1,0 +1,356 @@
+"""The dashboard's engine in a process of its own: `python -m tui_eval.engine.service --fd N`.
+
+It owns a LiveSession (the workspace, the file watcher, runs, scoring, saving) on an asyncio loop, reads
+commands (`engine.feed`) from a socket on a thread of its own and sends typed records back on the same
+socket, a batch at a time. The dashboard's process then never shares a GIL with scoring or agent code.
+
+- A cancel sets the runs' stop flags from the command thread at once (`LiveSession.request_stop` is
+  thread-safe), so no further case starts even while the loop scores flat out; the loop then cancels
+  the cases under way, and their finished cases are saved.
+- Records are batched: a batch goes up when it is FLUSH_SECONDS old or holds a record the face shows at
+  once (a run starting, stopping, ending). A face that reads slowly slows the engine (the socket's
+  back-pressure); it never blocks the face.
+- The dashboard going away in any way (quit, crash, SIGKILL) closes the socket: the engine then stops
+  its runs, saves what finished and exits (after CLOSE_GRACE seconds at most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import pickle
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import events as ev
+from .feed import (
+    Cancel,
+    CaseDone,
+    Close,
+    EngineConfig,
+    EngineReady,
+    FilesChanged,
+    MetricsScored,
+    Reload,
+    RunBegan,
+    RunCases,
+    RunEnded,
+    RunOver,
+    SetModes,
+    WatchReady,
+    pack,
+    summarize,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from multiprocessing.connection import Connection
+
+    from .live import LiveSession
+
+log = logging.getLogger(__name__)
+
+#: Seconds a record waits at most before its batch goes up (the dashboard folds at 8 Hz).
+FLUSH_SECONDS = 0.05
+#: Records in one batch at most.
+BATCH_MAX = 2000
+#: Seconds the engine may take to save and close once the dashboard is gone, before it exits anyway.
+CLOSE_GRACE = 60.0
+#: Seconds before a failed file watcher is started again.
+WATCH_RETRY_SECONDS = 2.0
+
+_URGENT = (RunBegan, RunOver, RunEnded, ev.CasesStopped, ev.RunFinished, ev.RunStarted, ev.RunError,
+           EngineReady, WatchReady, FilesChanged)
+
+
+class EngineService:
+    """One LiveSession driven by commands; everything it says goes to `send` as batches of records."""
+
+    def __init__(self, config: EngineConfig, send: Callable[[list[Any]], None]) -> None:
+        self.config = config
+        self._send = send
+        self._out: list[Any] = []
+        self._scored: dict[str, int] = {}
+        self._oldest = 0.0
+        self.session: LiveSession | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._pending: list[Any] = []
+        self._runs: dict[int, asyncio.Future[Any]] = {}
+        self._stop_runs = False
+        self._closing: asyncio.Event | None = None
+        self._seen: dict[Path, tuple[Any, Any]] = {}
+        self._gone = False
+
+    # ---- records up (loop thread) --------------------------------------------------------------
+
+    def on_event(self, event: Any) -> None:
+        """The session's event sink: each engine event becomes a record (or a count) in the batch."""
+        from . import live
+
+        if isinstance(event, ev.MetricProgress):
+            self._scored[event.metric_name] = self._scored.get(event.metric_name, 0) + 1
+            self._maybe_flush()
+            return
+        if isinstance(event, ev.InvocationInferred):
+            return  # the finished case carries its turns
+        if isinstance(event, ev.CaseFinished):
+            record: Any = CaseDone(event.key, summarize(event.result), pack(event.result), event.repetition)
+        elif isinstance(event, live.LiveRunStarted):
+            self._report_files()
+            record = RunBegan(event.reason, event.rescore)
+        elif isinstance(event, live.LiveRunFinished):
+            record = RunOver(event.reason, event.rescore)
+        elif isinstance(event, (live.CasesRemoved, live.FileProblem, live.AgentStale)):
+            self._report_files()
+            record = event
+        else:
+            record = event
+        if isinstance(record, ev.RunStarted) and self._stop_runs and self.session is not None:
+            self.session.request_stop()  # a cancel came while this run was being set up
+        self.put(record)
+
+    def put(self, record: Any) -> None:
+        if not self._out:
+            self._oldest = time.monotonic()
+        self._out.append(record)
+        if isinstance(record, _URGENT):
+            self.flush()
+        else:
+            self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if (self._out or self._scored) and (len(self._out) >= BATCH_MAX
+                                            or time.monotonic() - self._oldest >= FLUSH_SECONDS):
+            self.flush()
+
+    def flush(self) -> None:
+        if self._scored:
+            self._out.append(MetricsScored(self._scored))
+            self._scored = {}
+        if not self._out or self._gone:
+            self._out.clear()
+            return
+        batch, self._out = self._out, []
+        self._oldest = time.monotonic()
+        try:
+            self._send(batch)
+        except OSError as exc:  # the dashboard is gone: stop, save what finished, exit
+            log.info("the dashboard went away (%s): closing", exc)
+            self._gone = True
+            self.close()
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS)
+            self._report_files()
+            if self._out and time.monotonic() - self._oldest >= FLUSH_SECONDS or self._scored:
+                self.flush()
+
+    def _identities(self) -> dict[Path, tuple[Any, Any]]:
+        assert self.session is not None
+        ws = self.session.workspace
+        seen: dict[Path, tuple[Any, Any]] = {p: (s.eval_set, s.error) for p, s in list(ws.eval_files.items())}
+        seen.update({p: (s.config, s.error) for p, s in list(ws.configs.items())})
+        return seen
+
+    def _report_files(self) -> None:
+        """Tell the face which files the engine re-read since the last look (it reloads its own copy)."""
+        if self.session is None:
+            return
+        now = self._identities()
+        old = self._seen
+        changed = [p for p, ids in now.items() if old.get(p) is None or any(a is not b for a, b in zip(ids, old[p]))]
+        changed += [p for p in old if p not in now]
+        self._seen = now
+        if changed:
+            self.put(FilesChanged(tuple(str(p) for p in changed)))
+
+    # ---- commands (any thread, then the loop) ----------------------------------------------------
+
+    def stop_now(self) -> None:
+        """From the command thread, at once: the runs in progress start no further case."""
+        if self.session is not None:
+            self.session.request_stop()
+
+    def handle(self, command: Any) -> None:
+        """In the loop: one command (kept for later while the folder loads)."""
+        if isinstance(command, Close):
+            self.close()
+        elif isinstance(command, Cancel):
+            self._cancel()
+        elif self.session is None:
+            self._pending.append(command)
+        elif isinstance(command, RunCases):
+            self._runs[command.ticket] = asyncio.ensure_future(self._run(command))
+        elif isinstance(command, SetModes):
+            self.session.rerun = command.live
+            self.session.rerun_on_agent_change = command.agent_reruns
+        elif isinstance(command, Reload):
+            self.session.workspace.reload(Path(command.path))
+            self._seen = self._identities()  # the face re-read it already
+        else:
+            log.error("unknown command %r", command)
+
+    def _cancel(self) -> None:
+        self._stop_runs = True
+        for command in [c for c in self._pending if isinstance(c, RunCases)]:
+            self._pending.remove(command)
+            self.put(RunEnded(command.ticket))
+        if self.session is None:
+            return
+        self.session.request_stop()
+        self.session.cancel()
+        if not self.session.runs:
+            # No case runs: the runs asked for are waiting for the session (a live re-run holds it).
+            for task in self._runs.values():
+                task.cancel()
+
+    async def _run(self, command: RunCases) -> None:
+        assert self.session is not None
+        error = None
+        try:
+            await self.session.run_keys(command.keys, command.label)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # reported to the face as the run's failure, with the traceback logged
+            log.exception("run %r failed", command.label)
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._runs.pop(command.ticket, None)
+            if not self._runs:
+                self._stop_runs = False
+        self.put(RunEnded(command.ticket, error))
+
+    # ---- life ------------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Load the folder, then run commands until `close`."""
+        from .live import LiveSession
+        from .options import RunOptions
+        from .saved import latest_saved_results
+        from .store import ResultStore
+
+        self.loop = asyncio.get_running_loop()
+        self._closing = asyncio.Event()
+        ticker = asyncio.ensure_future(self._ticker())
+        cfg = self.config
+        session = LiveSession(
+            Path(cfg.root), agent_ref=cfg.agent_ref, options=cfg.options or RunOptions(),
+            store=cfg.store if cfg.store is not None else ResultStore(), on_event=self.on_event,
+            rerun=cfg.live, rerun_on_agent_change=cfg.agent_reruns, num_runs=cfg.num_runs)
+        await session.start(run=False)
+        # Saved inferences let a config edit re-score without running the agent.
+        session.results.update({key: result for key, result, *_ in latest_saved_results(session.workspace)})
+        self.session = session
+        self._seen = self._identities()
+        self.put(EngineReady())
+        watcher = asyncio.ensure_future(self._watch()) if cfg.watch else None
+        pending, self._pending = self._pending, []
+        for command in pending:
+            self.handle(command)
+        try:
+            await self._closing.wait()
+        finally:
+            session.stop()
+            session.request_stop()
+            session.cancel()
+            # The runs save what finished before they end.
+            if self._runs:
+                await asyncio.gather(*self._runs.values(), return_exceptions=True)
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            await session.aclose()
+            ticker.cancel()
+            self.flush()
+
+    def close(self) -> None:
+        if self._closing is not None:
+            self._closing.set()
+
+    async def _watch(self) -> None:
+        assert self.session is not None
+        ready = asyncio.Event()
+
+        async def tell() -> None:
+            await ready.wait()
+            self.put(WatchReady())
+
+        waiter = asyncio.ensure_future(tell())
+        try:
+            await self.session.watch(ready=ready, retry_after=WATCH_RETRY_SECONDS)
+        finally:
+            waiter.cancel()
+
+
+def _read_commands(conn: Connection, service: EngineService, loop: asyncio.AbstractEventLoop) -> None:
+    """The command thread: a cancel stops the runs from here at once; everything else goes to the loop.
+    The socket closing (the dashboard is gone, however it went) is a close."""
+    while True:
+        try:
+            command = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            command = Close()
+        if isinstance(command, Cancel):
+            service.stop_now()
+        if isinstance(command, Close):
+            service.stop_now()
+            timer = threading.Timer(CLOSE_GRACE, _give_up)
+            timer.daemon = True
+            timer.start()
+        try:
+            loop.call_soon_threadsafe(service.handle, command)
+        except RuntimeError:  # the loop is closed: the engine is exiting anyway
+            return
+        if isinstance(command, Close):
+            return
+
+
+def _give_up() -> None:
+    log.error("the engine did not close within %.0f s of the dashboard going away: exiting", CLOSE_GRACE)
+    logging.shutdown()
+    os._exit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from multiprocessing.connection import Connection
+
+    from ..logging_setup import configure_logging, default_log_file
+
+    parser = argparse.ArgumentParser(description="the dashboard's engine process (started by the dashboard)")
+    parser.add_argument("--fd", type=int, required=True, help="the socket to the dashboard")
+    args = parser.parse_args(argv)
+    conn = Connection(args.fd)
+    config: EngineConfig = pickle.loads(conn.recv_bytes())
+    configure_logging(config.log_level, default_log_file())
+    lock = threading.Lock()
+
+    def send(batch: list[Any]) -> None:
+        data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+        with lock:
+            conn.send_bytes(data)
+
+    service = EngineService(config, send)
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=_read_commands, args=(conn, service, loop), name="engine-commands",
+                         daemon=True).start()
+        await service.serve()
+
+    try:
+        asyncio.run(serve())
+    except Exception:
+        log.exception("the engine failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    code = main()
+    logging.shutdown()
+    # Agent code may leave threads running: the dashboard is gone, nothing is left to wait for.
+    os._exit(code)

@@ -1,0 +1,114 @@
+"""The four eval-file edits the dashboard offers (accept a turn or a case, delete a turn or a case): what
+each confirmation says, and the rewrite it runs once the user agrees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from textual.content import Content
+
+from .text import one_line, plain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.events import CaseKey
+    from .catalog import Catalog
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """A confirmed rewrite: `change` writes `path`; `done` is the notification once written. `stale`: the
+    case's shown result was scored against turns the file no longer has. `leave_screens`: the case is
+    gone, so the screens showing it close first."""
+
+    title: str
+    body: Content
+    done: str
+    path: Path
+    change: Callable[[], None]
+    key: CaseKey | None
+    stale: bool = False
+    leave_screens: bool = False
+
+
+def _turn_texts(catalog: Catalog, key: CaseKey, index: int) -> tuple[str | None, str]:
+    case = catalog.case(key)
+    expected = case.conversation[index] if case and case.conversation and index < len(case.conversation) else None
+    return (expected.user_content.text if expected is not None else None), catalog.relpath(Path(key.eval_file))
+
+
+def accept_turn(catalog: Catalog, key: CaseKey, index: int) -> Edit | str:
+    """The edit, or why there is none (a warning line)."""
+    from ..schema.edits import accept_turn as rewrite
+
+    result = catalog.result(key)
+    if result is None or index >= len(result.actual):
+        return "No actual turn to accept: run the case first."
+    user, rel = _turn_texts(catalog, key, index)
+    if user is None:
+        return "The eval file has no such turn any more."
+    actual = result.actual[index]
+    calls = ", ".join(c.name or "(unnamed)" for c in actual.tool_calls) or "none"
+    body = Content("\n").join([
+        Content.assemble("Make the actual turn ", (f"{index + 1}", "bold"), " of case ", plain(key.eval_id, "bold"),
+                         " the expected one in ", plain(rel, "bold"), "?"),
+        Content(""),
+        Content.assemble(("response  ", "$text-muted"), plain(one_line(actual.final_response.text if actual.final_response else "", 200))),
+        Content.assemble(("tool calls ", "$text-muted"), plain(one_line(calls, 200))),
+        Content(""),
+        Content.styled("The file is rewritten atomically; invocation ids, the user message and every other key are kept.", "$text-muted"),
+    ])
+    path = Path(key.eval_file)
+    return Edit("Accept turn", body, f"Accepted turn {index + 1} of {key.eval_id}", path,
+                partial(rewrite, path, key.eval_id, index, actual, user), key)
+
+
+def accept_case(catalog: Catalog, key: CaseKey) -> Edit | str:
+    from ..schema.edits import accept_case as rewrite
+
+    result = catalog.result(key)
+    case = catalog.case(key)
+    if result is None or not result.actual or case is None:
+        return "No actual turns to accept: run the case first."
+    expected_turns = len(case.conversation or [])
+    rel = catalog.relpath(Path(key.eval_file))
+    body = Content("\n").join([
+        Content.assemble("Make all ", (f"{len(result.actual)}", "bold"), " actual turns of case ", plain(key.eval_id, "bold"),
+                         " the expected ones in ", plain(rel, "bold"), "?"),
+        Content(""),
+        Content.styled("The file is rewritten atomically; invocation ids, user messages and every other key are kept.", "$text-muted"),
+    ])
+    path = Path(key.eval_file)
+    return Edit("Accept case", body, f"Accepted case {key.eval_id}", path,
+                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns), key)
+
+
+def delete_turn(catalog: Catalog, key: CaseKey, index: int) -> Edit | str:
+    from ..schema.edits import delete_turn as rewrite
+
+    user, rel = _turn_texts(catalog, key, index)
+    if user is None:
+        return "The eval file has no such turn."
+    body = Content("\n").join([
+        Content.assemble("Delete turn ", (f"{index + 1}", "bold"), " of case ", plain(key.eval_id, "bold"), " from ", plain(rel, "bold"), "?"),
+        Content.assemble(("user  ", "$text-muted"), plain(one_line(user, 200))),
+    ])
+    path = Path(key.eval_file)
+    return Edit("Delete turn", body, f"Deleted turn {index + 1} of {key.eval_id}", path,
+                partial(rewrite, path, key.eval_id, index, user), key, stale=True)
+
+
+def delete_case(catalog: Catalog, key: CaseKey) -> Edit | str:
+    from ..schema.edits import delete_case as rewrite
+
+    rel = catalog.relpath(Path(key.eval_file))
+    body = Content.assemble("Delete case ", plain(key.eval_id, "bold"), " from ", plain(rel, "bold"), "?")
+    path = Path(key.eval_file)
+    return Edit("Delete case", body, f"Deleted case {key.eval_id}", path, partial(rewrite, path, key.eval_id),
+                None, leave_screens=True)
+
+
+QUIT_DURING_RUN = ("Quit during a run?", Content.assemble(
+    "A run is in progress. Quitting cancels it; ", ("finished cases are kept", "bold"), " in the history either way."))
