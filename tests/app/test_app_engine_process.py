@@ -50,7 +50,7 @@ def _history_cases(folder: Path) -> set[str]:
 
 
 async def test_a_run_streams_from_the_engine_process(tmp_path: Path, make_app) -> None:
-    root = slow_agent_folder(tmp_path / "slowws", cases=12, delay=0.2)
+    root = slow_agent_folder(tmp_path / "slowws", cases=40, delay=0.5)
     app = make_app(root, recording=None, run_options=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -59,11 +59,11 @@ async def test_a_run_streams_from_the_engine_process(tmp_path: Path, make_app) -
         await pilot.press("R")
         # Cases reach the screen while the run goes on, a few at a time.
         await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
-        assert app.run_state.active and app.run_state.cases_done < 12
-        assert "/12 cases" in str(app.main.query_one("#run-status").render())
+        assert app.run_state.active and app.run_state.cases_done < 40
+        assert "/40 cases" in str(app.main.query_one("#run-status").render())
         await settle(pilot)
-        assert app.run_state.phase == "finished" and app.run_state.cases_done == 12
-        assert len(app.catalog.results) == 12
+        assert app.run_state.phase == "finished" and app.run_state.cases_done == 40
+        assert len(app.catalog.results) == 40
         # A result reached the dashboard packed; the summary pane parses it when it shows it.
         key = app.catalog.key(root / "slow" / "slow.evalset.json", "case-03")
         assert app.catalog.results.status(key) == 1

@@ -180,7 +180,6 @@ def test_files_the_loader_reads_reach_the_catalog_and_the_engines_reloads_are_as
     catalog = Catalog(tmp_path)
     m = ReadModel(catalog)
     loader = FolderLoader(tmp_path, None, m.inbox.put)
-    catalog.workspace = loader.mirror()
     loader.load_all()
     changes = m.pull(None)
     resolved = path.resolve()

@@ -171,48 +171,57 @@ def test_saving_is_shown_only_once_every_engine_run_of_the_state_stopped() -> No
     assert "running · saving 7 cases…" in _status(state)
 
 
-# ---- the dashboard's entry point plays no GC tricks (issue 18) ----------------------------------
+# ---- the dashboard's entry point owns its heap policy (issue 18) -------------------------------
 
 
-def _dashboard_start_in_a_fresh_process(tmp_path: Path, env: dict[str, str]) -> dict[str, int]:
+def _dashboard_heap_in_a_fresh_process(tmp_path: Path) -> dict[str, int]:
     """`tui-eval FOLDER` up to the moment the app would run (its run() stubbed), in a child process:
-    how many collections ran while the dashboard's modules were imported, and whether the GC was on
-    when the app started."""
+    whether the GC is on when the app starts, and what the app's `on_loaded` hook then does."""
     write_set(tmp_path / "a.evalset.json", "a", case("c1", turn("hi", "yo")))
     script = textwrap.dedent(f"""
-        import builtins, gc, json, sys
+        import gc, json
         import tui_eval.cli as cli
-        collections = []
-        gc.callbacks.append(lambda phase, info: collections.append(1) if phase == "start" else None)
+        from tui_eval.tui import app as app_module
         seen = {{}}
-        real_import = builtins.__import__
 
-        def spy(name, globals=None, locals=None, fromlist=(), level=0):
-            app = sys.modules.get("tui_eval.tui.app")
-            if app is not None:
-                seen.setdefault("start", len(collections))  # its first import statement
-            module = real_import(name, globals, locals, fromlist, level)
-            app = sys.modules.get("tui_eval.tui.app")
-            if app is not None and hasattr(app, "run_app") and "end" not in seen:  # all of it imported
-                seen["end"] = len(collections)
-                app.EvalApp.run = lambda self, **kw: seen.__setitem__("at_run", int(gc.isenabled()))
-            return module
+        def run(self, **kw):
+            seen["at_run"] = int(gc.isenabled())
+            keep = [[i] for i in range(1000)]  # the loaded folder
+            self.on_loaded()
+            seen["after_loaded"] = int(gc.isenabled())
+            seen["frozen"] = gc.get_freeze_count()
+            seen["threshold_ok"] = int(gc.get_threshold() == app_module.UI_GC_THRESHOLD)
 
-        builtins.__import__ = spy
+        app_module.EvalApp.run = run
         cli.main([{str(tmp_path)!r}])
-        print(json.dumps({{"during_import": seen["end"] - seen["start"], "enabled": seen["at_run"]}}))
+        print(json.dumps(seen))
     """)
     home = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}  # log, keymap
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **home, **env})
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **home})
     return json.loads(out.stdout)
 
 
-def test_the_dashboard_runs_with_pythons_own_gc(tmp_path: Path) -> None:
-    """No GC switched off while it imports, none frozen or switched off for runs: the engine runs in a
-    process of its own, so the dashboard's heap holds no run's churn."""
-    done = _dashboard_start_in_a_fresh_process(tmp_path, {})
-    assert done["enabled"] == 1
+def test_the_dashboard_loads_without_the_gc_then_freezes_what_it_loaded(tmp_path: Path) -> None:
+    done = _dashboard_heap_in_a_fresh_process(tmp_path)
+    assert done["at_run"] == 0
+    assert done["after_loaded"] == 1 and done["frozen"] > 1000 and done["threshold_ok"] == 1
+
+
+def test_the_engine_process_settles_its_heap_once_the_folder_is_loaded() -> None:
+    script = textwrap.dedent("""
+        import gc, json
+        from tui_eval.engine import service
+        gc.disable()
+        keep = [[i] for i in range(1000)]
+        service.settle_heap()
+        print(json.dumps({"enabled": int(gc.isenabled()), "frozen": gc.get_freeze_count(),
+                          "threshold_ok": int(gc.get_threshold() == service.ENGINE_GC_THRESHOLD)}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    done = json.loads(out.stdout)
+    assert done["enabled"] == 1 and done["threshold_ok"] == 1 and done["frozen"] > 1000
 
 
 # ---- replay files: case by case, with the full loader's errors ---------------------------------

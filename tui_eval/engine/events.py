@@ -28,6 +28,11 @@ class CaseKey:
     def __str__(self) -> str:
         return f"{self.eval_file}:{self.eval_id}"
 
+    def __reduce__(self) -> tuple[type[CaseKey], tuple[str, str]]:
+        # Pickled as a call: a slotted dataclass's default state is restored field by field, several
+        # times slower, and the dashboard unpickles one key per finished case from its engine process.
+        return CaseKey, (self.eval_file, self.eval_id)
+
 
 @dataclass(slots=True)
 class RunStarted:

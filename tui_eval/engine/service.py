@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import pickle
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import events as ev
 from .feed import (
     Cancel,
+    CaseBegun,
     CaseDone,
     Close,
     EngineConfig,
@@ -59,6 +61,8 @@ FLUSH_SECONDS = 0.05
 BATCH_MAX = 2000
 #: Seconds the engine may take to save and close once the dashboard is gone, before it exits anyway.
 CLOSE_GRACE = 60.0
+#: The engine process's cyclic-GC thresholds once the folder is loaded (set by its entry point, `main`).
+ENGINE_GC_THRESHOLD = (1_000_000, 100, 100)
 #: Seconds before a failed file watcher is started again.
 WATCH_RETRY_SECONDS = 2.0
 
@@ -69,9 +73,12 @@ _URGENT = (RunBegan, RunOver, RunEnded, ev.CasesStopped, ev.RunFinished, ev.RunS
 class EngineService:
     """One LiveSession driven by commands; everything it says goes to `send` as batches of records."""
 
-    def __init__(self, config: EngineConfig, send: Callable[[list[Any]], None]) -> None:
+    def __init__(self, config: EngineConfig, send: Callable[[list[Any]], None],
+                 on_loaded: Callable[[], None] | None = None) -> None:
         self.config = config
         self._send = send
+        #: Called once the folder and its saved results are loaded (the entry point's heap policy).
+        self.on_loaded = on_loaded
         self._out: list[Any] = []
         self._scored: dict[str, int] = {}
         self._oldest = 0.0
@@ -98,6 +105,8 @@ class EngineService:
             return  # the finished case carries its turns
         if isinstance(event, ev.CaseFinished):
             record: Any = CaseDone(event.key, summarize(event.result), pack(event.result), event.repetition)
+        elif isinstance(event, ev.CaseStarted):
+            record = CaseBegun(event.key)
         elif isinstance(event, live.LiveRunStarted):
             self._report_files()
             record = RunBegan(event.reason, event.rescore)
@@ -246,6 +255,8 @@ class EngineService:
         session.results.update({key: result for key, result, *_ in latest_saved_results(session.workspace)})
         self.session = session
         self._seen = self._identities()
+        if self.on_loaded is not None:
+            self.on_loaded()
         self.put(EngineReady())
         watcher = asyncio.ensure_future(self._watch()) if cfg.watch else None
         pending, self._pending = self._pending, []
@@ -315,6 +326,14 @@ def _give_up() -> None:
     os._exit(1)
 
 
+def settle_heap() -> None:
+    """The folder is loaded (with the cyclic GC off): keep it out of every later collection, then
+    collect again, far less often than Python's default (a run keeps every finished case alive)."""
+    gc.freeze()
+    gc.set_threshold(*ENGINE_GC_THRESHOLD)
+    gc.enable()
+
+
 def main(argv: list[str] | None = None) -> int:
     from multiprocessing.connection import Connection
 
@@ -323,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="the dashboard's engine process (started by the dashboard)")
     parser.add_argument("--fd", type=int, required=True, help="the socket to the dashboard")
     args = parser.parse_args(argv)
+    # This process is an entry point, so its heap policy is set here (figures: bench/README.md).
+    gc.disable()
     conn = Connection(args.fd)
     config: EngineConfig = pickle.loads(conn.recv_bytes())
     configure_logging(config.log_level, default_log_file())
@@ -333,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             conn.send_bytes(data)
 
-    service = EngineService(config, send)
+    service = EngineService(config, send, on_loaded=settle_heap)
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()

@@ -54,6 +54,9 @@ TICK_HZ = 8
 #: a key never waits behind a burst of thousands of results.
 FOLD_BUDGET = 0.012
 
+#: The dashboard process's cyclic-GC thresholds once the folder is loaded (set by `run_app`).
+UI_GC_THRESHOLD = (100_000, 50, 100)
+
 _M = TypeVar("_M", bound=Message)
 
 
@@ -102,8 +105,11 @@ class EvalApp(App[int]):
         ces: CesTarget | None = None,
         ces_endpoint: str | None = None,
         ces_app_version: str | None = None,
+        on_loaded: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
+        #: Called once the folder is loaded (the entry point's heap policy hangs here).
+        self.on_loaded = on_loaded
         self.catalog = Catalog(Path(path).resolve())
         if clock is not None:
             self.catalog.clock = clock
@@ -119,7 +125,6 @@ class EvalApp(App[int]):
         self.model = ReadModel(self.catalog)
         self.model.cancel_engine = self._cancel_engine
         self.loader = FolderLoader(self.catalog.root, agent, self.model.inbox.put)
-        self.catalog.workspace = self.loader.mirror()
         #: The engine process (started after the first frame).
         self.engine: EngineLink | None = None
         #: What each pull of the read model changed; the screens subscribe (see `watch_changes`).
@@ -246,19 +251,30 @@ class EvalApp(App[int]):
         self.run_worker(self._load, thread=True, group="load", name="load", exclusive=True, exit_on_error=False)
 
     def _load(self) -> None:
-        """Thread worker: start the engine process, then read the folder and its saved results."""
-        from ..engine.feed import EngineConfig
-        from .engine_link import EngineLink
+        """Thread worker: read the folder and its saved results (the dashboard's own copy)."""
         from .worker_utils import current_worker_cancelled
+
+        self.loader.load_all(cancelled=current_worker_cancelled)
+
+    def _start_engine(self) -> None:
+        """Thread worker, once the folder is loaded: start the engine process (it then reads the folder
+        for itself). Not earlier: two processes reading a big folder at once slowed the first frame and
+        the load on a shared machine (bench/README.md)."""
+        from ..engine.feed import EngineConfig, EngineGone
+        from .engine_link import EngineLink
 
         engine = EngineLink(EngineConfig(
             root=str(self.catalog.root), agent_ref=self.agent_ref, options=self.run_options, store=self.store,
             num_runs=self.catalog.run_book.num_runs, live=self.live, agent_reruns=self.agent_reruns,
             watch=self.watch_files, log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel())),
             self._from_engine)
-        engine.start()
-        self.engine = engine
-        self.loader.load_all(cancelled=current_worker_cancelled)
+        try:
+            engine.start()
+        except OSError as exc:  # the folder is shown all the same: runs are off, and the user is told why
+            log.error("could not start the engine process", exc_info=exc)
+            self.model.inbox.put(EngineGone(f"the engine process could not start: {exc}"))
+        else:
+            self.engine = engine
 
     def _from_engine(self, records: list[Any]) -> None:
         """The engine link's reader thread: queue a batch; a run starting or stopping is shown at once."""
@@ -274,6 +290,12 @@ class EvalApp(App[int]):
     def _wake(self) -> None:
         self._woken = False
         self._tick()
+
+    def _loaded(self) -> None:
+        """The dashboard's copy of the folder is loaded: the engine process starts and loads its own."""
+        self.run_worker(self._start_engine, thread=True, group="engine", name="engine", exit_on_error=False)
+        if self.on_loaded is not None:
+            self.on_loaded()
 
     def _cancel_engine(self) -> None:
         from ..engine.feed import Cancel
@@ -319,6 +341,8 @@ class EvalApp(App[int]):
         """Pull the read model and hand its changes to the screens."""
         changes = self.model.pull(budget)
         self._sync_status()
+        if changes.loaded:
+            self._loaded()
         if changes.reload:
             self.run_worker(partial(self._reload_files, changes.reload), thread=True, group="reload",
                             name="reload", exit_on_error=False)
@@ -424,9 +448,9 @@ class EvalApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         if event.state == WorkerState.SUCCESS:
-            if worker.group == "load":
+            if worker.group in ("load", "engine"):
                 # Now, not at the next tick (up to 1/TICK_HZ later): the folder shows as loaded and
-                # the keys that need it turn on as soon as the loader is done.
+                # the keys that need it turn on as soon as the loader is done and the engine started.
                 self._tick()
             elif worker.group == "edit":
                 after = self._after_edit.pop(worker, None)
@@ -438,7 +462,7 @@ class EvalApp(App[int]):
         elif event.state == WorkerState.ERROR:
             self._after_edit.pop(worker, None)
             titles = {"edit": "Edit not saved", "load": "Could not load the folder", "ces": "CES",
-                      "reload": "Could not reload a file"}
+                      "reload": "Could not reload a file", "engine": "Could not start the engine"}
             if worker.error is not None:
                 self.report_error(titles.get(worker.group, "Error"), worker.error)
             else:
@@ -607,7 +631,13 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
             num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None,
             ces_app_version: str | None = None, mock_tools: str | None = None,
             executor: str = "local") -> int:
-    """Open the dashboard on a folder (the `tui-eval [PATH]` entry point)."""
+    """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
+
+    The entry point owns the process, so its heap policy is here (figures: bench/README.md, "GC"): the
+    cyclic GC stays off while the folder loads, and the loaded folder is then frozen out of later
+    collections."""
+    import gc
+
     run_options = None
     if mock_tools is not None or executor != "local":
         # --mock-tools: every run of this dashboard answers tools from the records; --executor: where
@@ -615,7 +645,17 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
         from ..engine.options import RunOptions
 
         run_options = RunOptions(mock_tools=mock_tools, executor=executor)
+
+    def settle_heap() -> None:
+        gc.freeze()
+        gc.set_threshold(*UI_GC_THRESHOLD)
+        gc.enable()
+
+    gc.disable()
     app = EvalApp(path, agent=agent, live=live, num_runs=num_runs, ces=ces, ces_endpoint=ces_endpoint,
-                  ces_app_version=ces_app_version, run_options=run_options)
-    app.run(mouse=mouse)
+                  ces_app_version=ces_app_version, run_options=run_options, on_loaded=settle_heap)
+    try:
+        app.run(mouse=mouse)
+    finally:
+        gc.enable()
     return app.return_code or 0

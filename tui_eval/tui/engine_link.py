@@ -9,7 +9,6 @@ closes, which the kernel does for the dashboard however it ends (even SIGKILL).
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import socket
 import subprocess
@@ -138,5 +137,3 @@ def _log_stream() -> IO[bytes] | None:
         log.warning("engine output not logged (%s): %s", path, exc)
         return None
 
-
-__all__ = ["EngineLink", "os"]

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileLoaded", "FolderLoader", "LoadDone", "Notice", "ResultLoaded", "history_dir_for",
+__all__ = ["FileLoaded", "FolderLoader", "FolderOpened", "LoadDone", "Notice", "ResultLoaded", "history_dir_for",
            "load_workspace", "saved_origin"]
 
 
@@ -53,6 +53,14 @@ class ResultLoaded:
     result: CaseResult
     origin: str
     saved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class FolderOpened:
+    """The empty Workspace the UI thread folds FileLoaded records into (made off the UI thread: its
+    modules are imported after the first frame); the loader never touches it."""
+
+    workspace: Workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,20 +97,22 @@ class FolderLoader:
     """Reads the folder for the dashboard; `put` is the inbound queue's producer side."""
 
     def __init__(self, root: Path, agent_ref: str | None, put: Callable[[Any], None]) -> None:
-        from ..engine.workspace import Workspace
-
         if agent_ref is not None and not agent_ref.startswith("replay:"):
             agent_ref = str(Path(agent_ref).resolve())
-        self._workspace = Workspace(root, agent_ref=agent_ref)
+        self._root = root
+        self._agent_ref = agent_ref
+        self._workspace: Workspace | None = None
         self._put = put
         self._lock = threading.Lock()
 
-    def mirror(self) -> Workspace:
-        """An empty Workspace with the same root and agent, for the UI thread to fold FileLoaded into."""
-        from ..engine.workspace import Workspace
+    def _ws(self) -> Workspace:
+        """The private Workspace (under the lock); made on first use, with the UI's empty copy."""
+        if self._workspace is None:
+            from ..engine.workspace import Workspace
 
-        ws = self._workspace
-        return Workspace(ws.root, agent_ref=ws.agent_ref, config_override=ws.config_override)
+            ws = self._workspace = Workspace(self._root, agent_ref=self._agent_ref)
+            self._put(FolderOpened(Workspace(ws.root, agent_ref=ws.agent_ref, config_override=ws.config_override)))
+        return self._workspace
 
     def load_all(self, cancelled: Callable[[], bool] = lambda: False) -> None:
         """Thread: every file below the root (configs first), then each case's latest saved result."""
@@ -112,7 +122,7 @@ class FolderLoader:
 
         try:
             with self._lock:
-                ws = self._workspace
+                ws = self._ws()
                 paths = ws.discover()
                 configs = [p for p in paths if p.name == CONFIG_FILE_NAME or p == ws.config_override]
                 for path in configs + [p for p in paths if p not in configs]:
@@ -133,7 +143,7 @@ class FolderLoader:
             self._reload(path)
 
     def _reload(self, path: Path) -> None:
-        ws = self._workspace
+        ws = self._ws()
         change = ws.reload(path)
         if change.kind == "eval":
             state: Any = ws.eval_files.get(change.path)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..engine import events as ev
 from ..engine import feed
 from .catalog import Catalog, WorkspaceDelta
-from .loader import FileLoaded, LoadDone, Notice, ResultLoaded
+from .loader import FileLoaded, FolderOpened, LoadDone, Notice, ResultLoaded
 from .state import Packed, RunSnapshot, RunState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -230,17 +230,24 @@ class ReadModel:
     def _apply(self, record: Any, changes: Changes) -> None:
         """One record: O(1), except a file's (its copy is swapped in)."""
         cat = self.catalog
-        if isinstance(record, feed.CaseDone):
+        kind = type(record)
+        if kind is feed.CaseDone:
             state = self.current
             if state is not None:
                 state.apply(record)
             self._backlog.append(("run", record.key, Packed(record.summary, record.payload), record.repetition))
             self._runs_in_backlog += 1
+        elif kind is feed.CaseBegun or kind is feed.MetricsScored:
+            if self.current is not None:
+                self.current.apply(record)
         elif isinstance(record, ResultLoaded):
             self._backlog.append(("saved", record.key, Packed(record.summary, record.result), record.origin,
                                   record.saved_at))
         elif isinstance(record, FileLoaded):
             self._file_loaded(record)
+        elif isinstance(record, FolderOpened):
+            if cat.workspace is None:
+                cat.workspace = record.workspace
         elif isinstance(record, LoadDone):
             self.loading = False
             cat.loaded = True

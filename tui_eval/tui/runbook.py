@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
-    from ..engine.latency import ToolCallTiming, ToolLatency
+    from ..engine.latency import TimedToolCall, ToolLatency
     from ..engine.pricing import CostEstimate, PriceTable, TokenUsage, UsageKey
     from ..schema.results import CaseResult
 
@@ -76,7 +76,7 @@ class RunBook:
     repeats: dict[CaseKey, dict[int, Any]] = field(default_factory=dict)
     #: The agent's tokens per (who, model) in the current run.
     usage: dict[UsageKey, TokenUsage] = field(default_factory=dict)
-    timings: list[ToolCallTiming] = field(default_factory=list)
+    timings: list[TimedToolCall] = field(default_factory=list)
     #: Newest first.
     timeline: list[TimelineEntry] = field(default_factory=list)
     prices: PriceTable | None = None

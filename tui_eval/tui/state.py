@@ -11,6 +11,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..engine import events as ev
+from ..engine.feed import CaseBegun, CaseDone, MetricsScored, summarize
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from ..engine.feed import CaseSummary
@@ -210,26 +213,24 @@ class RunState:
     # ---- producer side (engine thread) -------------------------------------------------
 
     def apply(self, event: Any) -> None:
-        """Fold one engine event into the state (cheap: called up to thousands of times a second)."""
-        from ..engine import events as ev
-        from ..engine.feed import CaseDone, MetricsScored, summarize
-
+        """Fold one engine event or record into the state (cheap: called thousands of times a second)."""
+        kind = type(event)
         with self._lock:
             self.version += 1
-            if isinstance(event, ev.MetricProgress):
-                name = event.metric_name
-                self._metric_done[name] += 1
-                self._metric_total[name] = max(self._metric_total[name], self._metric_done[name])
-            elif isinstance(event, ev.CaseStarted):
+            if kind is CaseBegun or kind is ev.CaseStarted:
                 self.running.add(event.key)
-            elif isinstance(event, (CaseDone, ev.CaseFinished)):
-                summary = event.summary if isinstance(event, CaseDone) else summarize(event.result, insight=False)
+            elif kind is CaseDone or kind is ev.CaseFinished:
+                summary = event.summary if kind is CaseDone else summarize(event.result, insight=False)
                 self.running.discard(event.key)
                 self.cases_done += 1
                 self.counts[summary.status] += 1
                 for m in summary.metrics:
                     # A judge with no credentials fills its bar all the same: count what it decided.
                     self._metric_evaluated[m.name] += m.status != _NOT_EVALUATED
+            elif isinstance(event, ev.MetricProgress):
+                name = event.metric_name
+                self._metric_done[name] += 1
+                self._metric_total[name] = max(self._metric_total[name], self._metric_done[name])
             elif isinstance(event, MetricsScored):
                 for name, n in event.counts.items():
                     self._metric_done[name] += n
