@@ -404,8 +404,8 @@ async def test_c_in_the_turn_view_runs_that_case_with_the_app_version(ces, tmp_p
         app.open_turn(app.catalog.key(ces_file(app), "refund-scenario"), 0)
         await pilot.pause()
         await pilot.press("C")
-        await wait_until(pilot, lambda: app.bridge.current is not None and not app.bridge.current.active, 20)
-        assert app.bridge.current.phase == "finished"
+        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active, 20)
+        assert app.model.current.phase == "finished"
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
         assert run_args == {"app": APP, "evaluations": ["refund-scenario"], "appVersion": f"{APP}/versions/v7"}
 
