@@ -92,9 +92,11 @@ def test_finished_cases_are_stored_a_slice_at_a_time_while_the_counts_are_whole_
 
 
 def test_a_result_is_parsed_only_when_something_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_eval.tui import state
+
     parsed: list[int] = []
     unpack = feed.unpack
-    monkeypatch.setattr(feed, "unpack", lambda payload: parsed.append(1) or unpack(payload))
+    monkeypatch.setattr(state, "unpack", lambda payload: parsed.append(1) or unpack(payload))
     m, _ = model()
     state = m.new_run("Run all")
     assert state is not None

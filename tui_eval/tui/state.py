@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..engine import events as ev
-from ..engine.feed import CaseBegun, CaseDone, MetricsScored, summarize
+from ..engine.feed import CaseBegun, CaseDone, MetricsScored, summarize, unpack
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
@@ -42,8 +42,6 @@ class Results:
         """The full result (parsed now if it came packed from the engine, once)."""
         full = self._full.get(key)
         if isinstance(full, bytes):
-            from ..engine.feed import unpack
-
             full = self._full[key] = unpack(full)
         return full
 
@@ -101,8 +99,6 @@ class Results:
         if isinstance(result, Packed):
             self._summary[key], self._full[key] = result.summary, result.payload
         else:
-            from ..engine.feed import summarize
-
             self._summary[key], self._full[key] = summarize(result, insight=False), result
         self._origin[key] = origin
         if saved_at is None:
@@ -140,8 +136,6 @@ class Packed:
     payload: CaseResult | bytes
 
     def unpack(self) -> CaseResult:
-        from ..engine.feed import unpack
-
         return unpack(self.payload) if isinstance(self.payload, bytes) else self.payload
 
 
