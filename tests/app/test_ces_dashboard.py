@@ -215,6 +215,7 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
         final = app.model.current
         assert final is not None and final.phase == "finished"
         assert (final.cases_done, final.counts[1], final.counts[2]) == (3, 2, 1)
+        await pilot.pause()  # the screens redraw from the pull's changes in their next message
         status_line = str(app.main.run_panel.query_one("#run-status").render())
         assert "CES run app1" in status_line and "3/3" in status_line
         await settle(pilot)
