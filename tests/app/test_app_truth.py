@@ -578,3 +578,17 @@ def test_two_runs_of_a_turn_are_diffed_like_expected_and_actual(monkeypatch) -> 
     [block] = [b.plain for b in turn_blocks(before, after)]
     assert "earlier response\nBooked for [-1 passenger.-]\nlater response\nBooked for {+2 passengers.+}" in block
     assert "earlier (1)\n− book(n=1)\nlater (2)\n+ weather()\n+ book(n=2)" in block
+
+
+async def test_a_long_metric_filter_leaves_the_top_bar_whole_at_80_columns(tmp_path: Path, make_app) -> None:
+    # The filter comes right after the folder name; a metric name of 38 characters used to push
+    # "live off" and "? help" off an 80-column bar.
+    app = make_app(_demo(tmp_path), recording=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.main.set_metric("rubric_based_final_response_quality_v1")
+        await pilot.pause()
+        bar = str(app.main.query_one("#topbar").render())
+        assert "metric rubric_based_f…lity_v1" in bar, bar
+        assert bar.rstrip().endswith("? help"), bar
+        assert len(bar.rstrip()) <= 80

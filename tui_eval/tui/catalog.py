@@ -112,14 +112,18 @@ class Filter:
     def active(self) -> bool:
         return self.failed_only or self.flaky_only or self.metric is not None or bool(self.query)
 
-    def describe(self) -> str:
+    def describe(self, metric_width: int | None = None) -> str:
+        """The filter in words; `metric_width` shortens a long metric name in the middle (the top bar)."""
         parts = []
         if self.failed_only:
             parts.append("failed only")
         if self.flaky_only:
             parts.append("flaky only")
         if self.metric:
-            parts.append(f"metric {self.metric}")
+            from .text import cut_middle
+
+            name = self.metric if metric_width is None else cut_middle(self.metric, metric_width)
+            parts.append(f"metric {name}")
         if self.query:
             parts.append(f"search {self.query!r}")
         return ", ".join(parts)

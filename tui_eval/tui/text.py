@@ -51,6 +51,15 @@ def clip(text: str, limit: int = CLIP_CHARS) -> tuple[str, bool]:
     return head, True
 
 
+def cut_middle(name: str, width: int) -> str:
+    """An identifier (a metric name) in at most `width` characters: its start and its end kept, `…`
+    between them, so `rubric_based_final_response_quality_v1` stays recognisable."""
+    if len(name) <= width:
+        return name
+    tail = (width - 1) // 3
+    return name[: width - 1 - tail] + "…" + name[len(name) - tail:]
+
+
 def cut_words(text: str, width: int) -> str:
     """`text` in at most `width` characters, ending in `…` after the last whole word that fits."""
     if len(text) <= width:

@@ -280,10 +280,8 @@ class WhatIfScreen(Screen[None]):
                 written.append(path)
             except EditError as exc:
                 failed.append(str(exc))
-        bridge = getattr(self.app, "bridge", None)
-        if bridge is not None and not getattr(bridge, "watching", True):
-            for path in written:
-                bridge.reload(path)
+        for path in written:  # here and in the engine, whether or not they watch the folder
+            self.app.reload_file(path)
         self.app.call_from_thread(self._written, what, written, failed)
 
     def _written(self, what: WhatIf, written: list[Path], failed: list[str]) -> None:
