@@ -176,10 +176,10 @@ def test_permission_denied_as_a_tool_error_names_the_endpoint_and_the_remedy(ces
                    "to use another account, run `gcloud auth application-default login` (or set CES_ACCESS_TOKEN)\n")
 
 
-def test_readme_lists_the_exit_codes_the_code_uses() -> None:
+def test_the_ces_reference_lists_the_exit_codes_the_code_uses() -> None:
     from tui_eval.ces.cli import EXIT_BY_STATUS, EXIT_INCOMPLETE
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "ces.md").read_text()
     for status, code in EXIT_BY_STATUS.items():
         assert f"{code} `{status}`" in readme or f"`{status}` {code}" in readme or (
             code in (1, 2) and f"`{status}`" in readme), status
