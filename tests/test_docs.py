@@ -79,6 +79,19 @@ def test_every_flag_the_run_table_lists_exists() -> None:
     assert not undocumented, undocumented
 
 
+@pytest.mark.parametrize(("command", "page"), [("watch", "cli.md"), ("open", "keys.md"), ("report", "cli.md"),
+                                               ("migrate", "cli.md"), ("ces", "ces.md")])
+def test_every_flag_of_a_command_is_on_its_page(command: str, page: str) -> None:
+    from tui_eval.cli import build_parser
+
+    parser = _subparsers(build_parser())[command]
+    parsers = [parser, *_subparsers(parser).values()]
+    known = {opt for p in parsers for action in p._actions for opt in action.option_strings}
+    text = (DOCS / page).read_text()
+    undocumented = {o for o in known if o.startswith("--") and o not in text and o not in ("--help", "--log_level")}
+    assert not undocumented, undocumented
+
+
 def _anchors(page: Path) -> set[str]:
     text = page.read_text()
     found = set(re.findall(r'<a id="([^"]+)">', text))
