@@ -57,6 +57,21 @@ def test_the_key_table_names_no_binding_that_does_not_exist() -> None:
     assert not named - ids, named - ids
 
 
+def test_no_two_bindings_share_an_id() -> None:
+    # A keymap entry names one id: two bindings with the same id would both be remapped by it.
+    from collections import Counter
+
+    from textual.binding import Binding
+
+    from tui_eval.tui.screens.ces_history import CesHistoryScreen
+    from tui_eval.tui.screens.help import binding_sections
+
+    sections = [*(bs for _t, bs in binding_sections()), CesHistoryScreen.BINDINGS]
+    seen = {id(b): b for bs in sections for b in bs if isinstance(b, Binding) and b.id}
+    counts = Counter(b.id for b in seen.values())
+    assert not [i for i, n in counts.items() if n > 1], counts.most_common(3)
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

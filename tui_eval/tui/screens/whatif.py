@@ -54,7 +54,7 @@ class WhatIfScreen(Screen[None]):
         Binding("plus,equals_sign,right_square_bracket", "threshold(1)", "Raise threshold", id="whatif.up"),
         Binding("minus,left_square_bracket", "threshold(-1)", "Lower threshold", id="whatif.down"),
         Binding("backspace", "reset", "Reset", id="whatif.reset", show=False),
-        Binding("enter", "open_case", "Show case", id="whatif.open", priority=True, show=False),
+        Binding("enter", "open_case", "Show case", id="whatif.show_case", priority=True, show=False),
     ]
 
     DEFAULT_CSS = """
