@@ -309,7 +309,8 @@ def _keep_for_exit(*objects: object) -> None:
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import SetupError, prepare_run
-    from .engine.runner import Run, RunOptions
+    from .engine.options import run_options_from_flags
+    from .engine.runner import Run
     from .engine.store import ResultStore
     from .report import print_baseline, print_detailed, print_outcome, print_summary, write_json, write_junit
 
@@ -318,19 +319,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.fail_on_regression and not args.baseline:
         raise UsageError("--fail-on-regression needs --baseline RUN|latest")
     agent_ref, targets = split_agent(args)
-    options = RunOptions(
-        concurrency=args.concurrency,
-        turn_timeout=args.turn_timeout,
-        judge_concurrency=args.judge_concurrency,
-        judge_cache=not args.no_judge_cache,
-        save=not args.no_save,
-        judge_timeout=args.judge_timeout,
-        strict=args.strict,
-        executor=args.executor,
-        workers=args.workers,
-        agent_memory_limit=args.agent_memory_limit,
-        mock_tools=args.mock_tools,
-    )
+    options = run_options_from_flags(args)
     try:
         prepared = prepare_run(agent_ref, targets, config_path=args.config, num_runs=args.num_runs, options=options)
     except SetupError as exc:

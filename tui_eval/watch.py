@@ -22,7 +22,8 @@ from .engine.live import (
     LiveSession,
     WatchFailed,
 )
-from .engine.runner import RunOptions, RunRecord
+from .engine.options import run_options_from_flags
+from .engine.runner import RunRecord
 from .engine.store import ResultStore
 from .report import case_lines, print_summary
 from .schema.results import CaseResult, EvalStatus, counts_text
@@ -217,18 +218,7 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.config and not Path(args.config).is_file():
         print(f"error: {safe_line(args.config)}: no such config file", file=err)
         return EXIT_BAD_INPUT
-    options = RunOptions(
-        concurrency=args.concurrency,
-        turn_timeout=args.turn_timeout,
-        judge_concurrency=args.judge_concurrency,
-        judge_cache=not args.no_judge_cache,
-        judge_timeout=args.judge_timeout,
-        strict=args.strict,
-        executor=args.executor,
-        workers=args.workers,
-        agent_memory_limit=args.agent_memory_limit,
-        mock_tools=args.mock_tools,
-    )
+    options = run_options_from_flags(args)
     session = LiveSession(
         root,
         agent_ref=agent,

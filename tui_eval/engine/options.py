@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -28,3 +29,21 @@ class RunOptions:
     agent_memory_limit: int | None = None
     # --mock-tools: None (tools run), "strict" or "fallback".
     mock_tools: str | None = None
+
+
+def run_options_from_flags(args: Any) -> RunOptions:
+    """The run options the `run` and `watch` flags ask for (one reading for both faces); `args` is
+    their argparse namespace."""
+    return RunOptions(
+        concurrency=args.concurrency,
+        turn_timeout=args.turn_timeout,
+        judge_concurrency=args.judge_concurrency,
+        judge_cache=not args.no_judge_cache,
+        save=not getattr(args, "no_save", False),
+        judge_timeout=args.judge_timeout,
+        strict=args.strict,
+        executor=args.executor,
+        workers=args.workers,
+        agent_memory_limit=args.agent_memory_limit,
+        mock_tools=args.mock_tools,
+    )
