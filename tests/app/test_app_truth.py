@@ -589,6 +589,6 @@ async def test_a_long_metric_filter_leaves_the_top_bar_whole_at_80_columns(tmp_p
         app.main.set_metric("rubric_based_final_response_quality_v1")
         await pilot.pause()
         bar = str(app.main.query_one("#topbar").render())
-        assert "metric rubric_based_f…lity_v1" in bar, bar
+        assert "metric rubric_based_fina…ality_v1" in bar, bar
         assert bar.rstrip().endswith("? help"), bar
         assert len(bar.rstrip()) <= 80

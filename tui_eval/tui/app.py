@@ -431,6 +431,17 @@ class EvalApp(App[int]):
         self._sync_status()
         return True
 
+    @on(msg.FilesRewritten)
+    @_reported
+    def _files_rewritten(self, message: msg.FilesRewritten) -> None:
+        paths = message.paths
+
+        def work() -> None:
+            for path in paths:
+                self.reload_file(path)
+
+        self.run_worker(work, thread=True, group="reload", name="reload rewritten files", exit_on_error=False)
+
     @on(msg.CesRunRequested)
     @_reported
     def _ces_run_requested(self, message: msg.CesRunRequested) -> None:

@@ -101,3 +101,11 @@ class OpenCesHistory(Message):
     """Show a CES case's last ten CES results."""
 
     key: CaseKey
+
+
+@dataclass
+class FilesRewritten(Message):
+    """A screen rewrote these files (a what-if written to the configs): read them again, here and in
+    the engine, whether or not the folder is watched."""
+
+    paths: tuple[Path, ...]

@@ -136,7 +136,7 @@ class MainScreen(Screen[None]):
             # Right after the folder: at 80 columns the end of the bar is cut off, and the filter is what
             # explains a tree with cases missing.
             # A long metric name is shortened in the middle so the bar's other parts still fit 80 columns.
-            parts.append((f"  filter: {cat.filter.describe(metric_width=22)}", "$text-warning"))
+            parts.append((f"  filter: {cat.filter.describe(metric_width=26)}", "$text-warning"))
         if app.model.loading:
             parts.append((f"  loading… {len(cat.files)} eval files", "$text-muted"))
         else:
@@ -146,9 +146,7 @@ class MainScreen(Screen[None]):
             else:
                 n = len(ws.agent_dirs) if ws is not None else 0
                 agents = f"{n} agent{'s' if n != 1 else ''}"
-            if cat.filter.active:  # the filter needs the room: the tree shows the files anyway
-                parts.append((f"  {len(cat.files)} file{'' if len(cat.files) == 1 else 's'}", "$text-muted"))
-            else:
+            if not cat.filter.active:  # else the filter needs the room (the tree shows the files anyway)
                 parts.append((f"  {len(cat.files)} eval file{'' if len(cat.files) == 1 else 's'} · ", "$text-muted"))
                 parts.append(plain(agents, "$text-muted"))
         parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))

@@ -17,7 +17,7 @@ from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from ..messages import JumpTo
+from ..messages import FilesRewritten, JumpTo
 from ..text import STATUS_GLYPH, STATUS_WORD, literal, plain, rich_style
 from ..widgets.footer import KeyFooter
 
@@ -280,8 +280,8 @@ class WhatIfScreen(Screen[None]):
                 written.append(path)
             except EditError as exc:
                 failed.append(str(exc))
-        for path in written:  # here and in the engine, whether or not they watch the folder
-            self.app.reload_file(path)
+        if written:
+            self.post_message(FilesRewritten(tuple(written)))
         self.app.call_from_thread(self._written, what, written, failed)
 
     def _written(self, what: WhatIf, written: list[Path], failed: list[str]) -> None:
