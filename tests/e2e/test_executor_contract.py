@@ -183,8 +183,11 @@ def test_a_ray_run_scores_the_demo_agent_as_a_local_run_does(ray_cluster: tuple[
 CAUSES = {
     "local": {"exit": "the agent process exited with code 0 during turn 1",
               "segv": "the agent process was killed by SIGSEGV during turn 1"},
-    "ray": {"exit": "the agent process died during turn 1: it exited or was killed",
-            "segv": "the agent process died during turn 1: it exited or was killed"},
+    # A Ray task that dies right after saying its turn started may take that word with it.
+    "ray": {"exit": ("the agent process died during turn 1: it exited or was killed",
+                     "the agent process died before any of its turns was heard of: it exited or was killed"),
+            "segv": ("the agent process died during turn 1: it exited or was killed",
+                     "the agent process died before any of its turns was heard of: it exited or was killed")},
 }
 
 
@@ -200,7 +203,7 @@ def test_a_case_that_takes_its_process_down_fails_alone_with_its_cause(executor:
     cases = _record(folder)
     for what in ("exit", "segv"):
         assert cases[what]["status"] == 2
-        assert cases[what]["error"].startswith(CAUSES[executor][what]), cases[what]["error"]
+        assert cases[what]["error"].startswith(CAUSES[executor][what]), cases[what]["error"]  # str or tuple
     assert cases["ok0"]["status"] == 1 and cases["ok1"]["status"] == 1
     assert len(cases["ok1"]["tool_timings"]) == 2
     assert len(json.loads(out_json.read_text())[0]["eval_case_results"]) == 4

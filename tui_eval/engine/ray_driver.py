@@ -248,7 +248,8 @@ class _Driver:
         from ray import exceptions as rx
 
         turn = -1 if state is None else (state.turns if state.turn is None else state.turn)
-        where = "while starting a session" if turn < 0 else f"during turn {turn + 1}"
+        # A Ray task's last words (its turn_start) may be lost with it: with no turn heard of, say so.
+        where = "before any of its turns was heard of" if turn < 0 else f"during turn {turn + 1}"
         if self.client and state is not None:
             where = "during the case"  # over Ray Client no turn is heard of before the case ends
         first = (str(exc).strip().split("\n", 1)[0] or type(exc).__name__)[:300]
