@@ -418,7 +418,7 @@ def _find_baseline(spec: str, plan: RunPlan, agent: Executor, store: ResultStore
     eval_sets = [(t.eval_set.eval_set_id, str(t.eval_file), store.root or history_dir(t.eval_file, agent.home))
                  for t in plan.targets]
     try:
-        found = find_baseline(spec, eval_sets)
+        found = find_baseline(spec, eval_sets, replay=not agent.runs_user_code)
     except BaselineError as exc:
         raise UsageError(str(exc)) from None
     from .textsafe import safe_line

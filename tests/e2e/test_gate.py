@@ -251,3 +251,22 @@ def test_what_counts_as_an_outage(error: str | None, outage: str | None) -> None
     from tui_eval.engine.causes import infrastructure_error
 
     assert infrastructure_error(error) == outage
+
+
+def test_baseline_latest_pairs_an_agent_run_with_an_agent_run_not_a_newer_replay(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    demo = tmp_path / "hello_world"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "demo_agents" / "hello_world", demo,
+                    ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    evalset = demo / "hello_world.evalset.json"
+    history = demo / ".adk" / "eval_history"
+    assert run_cli("run", str(demo), str(evalset))[0] == 1  # the agent: 4 passed, 5 failed
+    [agent_run] = list_history(history)
+    # A replay of the expected turns passes every case and is saved beside the agent's run, newer.
+    assert run_cli("run", f"replay:{evalset}", str(evalset), "--json", str(tmp_path / "r.json"))[0] == 0
+    code, out, err = run_cli("run", str(demo), str(evalset), "--no-save", "--baseline", "latest")
+    assert f"Baseline run {agent_run.run_id}:" in out, out + err
+    assert "0 regressions" in out  # against the replay's 9/9, five cases would read as regressions

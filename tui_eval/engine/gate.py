@@ -192,11 +192,13 @@ def _complete(entry: HistoryEntry) -> bool:
     return not entry.partial
 
 
-def find_baseline(spec: str, eval_sets: list[tuple[str, str, Path]], exclude_run: str | None = None) -> dict[str, Path]:
+def find_baseline(spec: str, eval_sets: list[tuple[str, str, Path]], exclude_run: str | None = None,
+                  *, replay: bool = False) -> dict[str, Path]:
     """The saved record to compare each eval set with: `(eval_set_id, eval_file, history folder)` ->
-    record path, by eval file. `spec` is `latest` (each eval set's newest complete saved run, else its
-    newest), a run id, or a run record file (its run). Raises BaselineError for a run id or file that
-    names no saved run of these eval sets."""
+    record path, by eval file. `spec` is `latest` (each eval set's newest complete saved run of the same
+    kind as this one, an agent run or a replay, else of any kind; else its newest), a run id, or a run
+    record file (its run). Raises BaselineError for a run id or file that names no saved run of these
+    eval sets."""
     found: dict[str, Path] = {}
     if spec != LATEST:
         path = Path(spec)
@@ -216,7 +218,10 @@ def find_baseline(spec: str, eval_sets: list[tuple[str, str, Path]], exclude_run
         entries = [e for e in list_history(folder) if e.eval_set_id == eval_set_id and e.run_id != exclude_run
                    and _same_file(e.eval_file, eval_file)]
         if spec == LATEST:
-            pick = next((e for e in entries if _complete(e)), entries[0] if entries else None)
+            # Like with like: a replay's results are not the agent's (a replay run is never an agent
+            # run's baseline while the agent has runs of its own, nor the other way round).
+            alike = [e for e in entries if e.replay == replay] or entries
+            pick = next((e for e in alike if _complete(e)), alike[0] if alike else None)
         else:
             pick = next((e for e in entries if e.run_id == spec), None)
         if pick is not None:
