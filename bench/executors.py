@@ -52,6 +52,17 @@ root_agent = LlmAgent(name="slow_agent", model="gemini-2.5-flash", instruction="
 '''
 
 
+def _lookup_model(request: object) -> object:
+    """The model of both ADK agents: call lookup for the city the user named, then say it was looked up."""
+    user = [p.get("text", "") for c in request.contents if c.get("role") == "user"  # type: ignore[attr-defined]
+            for p in c.get("parts") or [] if "text" in p][-1]
+    city = user.removeprefix("Look up ")
+    last = request.contents[-1].get("parts") or []  # type: ignore[attr-defined]
+    if not any("functionResponse" in p or "function_response" in p for p in last):
+        return function_call_reply("lookup", {"city": city})
+    return text_reply(f"{city} looked up.")
+
+
 def _run_cli(python: str, args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
     """Wall and CPU seconds (the CLI and every process it started) of one `tui-eval` command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -97,17 +108,8 @@ def sync_tools(python: str, tmp: Path, rounds: int) -> None:
     evalset = folder / "slow.evalset.json"
     evalset.write_text(json.dumps({"eval_set_id": "slow", "eval_cases": cases}))
 
-    def respond(request: object) -> object:
-        user = [p.get("text", "") for c in request.contents if c.get("role") == "user"  # type: ignore[attr-defined]
-                for p in c.get("parts") or [] if "text" in p][-1]
-        city = user.removeprefix("Look up ")
-        last = request.contents[-1].get("parts") or []  # type: ignore[attr-defined]
-        if not any("functionResponse" in p or "function_response" in p for p in last):
-            return function_call_reply("lookup", {"city": city})
-        return text_reply(f"{city} looked up.")
-
     with FakeGemini() as gemini:
-        gemini.responder = respond
+        gemini.responder = _lookup_model
         env = dict(os.environ, GOOGLE_API_KEY="dummy", GOOGLE_GEMINI_BASE_URL=gemini.base_url,
                    TUI_EVAL_CACHE_DIR=str(tmp / "cache"))
         walls, means, spans = [], [], []
@@ -146,19 +148,10 @@ def pool_size(python: str, tmp: Path, rounds: int, n_cases: int) -> None:
     evalset = folder / "fast.evalset.json"
     evalset.write_text(json.dumps({"eval_set_id": "fast", "eval_cases": cases}))
 
-    def respond(request: object) -> object:
-        user = [p.get("text", "") for c in request.contents if c.get("role") == "user"  # type: ignore[attr-defined]
-                for p in c.get("parts") or [] if "text" in p][-1]
-        city = user.removeprefix("Look up ")
-        last = request.contents[-1].get("parts") or []  # type: ignore[attr-defined]
-        if not any("functionResponse" in p or "function_response" in p for p in last):
-            return function_call_reply("lookup", {"city": city})
-        return text_reply(f"{city} looked up.")
-
     print(f"pool size: google-adk agent, {n_cases} one-turn cases (a model call, a tool, a model call), "
           f"--concurrency 16, medians of {rounds}")
     with FakeGemini() as gemini:
-        gemini.responder = respond
+        gemini.responder = _lookup_model
         env = dict(os.environ, GOOGLE_API_KEY="dummy", GOOGLE_GEMINI_BASE_URL=gemini.base_url)
         for workers in ("1", "2", "4"):
             runs = [_run_cli(python, ["run", str(folder), str(evalset), "--no-save", "--concurrency", "16",
