@@ -1,17 +1,23 @@
-"""Headless reports of a run: the summary, detailed per-invocation text, `--json` and `--junit` files."""
+"""What a headless run prints and writes: the terminal summary (`run`, `watch`; `--num-runs` per case),
+detailed per-invocation text, and the `--json` and `--junit` files.
+
+The shareable Markdown / HTML page of a run (`tui-eval report`, `--md`, `--html`) and the words every text
+output shares (the verdict line, scores, counts) are in `share.py`, the layer below.
+"""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Sequence, TextIO
 
-from .engine.causes import CauseGroup, causes_of, group_by_cause, groups_text, infrastructure_error
+from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
+from .engine.causes import CauseGroup, call_faults, causes_of, group_by_cause, groups_text, infrastructure_error
 from .engine.store import dump_json
-from .metrics.efficiency import EFFICIENCY_METRICS, run_efficiency
+from .metrics.efficiency import run_efficiency
 from .schema.fileio import write_output
-from .schema.model import FunctionCall, content_text
+from .schema.model import content_text
 from .schema.details import (
     MATCH_TYPE_NAMES,
     HallucinationDetails,
@@ -25,11 +31,14 @@ from .schema.details import (
     TrajectoryDetails,
     alignment_counts,
 )
-from .schema.results import CaseResult, EvalStatus, MetricResult, counts_text
+from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
+from .share import metric_line as metric_line  # the one verdict line (re-exported: the Python API's failures use it)
+from .share import calls_text, count_text, latency_text, repeat_marks, score_text
 from .textsafe import safe_line, safe_text, xml_safe
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.gate import BaselineReport, Outcome
+    from .engine.pricing import CostEstimate, TokenUsage
     from .engine.runner import RunRecord
 
 # XML 1.0 forbids most control characters; agent text and ids may carry escape sequences.
@@ -38,22 +47,6 @@ _xml_text = xml_safe
 
 # Control characters in agent or judge text are shown, never sent to the terminal (tab and newline kept).
 _safe = safe_text
-
-
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def metric_line(m: MetricResult) -> str:
-    """`tool_trajectory_avg_score 0.500 < 1.000 FAILED`, or the reason it was not evaluated."""
-    if m.status == EvalStatus.NOT_EVALUATED:
-        return f"{m.metric_name}: {m.status.label} ({_safe(m.reason or 'no reason given')})"
-    if m.status == EvalStatus.INFORMATIONAL:
-        return f"{m.metric_name}: {_score(m.score)} ({m.status.label})"
-    op = ">=" if m.status == EvalStatus.PASSED else "<"
-    line = f"{m.metric_name}: {_score(m.score)} {op} {m.threshold:g} {m.status.name}"
-    # A metric may fail on a rule beyond its score (CES's extra tool calls): its reason says which.
-    return f"{line} ({_safe(m.reason)})" if m.status == EvalStatus.FAILED and m.reason else line
 
 
 def _counts_text(counts: dict[EvalStatus, int], gaps: int = 0) -> str:
@@ -78,7 +71,7 @@ def _value(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _arg_diffs_text(diffs: list[ArgDiff]) -> str:
+def _arg_diffs_text(diffs: Sequence[ArgDiff]) -> str:
     parts = []
     for d in diffs:
         path = d["path"] or "args"
@@ -100,41 +93,20 @@ def trajectory_reasons(m: MetricResult) -> list[str]:
         details = inv.details
         if not isinstance(details, TrajectoryDetails) or inv.status != EvalStatus.FAILED:
             continue
-        alignment = details.alignment()
         parts: list[str] = []
-        explained: set[int] = set()
-        for e in alignment["expected"]:
-            if e["status"] != "missing":
-                continue
-            diffs = e.get("arg_diffs")
-            if diffs:
-                parts.append(f"{_call(e['name'])} args: {_arg_diffs_text(diffs)}")
-                if e["actual_index"] is not None:
-                    explained.add(e["actual_index"])
-            elif e["actual_index"] is None:
-                parts.append(f"missing {_call(e['name'])}")
-            # else: answered by a call out of order, which says so below
-        for a in alignment["actual"]:
-            if a["index"] in explained:
-                continue
-            if a["status"] == "extra":
-                diffs = a.get("arg_diffs")
-                parts.append(f"{_call(a['name'])} args: {_arg_diffs_text(diffs)}" if diffs
-                             else f"extra {_call(a['name'])}")
-            elif a["status"] == "out_of_order":
+        for f in call_faults(details):
+            if f.kind == "args":
+                parts.append(f"{_call(f.name)} args: {_arg_diffs_text(f.arg_diffs)}")
+            elif f.kind == "out_of_order":
                 # One order failure, said once: where the file expects the call and where the agent made it.
-                j = a["expected_index"]
-                parts.append(f"{_call(a['name'])} out of order" + (f": moved from {j + 1} to {a['index'] + 1}"
-                                                                  if j is not None else ""))
+                j, at = f.expected_index, f.actual_index
+                parts.append(f"{_call(f.name)} out of order"
+                             + (f": moved from {j + 1} to {at + 1}" if j is not None and at is not None else ""))
+            else:
+                parts.append(f"{f.kind} {_call(f.name)}")
         if parts:
             lines.append((f"turn {i + 1}: " if several else "") + "; ".join(parts))
     return lines
-
-
-def _quiet(m: MetricResult) -> bool:
-    """Left out of a list of what went wrong: passed metrics, and ADK's efficiency metrics (informational,
-    one `efficiency:` line sums them up for the run)."""
-    return m.status == EvalStatus.PASSED or (m.status == EvalStatus.INFORMATIONAL and m.metric_name in EFFICIENCY_METRICS)
 
 
 def _first_line(text: str) -> str:
@@ -164,7 +136,7 @@ def case_lines(case: CaseResult, label: str) -> list[str]:
     if case.error:
         lines.append(f"       agent error: {safe_line(_first_line(case.error))}")
     for m in case.metrics:
-        if _quiet(m) or (case.error and m.status == EvalStatus.NOT_EVALUATED):
+        if not m.went_wrong or (case.error and m.status == EvalStatus.NOT_EVALUATED):
             continue
         if grouped and m.status == EvalStatus.NOT_EVALUATED:
             continue
@@ -176,11 +148,87 @@ def case_lines(case: CaseResult, label: str) -> list[str]:
     return lines
 
 
+def usage_text(usage: TokenUsage) -> str:
+    cached = f" ({count_text(usage.cached)} cached)" if usage.cached else ""
+    return f"{count_text(usage.prompt)} prompt{cached}, {count_text(usage.output)} output"
+
+
+def cost_lines(cost: CostEstimate | None) -> list[str]:
+    """`Tokens agent gemini-2.5-flash: 1,200 prompt (300 cached), 80 output` per (who, model), then the cost."""
+    if cost is None:
+        return []
+    out = [f"Tokens {line.who} {line.model}: {usage_text(line.usage)}" for line in cost.lines]
+    out.append(f"{cost.text()[0].upper()}{cost.text()[1:]}; prices: {'; '.join(cost.sources)}")
+    return out
+
+
+def insight_lines(record: RunRecord) -> list[str]:
+    """The summary's extra lines: tokens and estimated cost, per-tool latency, code state (plain text)."""
+    insight = record.insight
+    lines: list[str] = []
+    if insight is not None:
+        lines.extend(cost_lines(insight.cost))
+        for t in insight.tool_latency[:8]:
+            lines.append(f"Tool {t.name}: {t.count} call(s), {t.passed} ok, {t.failed} failed, "
+                         f"mean {latency_text(t.mean_seconds)}, p95 {latency_text(t.p95_seconds)}")
+        if len(insight.tool_latency) > 8:
+            lines.append(f"(and {len(insight.tool_latency) - 8} more tools in the run record)")
+    state = record.code_state
+    if state is not None and state.commit:
+        lines.append(f"Code: commit {state.commit[:12]}" + (" + uncommitted changes" if state.dirty else ""))
+    return [safe_line(line) for line in lines]
+
+
+def _why(case: CaseResult) -> str:
+    if case.error:
+        return "agent error: " + case.error.split("\n", 1)[0]
+    failing = [m for m in case.metrics if m.went_wrong]
+    return "; ".join(metric_line(m) for m in failing[:3])
+
+
+_LABEL_MARK = {RepeatLabel.FLAKY: "FLAKY", RepeatLabel.STABLE_FAIL: "FAIL", RepeatLabel.NOT_EVALUATED: "N/E",
+               RepeatLabel.STABLE_PASS: "PASS"}
+
+
+def print_repeats(record: RunRecord, out: TextIO, *, verbose: bool = True) -> bool:
+    """`--num-runs N`: one block per case (k/N runs passed, its label, its runs' marks), flaky cases
+    first, instead of one block per repetition. False when the record has no repeat summary."""
+    insight = record.insight
+    if insight is None or not insight.repeats:
+        return False
+    n = record.num_runs
+    by_file: dict[str, list[tuple[int, EvalSetResult]]] = {}
+    for result, rep in zip(record.results, record.repetitions or [1] * len(record.results)):
+        by_file.setdefault(result.eval_set_file, []).append((rep, result))
+    for file, cases in insight.repeats.items():
+        reps = by_file.get(file, [])
+        set_id = reps[0][1].eval_set_id if reps else file
+        labels = ", ".join(f"{k} {label.value}" for label, k in _label_counts(cases) if k)
+        print(f"{safe_line(set_id)} ({safe_line(file)}): {len(cases)} case(s) x {n} runs: {labels}", file=out)
+        if not verbose:
+            continue
+        for r in order_for_summary(cases):
+            if r.label == RepeatLabel.STABLE_PASS:
+                continue
+            print(f"  {_LABEL_MARK[r.label]} {safe_line(r.case_id)}  {r.fraction} ({r.label.value}) "
+                  f"{repeat_marks(r.statuses)}  pass@{r.runs} {r.pass_at_k[-1]:.2f}  pass^{r.runs} {r.pass_hat_k[-1]:.2f}",
+                  file=out)
+            for rep, result in reps:
+                case = next((c for c in result.case_results if c.eval_id == r.case_id), None)
+                if case is not None and case.status != EvalStatus.PASSED:
+                    print(f"       run {rep}: {safe_line(_why(case))}", file=out)
+                    break  # the first failing run says why; the record has the rest
+    return True
+
+
+def _label_counts(cases: Sequence[CaseRepeats]) -> list[tuple[RepeatLabel, int]]:
+    order = (RepeatLabel.FLAKY, RepeatLabel.STABLE_FAIL, RepeatLabel.NOT_EVALUATED, RepeatLabel.STABLE_PASS)
+    return [(label, sum(1 for c in cases if c.label == label)) for label in order]
+
+
 def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> None:
     """Per eval set: counts, then every case that did not pass with why. Each line is one line: ids and
     reasons are escaped (safe_line), so no text can move the cursor or forge a line."""
-    from .share import insight_lines, print_repeats
-
     # `--num-runs N`: one block per case (k/N runs passed), not one block per repetition.
     repeated = record.num_runs > 1 and print_repeats(record, out, verbose=verbose)
     for result in () if repeated else record.results:
@@ -249,12 +297,6 @@ def print_causes(groups: list[CauseGroup], out: TextIO) -> None:
         print(f"  {safe_line(line)}", file=out)
 
 
-def _calls_text(calls: list[FunctionCall]) -> str:
-    if not calls:
-        return "(none)"
-    return "; ".join(f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls)
-
-
 class _SafeOut:
     """A text stream that escapes every control character but newline and tab before writing: detailed
     results print whole responses (several lines), and no byte of them may reach the terminal raw."""
@@ -285,13 +327,13 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                     print(f"expected response: {content_text(expected.final_response)}", file=out)
                 print(f"actual response:   {content_text(actual.final_response)}", file=out)
                 if expected is not None:
-                    print(f"expected tools:    {_calls_text(expected.tool_calls)}", file=out)
-                print(f"actual tools:      {_calls_text(actual.tool_calls)}", file=out)
+                    print(f"expected tools:    {calls_text(expected.tool_calls)}", file=out)
+                print(f"actual tools:      {calls_text(actual.tool_calls)}", file=out)
                 for m in case.metrics:
                     if i < len(m.per_invocation):
                         inv = m.per_invocation[i]
                         why = f" ({_safe(inv.reason)})" if inv.reason else ""
-                        print(f"  {m.metric_name}: {inv.status.name} {_score(inv.score)}{why}", file=out)
+                        print(f"  {m.metric_name}: {inv.status.name} {score_text(inv.score)}{why}", file=out)
                         for line in detail_lines(inv.details):
                             print(f"    {line}", file=out)
             for m in case.metrics:
@@ -351,7 +393,7 @@ def _failure_text(case: CaseResult) -> str:
     if case.error:
         lines.append(f"agent error: {case.error}")
     for m in case.metrics:
-        if not _quiet(m):
+        if m.went_wrong:
             lines.append(metric_line(m))
             lines.extend(f"  {reason}" for reason in trajectory_reasons(m))
     return "\n".join(lines)

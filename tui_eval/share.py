@@ -1,4 +1,6 @@
-"""A run to share: the CLI summary's insight lines and the static Markdown / HTML report (`tui-eval report`).
+"""A run to share: the static Markdown / HTML report of a run (`tui-eval report`, `run --md/--html`), and
+the words every text output of a run uses (the one verdict line, scores, counts, calls, repeat marks),
+which the terminal summary and CI files (`report.py`, the layer above) print too.
 
 Agent, judge and user text is escaped at this boundary: control characters through textsafe, then
 Markdown's `|`, backticks, `<`, `>`, `&` (and the other inline markers) or html.escape.
@@ -20,13 +22,12 @@ from pydantic import ValidationError
 from .metrics.efficiency import EFFICIENCY_METRICS
 from .engine.codestate import CodeState
 from .engine.insight import RunInsight
-from .engine.pricing import CostEstimate, TokenUsage
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
 from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record, read_record_head, scan_history
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
 from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
-from .textsafe import safe_line
+from .textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.gate import BaselineReport, Outcome
@@ -179,46 +180,17 @@ def source_line(source: dict[str, Any] | None) -> str | None:
     return "; ".join(parts) or None
 
 
-# ---- plain-text lines for the CLI summary ---------------------------------------------------------
+# ---- the words every text report of a run uses (the CLI summary, JUnit, Markdown, HTML) -----------
 
 
-def _n(value: int) -> str:
+def count_text(value: int) -> str:
+    """A count with thousands separators: `1,200`."""
     return f"{value:,}"
 
 
-def usage_text(usage: TokenUsage) -> str:
-    cached = f" ({_n(usage.cached)} cached)" if usage.cached else ""
-    return f"{_n(usage.prompt)} prompt{cached}, {_n(usage.output)} output"
-
-
-def _ms(seconds: float) -> str:
+def latency_text(seconds: float) -> str:
+    """`120 ms` under a second, else `1.50 s`."""
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def cost_lines(cost: CostEstimate | None) -> list[str]:
-    """`Tokens agent gemini-2.5-flash: 1,200 prompt (300 cached), 80 output` per (who, model), then the cost."""
-    if cost is None:
-        return []
-    out = [f"Tokens {line.who} {line.model}: {usage_text(line.usage)}" for line in cost.lines]
-    out.append(f"{cost.text()[0].upper()}{cost.text()[1:]}; prices: {'; '.join(cost.sources)}")
-    return out
-
-
-def insight_lines(record: RunRecord) -> list[str]:
-    """The summary's extra lines: tokens and estimated cost, per-tool latency, code state (plain text)."""
-    insight = record.insight
-    lines: list[str] = []
-    if insight is not None:
-        lines.extend(cost_lines(insight.cost))
-        for t in insight.tool_latency[:8]:
-            lines.append(f"Tool {t.name}: {t.count} call(s), {t.passed} ok, {t.failed} failed, "
-                         f"mean {_ms(t.mean_seconds)}, p95 {_ms(t.p95_seconds)}")
-        if len(insight.tool_latency) > 8:
-            lines.append(f"(and {len(insight.tool_latency) - 8} more tools in the run record)")
-    state = record.code_state
-    if state is not None and state.commit:
-        lines.append(f"Code: commit {state.commit[:12]}" + (" + uncommitted changes" if state.dirty else ""))
-    return [safe_line(line) for line in lines]
 
 
 def repeat_marks(statuses: Sequence[EvalStatus]) -> str:
@@ -226,65 +198,30 @@ def repeat_marks(statuses: Sequence[EvalStatus]) -> str:
     return "".join(s.glyph for s in statuses)
 
 
-def _listed(m: MetricResult) -> bool:
-    """Listed among what went wrong: not passed, and not one of ADK's efficiency metrics (informational)."""
-    return m.status != EvalStatus.PASSED and not (m.status == EvalStatus.INFORMATIONAL
-                                                  and m.metric_name in EFFICIENCY_METRICS)
+def calls_text(calls: list[FunctionCall]) -> str:
+    """Tool calls with their arguments as JSON: `lookup({"id": 3}); reply({})`, `(none)`."""
+    if not calls:
+        return "(none)"
+    return "; ".join(f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls)
 
 
-def _why(case: CaseResult) -> str:
-    if case.error:
-        return "agent error: " + case.error.split("\n", 1)[0]
-    failing = [m for m in case.metrics if _listed(m)]
-    return "; ".join(_metric_text(m) for m in failing[:3])
+def score_text(value: float | None) -> str:
+    """A score in a text report: three decimals, `-` for none."""
+    return "-" if value is None else f"{value:.3f}"
 
 
-def _metric_text(m: MetricResult) -> str:
+def metric_line(m: MetricResult) -> str:
+    """The one plain-text verdict line of a metric on a case, as every text output writes it (summary,
+    JUnit, API failures, Markdown, HTML): `tool_trajectory_avg_score: 0.500 < 1 FAILED`,
+    `x: not evaluated (why)`, `token_usage_v1: 812.000 (informational)`. Reasons are escaped (safe_text)."""
     if m.status == EvalStatus.NOT_EVALUATED:
-        return f"{m.metric_name}: not evaluated ({m.reason or 'no reason given'})"
+        return f"{m.metric_name}: {m.status.label} ({safe_text(m.reason or 'no reason given')})"
+    if m.status == EvalStatus.INFORMATIONAL:
+        return f"{m.metric_name}: {score_text(m.score)} ({m.status.label})"
     op = ">=" if m.status == EvalStatus.PASSED else "<"
-    score = "-" if m.score is None else f"{m.score:.3f}"
-    return f"{m.metric_name}: {score} {op} {m.threshold:g} {m.status.name}"
-
-
-_LABEL_MARK = {RepeatLabel.FLAKY: "FLAKY", RepeatLabel.STABLE_FAIL: "FAIL", RepeatLabel.NOT_EVALUATED: "N/E",
-               RepeatLabel.STABLE_PASS: "PASS"}
-
-
-def print_repeats(record: RunRecord, out: TextIO, *, verbose: bool = True) -> bool:
-    """`--num-runs N`: one block per case (k/N runs passed, its label, its runs' marks), flaky cases
-    first, instead of one block per repetition. False when the record has no repeat summary."""
-    insight = record.insight
-    if insight is None or not insight.repeats:
-        return False
-    n = record.num_runs
-    by_file: dict[str, list[tuple[int, EvalSetResult]]] = {}
-    for result, rep in zip(record.results, record.repetitions or [1] * len(record.results)):
-        by_file.setdefault(result.eval_set_file, []).append((rep, result))
-    for file, cases in insight.repeats.items():
-        reps = by_file.get(file, [])
-        set_id = reps[0][1].eval_set_id if reps else file
-        labels = ", ".join(f"{k} {label.value}" for label, k in _label_counts(cases) if k)
-        print(f"{safe_line(set_id)} ({safe_line(file)}): {len(cases)} case(s) x {n} runs: {labels}", file=out)
-        if not verbose:
-            continue
-        for r in order_for_summary(cases):
-            if r.label == RepeatLabel.STABLE_PASS:
-                continue
-            print(f"  {_LABEL_MARK[r.label]} {safe_line(r.case_id)}  {r.fraction} ({r.label.value}) "
-                  f"{repeat_marks(r.statuses)}  pass@{r.runs} {r.pass_at_k[-1]:.2f}  pass^{r.runs} {r.pass_hat_k[-1]:.2f}",
-                  file=out)
-            for rep, result in reps:
-                case = next((c for c in result.case_results if c.eval_id == r.case_id), None)
-                if case is not None and case.status != EvalStatus.PASSED:
-                    print(f"       run {rep}: {safe_line(_why(case))}", file=out)
-                    break  # the first failing run says why; the record has the rest
-    return True
-
-
-def _label_counts(cases: Sequence[CaseRepeats]) -> list[tuple[RepeatLabel, int]]:
-    order = (RepeatLabel.FLAKY, RepeatLabel.STABLE_FAIL, RepeatLabel.NOT_EVALUATED, RepeatLabel.STABLE_PASS)
-    return [(label, sum(1 for c in cases if c.label == label)) for label in order]
+    line = f"{m.metric_name}: {score_text(m.score)} {op} {m.threshold:g} {m.status.name}"
+    # A metric may fail on a rule beyond its score (CES's extra tool calls): its reason says which.
+    return f"{line} ({safe_text(m.reason)})" if m.status == EvalStatus.FAILED and m.reason else line
 
 
 # ---- Markdown -------------------------------------------------------------------------------------
@@ -299,12 +236,6 @@ def md(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit] + "…"
     return _MD_SPECIAL.sub(r"\\\1", text.replace("&", "&amp;"))
-
-
-def _calls(calls: list[FunctionCall]) -> str:
-    if not calls:
-        return "(none)"
-    return "; ".join(f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls)
 
 
 def _turn_rows(case: CaseResult) -> list[tuple[int, Invocation, Invocation | None]]:
@@ -328,8 +259,8 @@ def _detail_text(case: CaseResult, turn: int) -> list[str]:
             out.append(f"{m.metric_name}: {inv.status.label}: precision {details.precision:.3f}, "
                        f"recall {details.recall:.3f}")
         elif inv.status != EvalStatus.PASSED and m.metric_name not in EFFICIENCY_METRICS:
-            score = "-" if inv.score is None else f"{inv.score:.3f}"
-            out.append(f"{m.metric_name}: {inv.status.label} {score}" + (f" ({inv.reason})" if inv.reason else ""))
+            out.append(f"{m.metric_name}: {inv.status.label} {score_text(inv.score)}"
+                       + (f" ({inv.reason})" if inv.reason else ""))
     return out
 
 
@@ -398,13 +329,13 @@ def render_markdown(run: SharedRun) -> str:
             lines.append("")
             if case.error:
                 lines.append(f"- agent error: {md(case.error.split(chr(10), 1)[0])}")
-            lines.extend(f"- {md(_metric_text(m))}" for m in case.metrics if _listed(m))
+            lines.extend(f"- {md(metric_line(m))}" for m in case.metrics if m.went_wrong)
             for i, actual, expected in _turn_rows(case):
                 lines += ["", f"Turn {i + 1}: {md(content_text(actual.user_content), MAX_CELL)}", "",
                           "| | expected | actual |", "| --- | --- | --- |"]
-                exp_calls = md(_calls(expected.tool_calls)) if expected is not None else "-"
+                exp_calls = md(calls_text(expected.tool_calls)) if expected is not None else "-"
                 exp_text = md(content_text(expected.final_response), MAX_CELL) if expected is not None else "-"
-                lines.append(f"| tools | {exp_calls} | {md(_calls(actual.tool_calls))} |")
+                lines.append(f"| tools | {exp_calls} | {md(calls_text(actual.tool_calls))} |")
                 lines.append(f"| response | {exp_text} | {md(content_text(actual.final_response), MAX_CELL)} |")
                 details = _detail_text(case, i)
                 if details:
@@ -457,14 +388,14 @@ def _cost_md(run: SharedRun) -> list[str]:
                 "| --- | --- | ---: | ---: | ---: | ---: |"]
         for line in insight.cost.lines:
             cost = "unknown" if line.cost_usd is None else f"{line.cost_usd:.4f}"
-            out.append(f"| {line.who} | {md(line.model)} | {_n(line.usage.prompt)} | {_n(line.usage.cached)} | "
-                       f"{_n(line.usage.output)} | {cost} |")
+            out.append(f"| {line.who} | {md(line.model)} | {count_text(line.usage.prompt)} | {count_text(line.usage.cached)} | "
+                       f"{count_text(line.usage.output)} | {cost} |")
         out += ["", f"{md(insight.cost.text())}; prices: {md('; '.join(insight.cost.sources))}", ""]
     if insight is not None and insight.tool_latency:
         out += ["### Tool latency", "", "| tool | calls | ok | failed | mean | p95 |",
                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        out += [f"| {md(t.name)} | {t.count} | {t.passed} | {t.failed} | {_ms(t.mean_seconds)} | "
-                f"{_ms(t.p95_seconds)} |" for t in insight.tool_latency]
+        out += [f"| {md(t.name)} | {t.count} | {t.passed} | {t.failed} | {latency_text(t.mean_seconds)} | "
+                f"{latency_text(t.p95_seconds)} |" for t in insight.tool_latency]
         out.append("")
     state = run.code_state
     if state is not None and state.commit:
@@ -514,15 +445,15 @@ def render_html(run: SharedRun) -> str:
         parts.append(f"<h3>{e(safe_line(result.eval_set_id))} / {e(safe_line(case.eval_id))}{where}</h3><ul>")
         if case.error:
             parts.append(f"<li>agent error: {e(safe_line(case.error.split(chr(10), 1)[0]))}</li>")
-        parts += [f"<li>{e(safe_line(_metric_text(m)))}</li>" for m in case.metrics if _listed(m)]
+        parts += [f"<li>{e(safe_line(metric_line(m)))}</li>" for m in case.metrics if m.went_wrong]
         parts.append("</ul>")
         for i, actual, expected in _turn_rows(case):
-            exp_calls = _calls(expected.tool_calls) if expected is not None else "-"
+            exp_calls = calls_text(expected.tool_calls) if expected is not None else "-"
             exp_text = content_text(expected.final_response) if expected is not None else "-"
             parts.append(f"<p>Turn {i + 1}: {e(safe_line(content_text(actual.user_content)))}</p>"
                          "<table><tr><th></th><th>expected</th><th>actual</th></tr>"
                          f"<tr><td>tools</td><td>{e(safe_line(exp_calls))}</td>"
-                         f"<td>{e(safe_line(_calls(actual.tool_calls)))}</td></tr>"
+                         f"<td>{e(safe_line(calls_text(actual.tool_calls)))}</td></tr>"
                          f"<tr><td>response</td><td>{e(safe_line(exp_text))}</td>"
                          f"<td>{e(safe_line(content_text(actual.final_response)))}</td></tr></table>")
             details = _detail_text(case, i)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Literal
+from typing import Iterable, Iterator, Literal, NamedTuple, Sequence
 
 from ..schema.details import (
+    ArgDiff,
     CesSemanticSimilarityDetails,
     CesToolDetails,
     HallucinationDetails,
@@ -126,29 +127,57 @@ def _arg_labels(call: str, diffs: Iterable[dict[str, object]]) -> list[str]:
     return out
 
 
-def _trajectory(details: TrajectoryDetails) -> list[str]:
-    """Missing, extra, out-of-order calls and differing args under the configured match type."""
+class CallFault(NamedTuple):
+    """One thing wrong with a turn's tool calls under the configured match type: a call with other
+    arguments (`arg_diffs`), a missing or an extra call, or a call out of order (`expected_index`:
+    where the file expects it, `actual_index`: where the agent made it)."""
+
+    kind: Literal["args", "missing", "extra", "out_of_order"]
+    name: str | None
+    arg_diffs: Sequence[ArgDiff] = ()
+    expected_index: int | None = None
+    actual_index: int | None = None
+
+
+def call_faults(details: TrajectoryDetails) -> list[CallFault]:
+    """What went wrong with a turn's tool calls, read from its alignment (never recomputed); each fault
+    once: an expected call answered by a same-name call with other arguments is one `args` fault."""
     alignment = details.alignment()
-    labels: list[str] = []
+    faults: list[CallFault] = []
     explained: set[int] = set()
     for e in alignment["expected"]:
         if e["status"] != "missing":
             continue
         diffs = e.get("arg_diffs")
         if diffs:
-            labels += _arg_labels(_name(e["name"]), diffs)  # type: ignore[arg-type]
+            faults.append(CallFault("args", e["name"], diffs))
             if e["actual_index"] is not None:
                 explained.add(e["actual_index"])
         elif e["actual_index"] is None:
-            labels.append(f"missing call {_name(e['name'])}")
+            faults.append(CallFault("missing", e["name"]))
+        # else: answered by a call out of order, which says so below
     for a in alignment["actual"]:
         if a["index"] in explained:
             continue
         if a["status"] == "extra":
             diffs = a.get("arg_diffs")
-            labels += _arg_labels(_name(a["name"]), diffs) if diffs else [f"extra call {_name(a['name'])}"]  # type: ignore[arg-type]
+            faults.append(CallFault("args", a["name"], diffs) if diffs else CallFault("extra", a["name"]))
         elif a["status"] == "out_of_order":
+            faults.append(CallFault("out_of_order", a["name"], expected_index=a["expected_index"],
+                                    actual_index=a["index"]))
+    return faults
+
+
+def _trajectory(details: TrajectoryDetails) -> list[str]:
+    """Missing, extra, out-of-order calls and differing args under the configured match type."""
+    labels: list[str] = []
+    for f in call_faults(details):
+        if f.kind == "args":
+            labels += _arg_labels(_name(f.name), f.arg_diffs)  # type: ignore[arg-type]
+        elif f.kind == "out_of_order":
             labels.append("calls out of order")
+        else:
+            labels.append(f"{f.kind} call {_name(f.name)}")
     return labels
 
 

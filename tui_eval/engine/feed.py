@@ -12,20 +12,22 @@ import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
+from ..schema.status import EvalStatus, combine_statuses
 from .events import CaseKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import CaseResult
     from .pricing import TokenUsage
 
-PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
-
 
 # ---- a finished case, small -------------------------------------------------------------------
 
 
 class MetricSummary(NamedTuple):
-    """One metric's verdict on a case: its status, score and the status of each turn it scored."""
+    """One metric's verdict on a case: its status, score and the status of each turn it scored.
+
+    Statuses are EvalStatus values as plain ints: summaries cross the process boundary one per case, and
+    enum members pickle larger and load slower. EvalStatus members compare equal to them."""
 
     name: str
     status: int
@@ -58,16 +60,14 @@ class CaseSummary(NamedTuple):
                 return m
         return None
 
-    def turn_status(self, index: int, metric: str | None = None) -> int | None:
-        """A turn's status: failed if any metric (or only `metric`) failed it, else passed if any passed
-        it, else not evaluated (the rule of `tui.catalog.turn_status_of` on a full result)."""
+    def turn_status(self, index: int, metric: str | None = None) -> EvalStatus | None:
+        """A turn's status: its metrics' (or only `metric`'s) verdicts on it combined (`combine_statuses`);
+        NOT_EVALUATED when none scored it, None when the case has no verdict at all."""
         metrics = [m for m in self.metrics if m.name == metric] if metric else self.metrics
         statuses = [m.turns[index] for m in metrics if index < len(m.turns)]
         if not statuses:
-            return NOT_EVALUATED if self.metrics or self.error else None
-        if FAILED in statuses:
-            return FAILED
-        return PASSED if PASSED in statuses else NOT_EVALUATED
+            return EvalStatus.NOT_EVALUATED if self.metrics or self.error else None
+        return combine_statuses(statuses)
 
 
 def summarize(result: CaseResult, *, insight: bool = True) -> CaseSummary:

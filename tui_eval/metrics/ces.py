@@ -35,7 +35,7 @@ from ..schema.details import (
     Votes,
 )
 from ..schema.model import EvalCase, EvalSet, FunctionCall, Invocation, content_text
-from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
+from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, combine_statuses, status_for
 from .base import MetricInput, builtin
 
 logger = logging.getLogger(__name__)
@@ -267,13 +267,8 @@ def _case(name: str, threshold: float, inp: MetricInput, turns: list[InvocationM
         reason = next((t.reason for t in turns if t.reason), "no turn could be scored")
         return MetricResult(metric_name=name, threshold=threshold, status=EvalStatus.NOT_EVALUATED,
                             criterion=criterion, per_invocation=turns, reason=reason)
-    statuses = {t.status for t in turns}
-    if statuses <= {EvalStatus.INFORMATIONAL, EvalStatus.NOT_EVALUATED}:
-        status = EvalStatus.INFORMATIONAL
-    elif EvalStatus.FAILED in statuses:
-        status = EvalStatus.FAILED
-    else:
-        status = EvalStatus.PASSED
+    # Scored turns that neither passed nor failed (CES's informational checks) leave the case informational.
+    status = combine_statuses((t.status for t in turns), otherwise=EvalStatus.INFORMATIONAL)
     failed = next((f"turn {k + 1}: {t.reason}" for k, t in enumerate(turns)
                    if t.status == EvalStatus.FAILED and t.reason), None)
     return MetricResult(metric_name=name, threshold=threshold, score=sum(scores) / len(scores), status=status,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from ..schema.criteria import EFFICIENCY_METRICS as EFFICIENCY_METRICS  # the catalog's rows, in ADK's order
 from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetails, TokenUsageDetails, trusted
 from ..schema.model import Invocation, InvocationEvent, InvocationEvents
 from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
@@ -20,8 +21,6 @@ TOOL_CALL_COUNT = "tool_call_count_v1"
 INFERENCE_CALL_COUNT = "inference_call_count_v1"
 TOKEN_USAGE = "token_usage_v1"
 INVOCATION_DURATION = "invocation_duration_v1"
-# ADK's order (eval_config._DEFAULT_EFFICIENCY_METRICS).
-EFFICIENCY_METRICS: tuple[str, ...] = (TOOL_CALL_COUNT, INFERENCE_CALL_COUNT, TOKEN_USAGE, INVOCATION_DURATION)
 
 _INFO = EvalStatus.INFORMATIONAL
 # Informational metrics take no threshold; results carry 0.0 internally and None in ADK's shape.

@@ -242,6 +242,9 @@ METRIC_NAMES: tuple[str, ...] = tuple(CATALOG)
 
 # ADK appends these to every eval; they take no threshold (naming one in criteria is an error).
 INFORMATIONAL_METRICS: tuple[str, ...] = tuple(n for n, i in CATALOG.items() if i.kind is MetricKind.INFORMATIONAL)
+# ADK's efficiency metrics, in its order (eval_config._DEFAULT_EFFICIENCY_METRICS): informational, and a
+# run's summary sums them up in one line rather than listing them under each case.
+EFFICIENCY_METRICS: tuple[str, ...] = tuple(n for n, i in CATALOG.items() if i.module == _M + "efficiency")
 
 
 class CodeConfig(EvalBaseModel):

@@ -8,7 +8,7 @@ richer record (`RunRecordFile`) that also keeps NOT_EVALUATED reasons and the ty
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
@@ -24,7 +24,7 @@ from .details import (
     trusted,
 )
 from .model import Invocation, ToolTiming, adk_json_default
-from .status import EvalStatus
+from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
            "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
@@ -42,24 +42,13 @@ ADK_DEFAULT_USER_ID = "test_user_id"
 
 def counts_text(counts: dict[EvalStatus, int]) -> str:
     """`1 passed, 3 failed, 0 not evaluated` (informational verdicts are never a case's status)."""
-    return ", ".join(f"{counts.get(s, 0)} {s.label}"
-                     for s in (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED))
+    return ", ".join(f"{counts.get(s, 0)} {s.label}" for s in CASE_STATUSES)
 
 
 def status_for(score: float | None, threshold: float) -> EvalStatus:
     if score is None:
         return EvalStatus.NOT_EVALUATED
     return EvalStatus.PASSED if score >= threshold else EvalStatus.FAILED
-
-
-def combine_statuses(statuses: Iterable[EvalStatus]) -> EvalStatus:
-    """FAILED if any failed, else PASSED if any passed, else NOT_EVALUATED (INFORMATIONAL never counts)."""
-    seen = set(statuses)
-    if EvalStatus.FAILED in seen:
-        return EvalStatus.FAILED
-    if EvalStatus.PASSED in seen:
-        return EvalStatus.PASSED
-    return EvalStatus.NOT_EVALUATED
 
 
 class _Result(BaseModel):
@@ -116,6 +105,23 @@ class MetricResult(_Result):
         return trusted(cls, metric_name=metric_name, threshold=threshold, score=score,
                        status=status_for(score, threshold), criterion=criterion, per_invocation=per_invocation,
                        reason=None, details=None)
+
+    @property
+    def went_wrong(self) -> bool:
+        """Whether a list of what went wrong names this metric: it did not pass, and it is not one of ADK's
+        efficiency metrics (informational; a run's summary sums those up in one `efficiency:` line)."""
+        if self.status == EvalStatus.PASSED:
+            return False
+        if self.status == EvalStatus.INFORMATIONAL:
+            from .criteria import EFFICIENCY_METRICS  # the catalog stays off the dashboard's start-up path
+
+            return self.metric_name not in EFFICIENCY_METRICS
+        return True
+
+    def turn(self, index: int) -> InvocationMetricResult | None:
+        """Its verdict on turn `index` (0-based); None for a turn it gave none (a case-level metric)."""
+        per_invocation = self.per_invocation
+        return per_invocation[index] if index < len(per_invocation) else None
 
     def adk_metric(self, inv: InvocationMetricResult | None = None) -> dict[str, Any]:
         """An ADK EvalMetricResult dict (for the case, or for one invocation when `inv` is given): what

@@ -6,6 +6,7 @@ models at start-up.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -37,9 +38,24 @@ class EvalStatus(IntEnum):
         return _MARK[self]
 
 
+#: The statuses a case can have, in the order counts list them (an informational verdict never is one).
+CASE_STATUSES: tuple[EvalStatus, ...] = (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED)
+
 _LABEL = {EvalStatus.PASSED: "passed", EvalStatus.FAILED: "failed", EvalStatus.NOT_EVALUATED: "not evaluated",
           EvalStatus.INFORMATIONAL: "informational"}
 _GLYPH = {EvalStatus.PASSED: "✔", EvalStatus.FAILED: "✘", EvalStatus.NOT_EVALUATED: "–",
           EvalStatus.INFORMATIONAL: "ℹ"}
 _MARK = {EvalStatus.PASSED: "PASS", EvalStatus.FAILED: "FAIL", EvalStatus.NOT_EVALUATED: "N/E ",
          EvalStatus.INFORMATIONAL: "INFO"}
+
+
+def combine_statuses(statuses: Iterable[int], *, otherwise: EvalStatus = EvalStatus.NOT_EVALUATED) -> EvalStatus:
+    """The one rule that combines verdicts (a case's metrics, a turn's metrics, a metric's turns): FAILED
+    if any failed, else PASSED if any passed, else `otherwise` (NOT_EVALUATED; INFORMATIONAL never
+    decides). Takes EvalStatus members or their ADK integers (as a run's case summaries carry them)."""
+    seen = set(statuses)
+    if EvalStatus.FAILED in seen:
+        return EvalStatus.FAILED
+    if EvalStatus.PASSED in seen:
+        return EvalStatus.PASSED
+    return otherwise
