@@ -183,7 +183,7 @@ async def test_run_end_shrinks_the_panel_and_names_metrics_not_evaluated(workspa
 
 
 def test_the_status_line_never_reads_0_of_0() -> None:
-    from tui_eval.tui.state import RunState
+    from tui_eval.tui.progress import RunState
     from tui_eval.tui.widgets.run_panel import RunPanel
 
     snap = RunState("run all").drain()

@@ -14,7 +14,7 @@ from tui_eval.engine.workspace import Workspace
 from tui_eval.schema.model import Content, Invocation, Part
 from tui_eval.schema.results import CaseResult, EvalStatus, InvocationMetricResult, MetricResult
 from tui_eval.tui import readmodel
-from tui_eval.tui.catalog import Catalog
+from tui_eval.tui.listing import CaseListing
 from tui_eval.tui.loader import FolderLoader, LoadDone, Notice, ResultLoaded
 from tui_eval.tui.readmodel import SESSION, ReadModel
 
@@ -36,7 +36,7 @@ def done(eval_id: str, status: EvalStatus, **kw) -> feed.CaseDone:  # type: igno
 
 
 def model() -> tuple[ReadModel, list[str]]:
-    catalog = Catalog(Path("/f"), workspace=Workspace(Path("/f")))
+    catalog = CaseListing(Path("/f"), workspace=Workspace(Path("/f")))
     catalog.clock = lambda: 1000.0
     m = ReadModel(catalog)
     cancels: list[str] = []
@@ -92,11 +92,11 @@ def test_finished_cases_are_stored_a_slice_at_a_time_while_the_counts_are_whole_
 
 
 def test_a_result_is_parsed_only_when_something_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui_eval.tui import state
+    from tui_eval.tui import latest
 
     parsed: list[int] = []
     unpack = feed.unpack
-    monkeypatch.setattr(state, "unpack", lambda payload: parsed.append(1) or unpack(payload))
+    monkeypatch.setattr(latest, "unpack", lambda payload: parsed.append(1) or unpack(payload))
     m, _ = model()
     state = m.new_run("Run all")
     assert state is not None
@@ -179,7 +179,7 @@ def test_files_the_loader_reads_reach_the_catalog_and_the_engines_reloads_are_as
     from tests.support.evalfiles import case, turn, write_set
 
     path = write_set(tmp_path / "a.evalset.json", "a", case("c1", turn("hi", "yo")), case("c2", turn("hey", "yo")))
-    catalog = Catalog(tmp_path)
+    catalog = CaseListing(tmp_path)
     m = ReadModel(catalog)
     loader = FolderLoader(tmp_path, None, m.inbox.put)
     loader.load_all()

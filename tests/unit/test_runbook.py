@@ -87,7 +87,7 @@ def test_tool_latency_is_recomputed_at_most_once_a_second_while_the_run_streams(
 def test_a_turns_status_reads_any_result_under_the_metric_filter() -> None:
     # The turn view shows a repetition's result (k) with the same rule as the latest one's.
     from tui_eval.schema.results import InvocationMetricResult, MetricResult
-    from tui_eval.tui.catalog import turn_status_of
+    from tui_eval.tui.listing import turn_status_of
 
     def metric(name: str, status: EvalStatus) -> MetricResult:
         return MetricResult(metric_name=name, threshold=1.0, score=None, status=status,

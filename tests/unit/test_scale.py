@@ -24,7 +24,7 @@ from tui_eval.schema.errors import LoadError
 from tui_eval.schema.load import load_eval_set
 from tui_eval.schema.model import Content, EvalCase, Invocation
 from tui_eval.schema.results import CaseResult, EvalStatus
-from tui_eval.tui.state import RunState
+from tui_eval.tui.progress import RunState
 from tui_eval.tui.widgets.run_panel import RunPanel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -281,13 +281,13 @@ def test_replay_files_the_fast_path_leaves_to_the_full_loader_still_load(tmp_pat
 
 def test_the_loader_indexes_every_loaded_file_and_a_reload_is_indexed_again(tmp_path: Path) -> None:
     from tui_eval.engine.workspace import Workspace
-    from tui_eval.tui.catalog import Catalog
+    from tui_eval.tui.listing import CaseListing
     from tui_eval.tui.loader import load_workspace
 
     path = _cases(tmp_path, 5)
     workspace = Workspace(tmp_path)
     load_workspace(workspace)
-    catalog = Catalog(tmp_path, workspace=workspace)
+    catalog = CaseListing(tmp_path, workspace=workspace)
     [loaded] = workspace.eval_files
     catalog.index_cases()  # on the loader's thread (EvalApp._load)
     cases = workspace.eval_files[loaded].eval_set.eval_cases  # type: ignore[union-attr]

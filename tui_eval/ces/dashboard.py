@@ -98,7 +98,7 @@ class RunAndPull:
     saved: SavedPull
 
 
-def run_app(
+def run_and_pull(
     target: CesTarget,
     evaluations: list[str] | None,
     on_progress: Callable[[EvaluationRun], None],

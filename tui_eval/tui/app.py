@@ -29,14 +29,14 @@ from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
 from . import messages as msg
-from .catalog import Catalog
+from .listing import CaseListing
 from .ces_link import CesLink
 from .commands import CaseCommands
 from .keymap import UserKeymap, load_keymap
 from .loader import FolderLoader
 from .readmodel import SESSION, URGENT, Changes, ReadModel
 from .screens.main import MainScreen
-from .state import RunState
+from .progress import RunState
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,7 +110,7 @@ class EvalApp(App[int]):
         super().__init__()
         #: Called once the folder is loaded (the entry point's heap policy hangs here).
         self.on_loaded = on_loaded
-        self.catalog = Catalog(Path(path).resolve())
+        self.catalog = CaseListing(Path(path).resolve())
         if clock is not None:
             self.catalog.clock = clock
         self.catalog.run_book.num_runs = num_runs

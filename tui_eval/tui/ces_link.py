@@ -17,12 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..schema.status import EvalStatus
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..ces.dashboard import Cancel, CesTarget
     from ..ces.model import EvaluationRun
     from ..engine.events import CaseKey
     from .app import EvalApp
-    from .state import RunState
+    from .progress import RunState
 
 log = logging.getLogger(__name__)
 
@@ -130,17 +132,18 @@ class CesLink:
 
     def _run_work(self, state: RunState, target: CesTarget, evaluations: list[str] | None, cancel: Cancel) -> None:
         from ..ces.client import CesError
-        from ..ces.dashboard import run_app
+        from ..ces.dashboard import run_and_pull
 
         def on_progress(current: EvaluationRun) -> None:
             p = current.progress
             if p is None:
                 return
             state.set_counts(p.total_count or 0, (p.completed_count or 0) + (p.error_count or 0),
-                             {1: p.passed_count or 0, 2: p.failed_count or 0, 3: p.error_count or 0})
+                             {EvalStatus.PASSED: p.passed_count or 0, EvalStatus.FAILED: p.failed_count or 0,
+                              EvalStatus.NOT_EVALUATED: p.error_count or 0})
 
         try:
-            done = run_app(target, evaluations, on_progress, cancel=cancel)
+            done = run_and_pull(target, evaluations, on_progress, cancel=cancel)
         except asyncio.CancelledError:
             state.finish("cancelled")
             self._say(f"Stopped following the CES run of {target.app}: it goes on in CES "

@@ -14,7 +14,7 @@ from .text import one_line, plain
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
-    from .catalog import Catalog
+    from .listing import CaseListing
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,13 +33,13 @@ class Edit:
     leave_screens: bool = False
 
 
-def _turn_texts(catalog: Catalog, key: CaseKey, index: int) -> tuple[str | None, str]:
+def _turn_texts(catalog: CaseListing, key: CaseKey, index: int) -> tuple[str | None, str]:
     case = catalog.case(key)
     expected = case.conversation[index] if case and case.conversation and index < len(case.conversation) else None
     return (expected.user_content.text if expected is not None else None), catalog.relpath(Path(key.eval_file))
 
 
-def accept_turn(catalog: Catalog, key: CaseKey, index: int) -> Edit | str:
+def accept_turn(catalog: CaseListing, key: CaseKey, index: int) -> Edit | str:
     """The edit, or why there is none (a warning line)."""
     from ..schema.edits import accept_turn as rewrite
 
@@ -65,7 +65,7 @@ def accept_turn(catalog: Catalog, key: CaseKey, index: int) -> Edit | str:
                 partial(rewrite, path, key.eval_id, index, actual, user), key)
 
 
-def accept_case(catalog: Catalog, key: CaseKey) -> Edit | str:
+def accept_case(catalog: CaseListing, key: CaseKey) -> Edit | str:
     from ..schema.edits import accept_case as rewrite
 
     result = catalog.result(key)
@@ -85,7 +85,7 @@ def accept_case(catalog: Catalog, key: CaseKey) -> Edit | str:
                 partial(rewrite, path, key.eval_id, list(result.actual), expected_turns), key)
 
 
-def delete_turn(catalog: Catalog, key: CaseKey, index: int) -> Edit | str:
+def delete_turn(catalog: CaseListing, key: CaseKey, index: int) -> Edit | str:
     from ..schema.edits import delete_turn as rewrite
 
     user, rel = _turn_texts(catalog, key, index)
@@ -100,7 +100,7 @@ def delete_turn(catalog: Catalog, key: CaseKey, index: int) -> Edit | str:
                 partial(rewrite, path, key.eval_id, index, user), key, stale=True)
 
 
-def delete_case(catalog: Catalog, key: CaseKey) -> Edit | str:
+def delete_case(catalog: CaseListing, key: CaseKey) -> Edit | str:
     from ..schema.edits import delete_case as rewrite
 
     rel = catalog.relpath(Path(key.eval_file))

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..engine import events as ev
 from ..engine import feed
-from .catalog import Catalog, WorkspaceDelta
+from .listing import CaseListing, WorkspaceDelta
 from .loader import FileLoaded, FolderOpened, LoadDone, Notice, ResultLoaded
-from .state import Packed, RunSnapshot, RunState
+from .latest import Packed
+from .progress import RunSnapshot, RunState
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
@@ -89,7 +90,7 @@ class Changes:
 class ReadModel:
     """The catalog, the run in progress and the engine's state, folded from the inbox. UI thread only."""
 
-    def __init__(self, catalog: Catalog, inbox: Inbox | None = None) -> None:
+    def __init__(self, catalog: CaseListing, inbox: Inbox | None = None) -> None:
         self.catalog = catalog
         self.inbox = inbox or Inbox()
         #: The run in progress, or the last one.

@@ -112,7 +112,7 @@ class RunBook:
             return
         from ..engine.feed import summarize
         from ..engine.pricing import TokenUsage, UsageKey
-        from .state import Packed
+        from .latest import Packed
 
         for i, (key, result) in enumerate(finished):
             rep = repetitions[i] if i < len(repetitions) else 1
@@ -156,7 +156,7 @@ class RunBook:
 
     def runs_of(self, key: CaseKey) -> list[CaseResult | None]:
         """A case's result in each repetition 1..N of the current run (None: not finished)."""
-        from .state import Packed
+        from .latest import Packed
 
         mine = self.repeats.get(key)
         if not mine:

@@ -72,10 +72,14 @@ def cut_words(text: str, width: int) -> str:
 
 
 # Glyphs and words come from EvalStatus (the one status vocabulary); only the colours are the UI's.
-STATUS_GLYPH = {int(s): s.glyph for s in EvalStatus}
-STATUS_WORD = {int(s): s.label for s in EvalStatus}
-STATUS_STYLE = {int(EvalStatus.PASSED): "$text-success", int(EvalStatus.FAILED): "$text-error",
-                int(EvalStatus.NOT_EVALUATED): "$text-warning", int(EvalStatus.INFORMATIONAL): "$text-muted"}
+# Keyed by EvalStatus; a status as a plain int (a case summary's) finds the same entry.
+STATUS_GLYPH: dict[int, str] = {s: s.glyph for s in EvalStatus}
+STATUS_WORD: dict[int, str] = {s: s.label for s in EvalStatus}
+STATUS_STYLE: dict[int, str] = {EvalStatus.PASSED: "$text-success", EvalStatus.FAILED: "$text-error",
+                                EvalStatus.NOT_EVALUATED: "$text-warning", EvalStatus.INFORMATIONAL: "$text-muted"}
+#: The theme variable of each status's colour, for Rich cells (`rich_style`), which cannot use CSS variables.
+STATUS_VAR: dict[int, str] = {EvalStatus.PASSED: "success", EvalStatus.FAILED: "error",
+                              EvalStatus.NOT_EVALUATED: "warning", EvalStatus.INFORMATIONAL: "secondary"}
 NO_RESULT_GLYPH = "·"
 RUNNING_GLYPH = "◌"
 
@@ -84,9 +88,9 @@ def status_content(status: int | None, *, word: bool = False) -> Content:
     """A coloured status glyph (and word): ✔ passed, ✘ failed, – not evaluated, · no result."""
     if status is None:
         return Content.styled(NO_RESULT_GLYPH + (" no result" if word else ""), "$text-muted")
-    glyph = STATUS_GLYPH[int(status)]
-    text = f"{glyph} {STATUS_WORD[int(status)]}" if word else glyph
-    return Content.styled(text, STATUS_STYLE[int(status)])
+    glyph = STATUS_GLYPH[status]
+    text = f"{glyph} {STATUS_WORD[status]}" if word else glyph
+    return Content.styled(text, STATUS_STYLE[status])
 
 
 def fmt_score(score: float | None) -> str:

@@ -29,7 +29,7 @@ from ..schema.details import (
     TrajectoryDetails,
 )
 from ..schema.results import EvalStatus
-from .text import STATUS_GLYPH, STATUS_STYLE, call_signature, fmt_score, fmt_value, literal, plain
+from .text import call_signature, fmt_score, fmt_value, literal, plain, status_content
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema.model import FunctionCall, Invocation
@@ -55,12 +55,6 @@ STEP_GLYPH = {"matched": "✔", "missing": "✘", "extra": "+", "out_of_order": 
 STEP_WORD = {"matched": "", "missing": "missing ", "extra": "extra ", "out_of_order": "", "args": "other args "}
 
 
-def status_chip(status: int | None) -> Content:
-    if status is None:
-        return Content.styled("·", "$text-muted")
-    return Content.styled(STATUS_GLYPH[int(status)], STATUS_STYLE[int(status)])
-
-
 def votes_of(details: MetricDetails | None) -> str | None:
     """`4/5`: the positive sample votes of a sampled judge verdict, None for other details."""
     if isinstance(details, (JudgeDetails, SimulatorTurnDetails)) and details.votes.total:
@@ -84,19 +78,26 @@ def dropped_of(details: MetricDetails | None) -> int:
 # ---- metric summaries -----------------------------------------------------------------------------
 
 
-def score_text(m: MetricResult, score: float | None, status: int) -> str:
+def score_text(m: MetricResult, score: float | None, status: EvalStatus) -> str:
     """`0.50 / 1` against the threshold; an informational metric's value alone: `812 informational`."""
     if status == EvalStatus.INFORMATIONAL:
         return f"{'n/a' if score is None else format(score, '.4g')} informational"
     return f"{fmt_score(score)} / {m.threshold:g}"
 
 
-def metric_line(m: MetricResult) -> Content:
-    """`✘ tool_trajectory_avg_score 0.50 / 1.00` (`ℹ token_usage_v1 812 informational`)."""
+def metric_line(m: MetricResult, verdict: MetricResult | InvocationMetricResult | None = None) -> Content:
+    """The dashboard's verdict line of a metric on a case (or on one turn: `verdict`), compact beside the
+    text reports' (`share.metric_line`): `✘ tool_trajectory_avg_score 0.50 / 1` (`ℹ token_usage_v1 812
+    informational`)."""
+    v = m if verdict is None else verdict
     return Content.assemble(
-        status_chip(int(m.status)), " ", literal(m.metric_name), " ",
-        (score_text(m, m.score, int(m.status)), "$text-muted"),
+        status_content(v.status), " ", literal(m.metric_name), " ", (score_text(m, v.score, v.status), "$text-muted"),
     )
+
+
+def _with_reason(line: Content, reason: str | None) -> list[Content]:
+    """A verdict line, and its reason under it when it has one."""
+    return [line, plain(f"    {reason}", "$text-warning")] if reason else [line]
 
 
 def evaluated_note(result: CaseResult) -> str | None:
@@ -114,9 +115,7 @@ def case_metric_lines(result: CaseResult, marked: MetricResult | None = None) ->
     lines: list[Content] = []
     for m in result.metrics:
         line = metric_line(m)
-        lines.append(line + Content.styled(" ◂", "bold $text-accent") if m is marked else line)
-        if m.reason:
-            lines.append(plain(f"    {m.reason}", "$text-warning"))
+        lines += _with_reason(line + Content.styled(" ◂", "bold $text-accent") if m is marked else line, m.reason)
     if result.error:
         lines.append(plain(f"agent error: {result.error}", "$text-error"))
     return lines
@@ -125,19 +124,14 @@ def case_metric_lines(result: CaseResult, marked: MetricResult | None = None) ->
 def turn_metric_lines(result: CaseResult, index: int) -> list[Content]:
     lines: list[Content] = []
     for m in result.metrics:
-        inv = m.per_invocation[index] if index < len(m.per_invocation) else None
+        inv = m.turn(index)
         if inv is None:
-            lines.append(Content.assemble(status_chip(int(m.status)), " ", literal(m.metric_name),
+            lines.append(Content.assemble(status_content(m.status), " ", literal(m.metric_name),
                                           (" (case level)", "$text-muted")))
             continue
-        extra = votes_of(inv.details)
-        lines.append(Content.assemble(
-            status_chip(int(inv.status)), " ", literal(m.metric_name), " ",
-            (score_text(m, inv.score, int(inv.status)), "$text-muted"),
-            (f"  votes {extra}", "$text-muted") if extra else "",
-        ))
-        if inv.reason:
-            lines.append(plain(f"    {inv.reason}", "$text-warning"))
+        votes = votes_of(inv.details)
+        line = metric_line(m, inv)
+        lines += _with_reason(line + Content.styled(f"  votes {votes}", "$text-muted") if votes else line, inv.reason)
     return lines
 
 
@@ -145,13 +139,13 @@ def not_evaluated_lines(result: CaseResult, index: int) -> list[Content]:
     """Why metrics did not score this turn: judge errors and NOT_EVALUATED reasons, one line each."""
     lines: list[Content] = []
     for m in result.metrics:
-        inv = m.per_invocation[index] if index < len(m.per_invocation) else None
+        inv = m.turn(index)
         status = inv.status if inv is not None else m.status
         # A failed metric's reason explains the failure (shown with the metric); only missing scores go here.
         not_evaluated = status == EvalStatus.NOT_EVALUATED
         reason = ((inv.reason if inv is not None else None) or m.reason) if not_evaluated else None
         if not_evaluated:
-            lines.append(Content.assemble(status_chip(status), " ", (literal(m.metric_name), "bold"), ": ",
+            lines.append(Content.assemble(status_content(status), " ", (literal(m.metric_name), "bold"), ": ",
                                           plain(reason or status.label, "$text-warning")))
         details = inv.details if inv is not None else None
         for err in errors_of(details):
@@ -165,18 +159,12 @@ def not_evaluated_lines(result: CaseResult, index: int) -> list[Content]:
 
 def details_of(result: CaseResult, index: int, kind: type[Any] | tuple[type[Any], ...]) -> list[tuple[MetricResult, InvocationMetricResult]]:
     """Every metric whose verdict on turn `index` carries details of type `kind`, in the case's order."""
-    out = []
-    for m in result.metrics:
-        if index < len(m.per_invocation) and isinstance(m.per_invocation[index].details, kind):
-            out.append((m, m.per_invocation[index]))
-    return out
+    return [(m, inv) for m in result.metrics if (inv := m.turn(index)) is not None and isinstance(inv.details, kind)]
 
 
 def invocation_result(result: CaseResult, metric: str, index: int) -> InvocationMetricResult | None:
     m = result.metric(metric)
-    if m is None or index >= len(m.per_invocation):
-        return None
-    return m.per_invocation[index]
+    return m.turn(index) if m is not None else None
 
 
 # ---- trajectory -----------------------------------------------------------------------------------
@@ -516,7 +504,7 @@ def rubric_lines(details: RubricDetails) -> list[Content]:
         votes = r.votes.text if r.votes.total else None
         text = r.text or ""
         lines.append(Content.assemble(
-            status_chip(status), " ", (literal(r.rubric_id), "bold"),
+            status_content(status), " ", (literal(r.rubric_id), "bold"),
             (f"  votes {votes} yes", "$text-muted") if votes else "",
         ))
         if text:
@@ -535,7 +523,7 @@ def vote_lines(metric: str, inv: InvocationMetricResult) -> list[Content]:
     lines: list[Content] = []
     votes = votes_of(details)
     if votes:
-        lines.append(Content.assemble(status_chip(inv.status), " ", (literal(metric), "bold"),
+        lines.append(Content.assemble(status_content(inv.status), " ", (literal(metric), "bold"),
                                       (f"  votes {votes}", "$text-muted")))
     verdict = details.verdict
     if verdict is not None and not isinstance(details, SimulatorTurnDetails):

@@ -18,20 +18,19 @@ from textual.widgets.tree import TreeNode
 from textual.worker import Worker, WorkerState
 
 from ..messages import JumpTo
-from ..text import STATUS_GLYPH, literal, rich_style
+from ..text import STATUS_GLYPH, STATUS_VAR, literal, rich_style
 from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.causes import CaseRef, CauseGroup
     from ...schema.results import CaseResult
     from ..app import EvalApp
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 log = logging.getLogger(__name__)
 
 # cause kind -> theme variable of its colour (Rich Text labels cannot use CSS variables directly)
 _KIND_VAR = {"failed": "error", "agent error": "error", "infrastructure": "warning", "not evaluated": "warning"}
-_STATUS_VAR = {1: "success", 2: "error", 3: "warning", 4: "secondary"}
 
 NodeData = Union["CauseGroup", "CaseRef", None]
 
@@ -50,7 +49,7 @@ class CausesScreen(Screen[None]):
     #causes-tree { height: 1fr; border: round $accent; }
     """
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="causes")
         self.catalog = catalog
         self.groups: list[CauseGroup] = []
@@ -146,9 +145,8 @@ class CausesScreen(Screen[None]):
         if not isinstance(group, CauseGroup) or node.children:
             return
         for ref in group.cases:
-            status = int(ref.status)
             node.add_leaf(Text.assemble(
-                (f"{STATUS_GLYPH[status]} ", rich_style(self.app, _STATUS_VAR.get(status, ""))),
+                (f"{STATUS_GLYPH[ref.status]} ", rich_style(self.app, STATUS_VAR[ref.status])),
                 (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
 
     @on(Tree.NodeExpanded)

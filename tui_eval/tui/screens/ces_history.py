@@ -22,7 +22,7 @@ from ..widgets.footer import KeyFooter
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
     from ..app import EvalApp
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 
 def _mean(values: list[float]) -> float | None:
@@ -79,7 +79,7 @@ class CesHistoryScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="ces_history.back"),
     ]
 
-    def __init__(self, catalog: Catalog, key: CaseKey) -> None:
+    def __init__(self, catalog: CaseListing, key: CaseKey) -> None:
         super().__init__(id="ces-history")
         self.catalog = catalog
         self.key = key

@@ -16,17 +16,19 @@ from textual.containers import Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
+from ...schema.status import CASE_STATUSES, EvalStatus
 from ..messages import JumpTo
-from ..text import STATUS_GLYPH, STATUS_WORD, fmt_score, literal, plain, rich_style
+from ..text import STATUS_GLYPH, STATUS_VAR, STATUS_WORD, fmt_score, literal, plain, rich_style
 from ..widgets.footer import KeyFooter
+from ..worker_utils import worker_succeeded
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.codestate import CodeChange
     from ...engine.store import CaseChange, HistoryEntry
     from ..app import EvalApp
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,8 @@ def coverage_of(entry: HistoryEntry, cases_in_set: int | None) -> str:
     return "all"
 
 
-_STATUS_VAR = {1: "text-success", 2: "text-error", 3: "text-warning"}
+# The history table's count columns: one per case status, headed by its glyph.
+_COUNT_COLUMNS = {EvalStatus.PASSED: "passed", EvalStatus.FAILED: "failed", EvalStatus.NOT_EVALUATED: "ne"}
 
 
 #: Eval sets whose pass-rate trend the history shows above its table (the screen is short at 80x24).
@@ -87,27 +90,30 @@ def fmt_time(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _status_text(app: Any, status: Any) -> Text:
+def _status_text(app: Any, status: EvalStatus | None) -> Text:
     if status is None:
         return Text("—", style="dim")
-    value = int(status)
-    return Text(f"{STATUS_GLYPH[value]} {STATUS_WORD[value]}",
-                style=rich_style(app, _STATUS_VAR[value]))
+    return Text(f"{STATUS_GLYPH[status]} {STATUS_WORD[status]}", style=rich_style(app, f"text-{STATUS_VAR[status]}"))
 
 
-class HistoryScreen(Screen[None]):
-    """Saved runs of every eval set below the folder."""
+class _RunsScreen(Screen[None]):
+    """What the history and the compare screens share: their stylesheet and the app they read."""
 
     CSS_PATH = "../history.tcss"
 
     app: EvalApp
+
+
+class HistoryScreen(_RunsScreen):
+    """Saved runs of every eval set below the folder."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="history.back"),
         Binding("enter", "compare", "Compare with previous", id="history.compare", priority=True),
         Binding("space", "mark", "Mark as base", id="history.mark"),
     ]
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="history")
         self.catalog = catalog
         self.entries: dict[str, HistoryEntry] = {}
@@ -129,9 +135,8 @@ class HistoryScreen(Screen[None]):
         table.add_column("", key="mark", width=1)
         table.add_column("when", key="when")
         table.add_column("eval set", key="set")
-        table.add_column("✔", key="passed")
-        table.add_column("✘", key="failed")
-        table.add_column("–", key="ne")
+        for status, key in _COUNT_COLUMNS.items():
+            table.add_column(status.glyph, key=key)
         # "took" before the run id: the id is the longest cell, and at 80 columns what follows it is cut.
         table.add_column("took", key="took")
         table.add_column("run", key="run")
@@ -162,13 +167,8 @@ class HistoryScreen(Screen[None]):
 
     @on(Worker.StateChanged)
     def _loaded(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "history":
-            return
-        status = self.query_one("#history-status", Static)
-        if event.state == WorkerState.ERROR:
-            log.error("could not read the run history", exc_info=event.worker.error)
-            status.update(Content.styled(f"Could not read the history: {event.worker.error}", "$text-error"))
-        elif event.state == WorkerState.SUCCESS:
+        if worker_succeeded(event, "history", self.query_one("#history-status", Static),
+                            "Could not read the history"):
             self.show_entries(event.worker.result or [])
 
     def show_entries(self, entries: list[HistoryEntry]) -> None:
@@ -199,9 +199,9 @@ class HistoryScreen(Screen[None]):
                 run.append(f" {coverage}{of}", style=rich_style(self.app, "text-warning"))
             table.add_row(
                 Text(""), Text(fmt_time(e.creation_timestamp)), Text(literal(e.eval_set_id)),
-                Text(str(e.counts.get("PASSED", 0)), style=rich_style(self.app, "text-success")),
-                Text(str(e.counts.get("FAILED", 0)), style=rich_style(self.app, "text-error")),
-                Text(str(e.counts.get("NOT_EVALUATED", 0)), style=rich_style(self.app, "text-warning")),
+                # A record counts its cases by status name (`"PASSED": 3`).
+                *(Text(str(e.counts.get(s.name, 0)), style=rich_style(self.app, f"text-{STATUS_VAR[s]}"))
+                  for s in CASE_STATUSES),
                 Text(duration_text(e.duration), style="dim"), run, key=key,
             )
         self._show_pass_rates(entries)
@@ -275,12 +275,9 @@ class HistoryScreen(Screen[None]):
         self.app.push_screen(CompareScreen(self.catalog, before, after))
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(_RunsScreen):
     """Two runs of an eval set, case by case: regressions first, then fixes, then the rest."""
 
-    CSS_PATH = "../history.tcss"
-
-    app: EvalApp
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="compare.back"),
         Binding("enter", "open_case", "Show case", id="compare.open", priority=True),
@@ -289,7 +286,7 @@ class CompareScreen(Screen[None]):
         Binding("t", "open_turns", "Turns side by side", id="compare.turns"),
     ]
 
-    def __init__(self, catalog: Catalog, before: HistoryEntry, after: HistoryEntry) -> None:
+    def __init__(self, catalog: CaseListing, before: HistoryEntry, after: HistoryEntry) -> None:
         super().__init__(id="compare")
         self.catalog = catalog
         self.before = before
@@ -342,13 +339,7 @@ class CompareScreen(Screen[None]):
 
     @on(Worker.StateChanged)
     def _compared(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "compare":
-            return
-        status = self.query_one("#compare-status", Static)
-        if event.state == WorkerState.ERROR:
-            log.error("could not compare two runs", exc_info=event.worker.error)
-            status.update(Content.styled(f"Could not compare: {event.worker.error}", "$text-error"))
-        elif event.state == WorkerState.SUCCESS:
+        if worker_succeeded(event, "compare", self.query_one("#compare-status", Static), "Could not compare"):
             self.changes = event.worker.result or []
             self.show_code_change()
             self.show_changes()

@@ -36,7 +36,7 @@ from ..widgets.summary import Summary
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.events import CaseKey
     from ..app import EvalApp
-    from ..catalog import Catalog
+    from ..listing import CaseListing
     from ..readmodel import Changes
 
 
@@ -83,7 +83,7 @@ class MainScreen(Screen[None]):
         first = {k: v for k, v in bindings.items() if v.binding.id in _FOOTER_FIRST}
         return {**first, **{k: v for k, v in bindings.items() if k not in first}}
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="main")
         self.catalog = catalog
         self._search_timer: Timer | None = None
@@ -310,7 +310,7 @@ class MainScreen(Screen[None]):
         self.notify(f"Copied {what} as JSON ({len(text):,} characters).", markup=False)
 
     def action_cycle_order(self) -> None:
-        from ..catalog import CASE_ORDER_WORDS
+        from ..listing import CASE_ORDER_WORDS
 
         order = self.catalog.cycle_order()
         self._title_browser()

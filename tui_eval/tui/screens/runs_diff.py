@@ -3,7 +3,6 @@ expected vs actual is (words of the response, the tool calls in each run's order
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -14,15 +13,14 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from ..text import call_signature, one_line, plain, status_content, word_diff
 from ..widgets.footer import KeyFooter
+from ..worker_utils import worker_succeeded
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...schema.results import CaseResult
-
-log = logging.getLogger(__name__)
 
 
 def _calls_lines(before: CaseResult | None, after: CaseResult | None, index: int) -> list[Content]:
@@ -109,18 +107,13 @@ class RunsDiffScreen(Screen[None]):
 
     @on(Worker.StateChanged)
     def _loaded(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "runs-diff":
-            return
         text = self.query_one("#runs-diff-text", Static)
-        if event.state == WorkerState.ERROR:
-            log.error("could not read the two runs", exc_info=event.worker.error)
-            text.update(plain(f"Could not read the runs: {event.worker.error}", "$text-error"))
-        elif event.state == WorkerState.SUCCESS and event.worker.result is not None:
+        if worker_succeeded(event, "runs-diff", text, "Could not read the runs") and event.worker.result is not None:
             before, after = event.worker.result
             head = Content.assemble(("earlier ", "$text-muted"),
-                                    status_content(int(before.status) if before else None, word=True),
+                                    status_content(before.status if before else None, word=True),
                                     ("   later ", "$text-muted"),
-                                    status_content(int(after.status) if after else None, word=True))
+                                    status_content(after.status if after else None, word=True))
             blocks = turn_blocks(before, after)
             if not blocks:
                 blocks = [Content.styled("Neither run kept this case's turns.", "$text-muted")]

@@ -16,7 +16,7 @@ from ..text import plain
 from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..catalog import Catalog
+    from ..listing import CaseListing
     from ..runbook import TimelineEntry
 
 #: Cases named under an entry at most (the rest are counted).
@@ -49,7 +49,7 @@ class TimelineScreen(Screen[None]):
     #timeline-body { border: round $accent; padding: 0 1; }
     """
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="timeline")
         self.catalog = catalog
         self._shown = -1

@@ -16,7 +16,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
-from ..catalog import turn_status_of
+from ..listing import turn_status_of
 from ..messages import CesRunRequested, EditKind, EditRequested, OpenCesHistory, RunRequested
 from ..text import clip, one_line, plain, status_content, word_diff
 from ..verdicts import (
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
     from ..app import EvalApp
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 def _saved_run_diff(workspace: Workspace, eval_file: Path, saved_at: float) -> RunDiff:
     """The diff of the saved run a loaded result came from: its record is the eval file's history entry
@@ -87,7 +87,7 @@ class TurnScreen(Screen[None]):
         Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
     ]
 
-    def __init__(self, catalog: Catalog, key: CaseKey, index: int) -> None:
+    def __init__(self, catalog: CaseListing, key: CaseKey, index: int) -> None:
         super().__init__(id="turn")
         self.catalog = catalog
         self.key = key
@@ -503,4 +503,4 @@ class TurnScreen(Screen[None]):
 
 def status_chip_text(inv: Any) -> Content:
     score = f" score {inv.score:.2f}  " if inv.score is not None else "  "
-    return Content.assemble(status_content(int(inv.status)), (score, "$text-muted"))
+    return Content.assemble(status_content(inv.status), (score, "$text-muted"))

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from ..messages import FilesRewritten, JumpTo
-from ..text import STATUS_GLYPH, STATUS_WORD, literal, plain, rich_style
+from ..text import STATUS_GLYPH, STATUS_VAR, STATUS_WORD, literal, plain, rich_style
 from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,12 +26,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.whatif import Flip, WhatIf
     from ...schema.results import CaseResult
     from ..app import EvalApp
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 log = logging.getLogger(__name__)
 
 STEP = 0.05
-_STATUS_VAR = {1: "success", 2: "error", 3: "warning", 4: "secondary"}
 
 
 @dataclass(slots=True)
@@ -62,7 +61,7 @@ class WhatIfScreen(Screen[None]):
     #whatif-table { height: 1fr; border: round $accent; }
     """
 
-    def __init__(self, catalog: Catalog, state: WhatIfState) -> None:
+    def __init__(self, catalog: CaseListing, state: WhatIfState) -> None:
         super().__init__(id="whatif")
         self.catalog = catalog
         self.state = state
@@ -162,10 +161,10 @@ class WhatIfScreen(Screen[None]):
             table.add_row(
                 Text(word, style=rich_style(self.app, "success" if f.would_pass else "error", bold=True)),
                 Text(literal(f.eval_id)), Text(literal(set_id), style="dim"),
-                Text.assemble((f"{STATUS_GLYPH[int(f.before)]} {STATUS_WORD[int(f.before)]}",
-                               rich_style(self.app, _STATUS_VAR[int(f.before)])), " → ",
-                              (f"{STATUS_GLYPH[int(f.after)]} {STATUS_WORD[int(f.after)]}",
-                               rich_style(self.app, _STATUS_VAR[int(f.after)]))),
+                Text.assemble((f"{STATUS_GLYPH[f.before]} {STATUS_WORD[f.before]}",
+                               rich_style(self.app, STATUS_VAR[f.before])), " → ",
+                              (f"{STATUS_GLYPH[f.after]} {STATUS_WORD[f.after]}",
+                               rich_style(self.app, STATUS_VAR[f.after]))),
                 key=str(f.key),
             )
         self.refresh_bindings()

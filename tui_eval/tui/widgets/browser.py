@@ -13,12 +13,13 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from ...schema.status import CASE_STATUSES, EvalStatus
 from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, literal, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...ces.caseview import CesMarker
     from ...engine.events import CaseKey
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +59,12 @@ Entry = Union[SetEntry, CaseEntry, TurnEntry, MoreEntry, None]
 PAGE = 5000
 #: A case whose repetitions (--num-runs) passed and failed.
 FLAKY_GLYPH = "~"
-_STATUS_CLASS = {1: "browser--passed", 2: "browser--failed", 3: "browser--not-evaluated", 4: "browser--muted",
-                 None: "browser--none"}
+_STATUS_CLASS: dict[int | None, str] = {
+    EvalStatus.PASSED: "browser--passed", EvalStatus.FAILED: "browser--failed",
+    EvalStatus.NOT_EVALUATED: "browser--not-evaluated", EvalStatus.INFORMATIONAL: "browser--muted", None: "browser--none",
+}
+#: A CES evaluation's last verdict in our vocabulary.
+_CES_STATUS = {"PASS": EvalStatus.PASSED, "FAIL": EvalStatus.FAILED}
 
 
 class EvalBrowser(Tree[Entry]):
@@ -79,7 +84,7 @@ class EvalBrowser(Tree[Entry]):
         Binding("left", "collapse_node", "Collapse", show=False, id="browser.collapse"),
     ]
 
-    def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
+    def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
         super().__init__("eval files", id=id)
         self.catalog = catalog
         self.show_root = False
@@ -362,7 +367,7 @@ class EvalBrowser(Tree[Entry]):
         muted = self._style("browser--muted")
         n = sum(counts.values())
         text.append(f" ({n})", muted)
-        for status in (1, 2, 3):
+        for status in CASE_STATUSES:
             if counts[status]:
                 text.append(f" {STATUS_GLYPH[status]}{counts[status]}", self._style(_STATUS_CLASS[status]))
         if catalog.run_book.num_runs > 1:
@@ -386,7 +391,7 @@ class EvalBrowser(Tree[Entry]):
         if ces is not None:
             # A case pulled from CES: its last CES verdict (and the kind when it is a scenario), before the
             # id so that a long CES id never pushes it out of a narrow tree.
-            status = {"PASS": 1, "FAIL": 2}.get(ces.status or "")
+            status = _CES_STATUS.get(ces.status or "")
             text.append("CES " if ces.kind == "golden" else "CES scenario ", self._style("browser--muted"))
             text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
             text.append(" ")
@@ -409,11 +414,10 @@ class EvalBrowser(Tree[Entry]):
         elif result is not None and not catalog.filter.metric:
             from ..verdicts import evaluated_note
 
-            note = evaluated_note(result)
-            if note is not None:
+            if evaluated_note(result) is not None:
                 # `2/4 evaluated`: the tree is narrow at 80 columns (the summary spells it out).
-                done, _of, total = note.split(" ")[:3]
-                text.append(f"  {done}/{total} evaluated", self._style("browser--not-evaluated"))
+                text.append(f"  {result.evaluated_metrics}/{result.metrics_total} evaluated",
+                            self._style("browser--not-evaluated"))
         return text
 
     def _turn_label(self, entry: TurnEntry) -> Text:
@@ -430,7 +434,7 @@ class EvalBrowser(Tree[Entry]):
         return Text.assemble((glyph, gstyle), f" {entry.index + 1}. ", one_line(prompt, 48))
 
 
-def ces_marker_of(catalog: Catalog, key: CaseKey) -> CesMarker | None:
+def ces_marker_of(catalog: CaseListing, key: CaseKey) -> CesMarker | None:
     """The CES tag of a case (golden or scenario, last CES verdict), None for a case not from CES."""
     case = catalog.case(key)
     if case is None or not case.model_extra:

@@ -25,7 +25,7 @@ def marks(runs: Sequence[CaseResult | None], *, current: int | None = None) -> C
     parts: list[tuple[str, str] | str] = []
     for rep, result in enumerate(runs, start=1):
         glyph, style = (NO_RESULT_GLYPH, "$text-muted") if result is None else (
-            STATUS_GLYPH[int(result.status)], STATUS_STYLE[int(result.status)])
+            STATUS_GLYPH[result.status], STATUS_STYLE[result.status])
         parts.append((glyph, f"{style} underline" if rep == current else style))
     done = [r for r in runs if r is not None]
     if done and len(done) == len(runs):

@@ -8,7 +8,8 @@ from textual.content import Content
 from textual.widgets import Label, ProgressBar, Static
 
 from ..runbook import RunBook
-from ..state import RunSnapshot
+from ..progress import RunSnapshot
+from ...schema.status import CASE_STATUSES
 from ..text import STATUS_GLYPH, STATUS_STYLE, plain
 from .marks import cost_text, latency_inline, tokens_text
 
@@ -148,7 +149,7 @@ class RunPanel(Vertical):
             f"  {snap.cases_done}/{snap.cases_total} {_unit(snap, catalog)}  " if snap.cases_total else "  ",
         ]
         if snap.cases_total:
-            for status in (1, 2, 3):
+            for status in CASE_STATUSES:
                 parts.append((f"{STATUS_GLYPH[status]} {snap.counts.get(status, 0)}  ", STATUS_STYLE[status]))
         if snap.phase in ("starting", "running") and snap.saving is None:
             parts.append(("x cancels", "$text-muted"))

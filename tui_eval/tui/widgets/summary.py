@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.pricing import TokenUsage
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 
 def joined(lines: list[Content]) -> Content:
@@ -36,7 +36,7 @@ def _hint(text: str) -> Content:
 class Summary(Static):
     """Renders one browser entry; `show(entry)` redraws it from the catalog."""
 
-    def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
+    def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.catalog = catalog
         self.entry: Entry = None
@@ -166,7 +166,7 @@ class Summary(Static):
             from ..verdicts import case_metric_lines, evaluated_note
 
             note = evaluated_note(result)
-            status = Content.assemble(status_content(int(result.status), word=True),
+            status = Content.assemble(status_content(result.status, word=True),
                                       (f" · {note}", "$text-warning") if note else "")
             origin = f"   {cat.origin_text(key)}"
             if status.cell_length + len(origin) > self.content_region.width > 0:

@@ -24,7 +24,7 @@ from .browser import CaseEntry, Entry, SetEntry, TurnEntry
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.store import HistoryEntry
     from ...engine.trends import RunPoint, RunScores
-    from ..catalog import Catalog
+    from ..listing import CaseListing
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class CaseTrends(Vertical):
     CaseTrends .trend-tail { width: 1fr; }
     """
 
-    def __init__(self, catalog: Catalog, *, id: str | None = None) -> None:
+    def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.catalog = catalog
         self.entry: Entry = None

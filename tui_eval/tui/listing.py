@@ -1,6 +1,8 @@
-"""The dashboard's read model: eval files, their cases and latest results, under the current filter.
+"""The case listing: the eval files and their cases as the dashboard lists them (order, filter, search),
+with each case's latest result and what runs now. (The metric catalog is `schema.criteria.CATALOG`.)
 
-Widgets read it (data flows down); only the app's UI thread changes it. It never runs or scores anything.
+Widgets read it (data flows down); only the read model (`readmodel.py`) on the UI thread changes it. It
+never runs or scores anything.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..schema.status import EvalStatus
 from .runbook import RunBook
-from .state import Packed, Results
+from .latest import LatestResults, Packed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
@@ -19,7 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.model import EvalCase
     from ..schema.results import CaseResult, MetricResult
 
-PASSED, FAILED, NOT_EVALUATED, INFORMATIONAL = 1, 2, 3, 4
 _CASE_KEY: Any = None
 
 
@@ -33,20 +35,13 @@ def _case_key() -> Any:
     return _CASE_KEY
 
 
-def turn_status_of(result: CaseResult | None, index: int, metric: str | None = None) -> int | None:
-    """A turn's status in one result: failed if any metric (or only `metric`) failed it, else passed if
-    any passed it, else not evaluated."""
+def turn_status_of(result: CaseResult | None, index: int, metric: str | None = None) -> EvalStatus | None:
+    """A turn's status in one full result, by the rule its summary follows (`CaseSummary.turn_status`)."""
     if result is None:
         return None
-    metrics: list[MetricResult] = result.metrics
-    if metric:
-        metrics = [m for m in metrics if m.metric_name == metric]
-    statuses = [int(m.per_invocation[index].status) for m in metrics if index < len(m.per_invocation)]
-    if not statuses:
-        return NOT_EVALUATED if result.metrics or result.error else None
-    if FAILED in statuses:
-        return FAILED
-    return PASSED if PASSED in statuses else NOT_EVALUATED
+    from ..engine.feed import summarize
+
+    return summarize(result, insight=False).turn_status(index, metric)
 
 
 #: How the tree orders a file's cases: the file's order, worst score first, slowest first.
@@ -66,9 +61,9 @@ def deciding_metric(result: CaseResult | None) -> MetricResult | None:
     best: MetricResult | None = None
     best_key: tuple[bool, float] | None = None
     for m in result.metrics:
-        if m.score is None or int(m.status) not in (PASSED, FAILED):
+        if m.score is None or m.status not in (EvalStatus.PASSED, EvalStatus.FAILED):
             continue
-        key = (int(m.status) != FAILED, m.score)
+        key = (m.status != EvalStatus.FAILED, m.score)
         if best_key is None or key < best_key:
             best, best_key = m, key
     return best
@@ -79,7 +74,7 @@ def value_text(m: MetricResult) -> str | None:
     (`3 calls`, `0.08 s`, `812 tok`), None without a value."""
     if m.score is None:
         return None
-    if int(m.status) == INFORMATIONAL:
+    if m.status == EvalStatus.INFORMATIONAL:
         unit = _UNITS.get(m.metric_name, "info")
         return f"{m.score:.2f} {unit}" if unit == "s" else f"{m.score:.4g} {unit}"
     return f"{m.score:.2f}"
@@ -145,13 +140,14 @@ class WorkspaceDelta:
 
 
 @dataclass(slots=True)
-class Catalog:
-    """Eval files in display order plus the latest results and what is running now."""
+class CaseListing:
+    """Eval files in display order, their cases under the filter and order, the latest results and what
+    is running now."""
 
     root: Path
     workspace: Workspace | None = None
     files: list[Path] = field(default_factory=list)
-    results: Results = field(default_factory=Results)
+    results: LatestResults = field(default_factory=LatestResults)
     running: set[Any] = field(default_factory=set)
     filter: Filter = field(default_factory=Filter)
     #: The order of cases in the tree (one of CASE_ORDERS).
@@ -343,6 +339,7 @@ class Catalog:
         return self.results.origin_text(key, self.clock(), short=short)
 
     def case_status(self, key: CaseKey) -> int | None:
+        """The case's status (or, under a metric filter, that metric's): an EvalStatus value, None without a result."""
         return self.results.status(key, self.filter.metric)
 
     def score_metric(self, key: CaseKey) -> MetricResult | None:
@@ -357,7 +354,7 @@ class Catalog:
     def case_score(self, key: CaseKey) -> float | None:
         """The score shown beside a case (see `deciding_metric`); never an informational value."""
         metric = self.score_metric(key)
-        if metric is None or int(metric.status) == INFORMATIONAL:
+        if metric is None or metric.status == EvalStatus.INFORMATIONAL:
             return None
         return metric.score
 
@@ -394,7 +391,7 @@ class Catalog:
         runs = self.run_book.runs_of(key)
         if len(runs) < 2 or any(r is None for r in runs):
             return None
-        passed = sum(1 for r in runs if r is not None and int(r.status) == PASSED)
+        passed = sum(1 for r in runs if r is not None and r.status == EvalStatus.PASSED)
         return (passed, len(runs)) if 0 < passed < len(runs) else None
 
     def flaky_count(self, path: Path) -> int:
@@ -402,7 +399,7 @@ class Catalog:
         name = str(path)
         return sum(1 for key in self.run_book.repeats if key.eval_file == name and self.flaky(key) is not None)
 
-    def turn_status(self, key: CaseKey, index: int) -> int | None:
+    def turn_status(self, key: CaseKey, index: int) -> EvalStatus | None:
         """A turn's status in the case's latest result (under the metric filter)."""
         return self.results.turn_status(key, index, self.filter.metric)
 
@@ -414,7 +411,7 @@ class Catalog:
         cached = self._counts.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        out: dict[int | None, int] = {PASSED: 0, FAILED: 0, NOT_EVALUATED: 0, INFORMATIONAL: 0, None: 0}
+        out: dict[int | None, int] = dict.fromkeys([*EvalStatus, None], 0)
         if len(self.results):
             make_key, name = _case_key(), str(path)
             for case in cases:
@@ -456,7 +453,7 @@ class Catalog:
     def matches(self, path: Path, case: EvalCase) -> bool:
         f = self.filter
         key = self.key(path, case.eval_id)
-        if f.failed_only and self.case_status(key) != FAILED:
+        if f.failed_only and self.case_status(key) != EvalStatus.FAILED:
             return False
         if f.flaky_only and self.flaky(key) is None:
             return False
@@ -485,4 +482,4 @@ class Catalog:
         return self._ordered(path, cases)
 
     def failed_keys(self) -> list[CaseKey]:
-        return [k for k in self.all_keys() if self.results.status(k) == FAILED]
+        return [k for k in self.all_keys() if self.results.status(k) == EvalStatus.FAILED]
