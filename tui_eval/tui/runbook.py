@@ -122,7 +122,7 @@ class RunBook:
                 self.repeats.setdefault(key, {})[rep] = result
             if key not in self._before:
                 old = latest(key)
-                self._before[key] = int(old.status) if old is not None else None
+                self._before[key] = old.status if old is not None else None
             self._after[key] = summary.status
             for model, usage in summary.usage:
                 k = UsageKey("agent", model)

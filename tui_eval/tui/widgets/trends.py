@@ -316,7 +316,7 @@ class CaseTrends(Vertical):
         glyphs: list[tuple[str, str] | str] = [("Trend ", "bold $text-muted")]
         shown = statuses[-SPARK_WIDTH:]
         for s in shown:
-            glyphs.append((STATUS_GLYPH[int(s)], STATUS_STYLE[int(s)]))
+            glyphs.append((STATUS_GLYPH[s], STATUS_STYLE[s]))
         # The caption counts the marks drawn: a run that left this case out (failures only) has none,
         # and repetitions of one run have one each.
         n = len(shown)
