@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..engine.feed import summarize
 from ..schema.status import EvalStatus
 from .runbook import RunBook
 from .latest import LatestResults, Packed
@@ -39,8 +40,6 @@ def turn_status_of(result: CaseResult | None, index: int, metric: str | None = N
     """A turn's status in one full result, by the rule its summary follows (`CaseSummary.turn_status`)."""
     if result is None:
         return None
-    from ..engine.feed import summarize
-
     return summarize(result, insight=False).turn_status(index, metric)
 
 
