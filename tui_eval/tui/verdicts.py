@@ -109,12 +109,12 @@ def evaluated_note(result: CaseResult) -> str | None:
     return result.coverage_text()
 
 
-def case_metric_lines(result: CaseResult, marked: MetricResult | None = None) -> list[Content]:
+def case_metric_lines(result: CaseResult, marked: str | None = None) -> list[Content]:
     """A line per metric (and its reason); `marked`, the metric the tree's number comes from, ends in ◂."""
     lines: list[Content] = []
     for m in result.metrics:
         line = metric_line(m)
-        lines.append(line + Content.styled(" ◂", "bold $text-accent") if m is marked else line)
+        lines.append(line + Content.styled(" ◂", "bold $text-accent") if m.metric_name == marked else line)
         if m.reason:
             lines.append(plain(f"    {m.reason}", "$text-warning"))
     if result.error:
