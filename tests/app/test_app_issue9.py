@@ -64,10 +64,9 @@ def big_folder(root: Path, cases: int) -> Path:
     return root
 
 
-async def test_finished_cases_fold_in_constant_time(tmp_path: Path, make_app) -> None:
-    """10,000 results reach the catalog in well under a second (a scan per result took many seconds)."""
-    import time
-
+async def test_ten_thousand_results_keep_the_file_counts_current(tmp_path: Path, make_app) -> None:
+    """10,000 results reach the catalog, and the file's counts follow each one (how fast: the folding of
+    100,000 is timed by bench/tui_scale.py, never here)."""
     from tui_eval.schema.results import CaseResult, EvalStatus
 
     folder = big_folder(tmp_path / "big", 10_000)
@@ -79,13 +78,14 @@ async def test_finished_cases_fold_in_constant_time(tmp_path: Path, make_app) ->
         keys = [cat.key(path, c.eval_id) for c in cat.cases(path)]
         assert len(keys) == 10_000
         cat.counts(path)  # the file's counts are shown, so every result keeps them current
-        results = [CaseResult(eval_set_id="big", eval_id=k.eval_id, status=EvalStatus.PASSED) for k in keys]
-        t0 = time.perf_counter()
+        results = [CaseResult(eval_set_id="big", eval_id=k.eval_id,
+                              status=EvalStatus.PASSED if i % 4 else EvalStatus.FAILED) for i, k in enumerate(keys)]
         for key, result in zip(keys, results):
             cat.set_result(key, result, "this session")
-        elapsed = time.perf_counter() - t0
-        assert cat.counts(path)[1] == 10_000
-        assert elapsed < 1.0, f"{elapsed:.2f} s to fold 10,000 results"
+        assert cat.counts(path)[1] == 7_500 and cat.counts(path)[2] == 2_500
+        for key in keys[:100]:
+            cat.set_result(key, None)
+        assert cat.counts(path)[2] == 2_475 and cat.counts(path)[None] == 100
 
 
 async def test_q_during_a_run_asks_first(tmp_path: Path, make_app) -> None:

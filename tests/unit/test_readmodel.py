@@ -30,9 +30,14 @@ def result(eval_id: str, status: EvalStatus, turn_statuses: tuple[EvalStatus, ..
     return CaseResult(eval_set_id="s", eval_id=eval_id, status=status, metrics=[metric], actual=turns)
 
 
-def done(eval_id: str, status: EvalStatus, **kw) -> feed.CaseDone:  # type: ignore[no-untyped-def]
+#: What the engine holds: every finished case's full result, by (case, repetition).
+ENGINE: dict[feed.Wanted, CaseResult] = {}
+
+
+def done(eval_id: str, status: EvalStatus, repetition: int = 1, **kw) -> feed.CaseDone:  # type: ignore[no-untyped-def]
     r = result(eval_id, status, **kw)
-    return feed.CaseDone(CaseKey(FILE, eval_id), feed.summarize(r), feed.pack(r))
+    ENGINE[(CaseKey(FILE, eval_id), repetition)] = r
+    return feed.CaseDone(CaseKey(FILE, eval_id), feed.summarize(r), repetition)
 
 
 def model() -> tuple[ReadModel, list[str]]:
@@ -91,13 +96,15 @@ def test_finished_cases_are_stored_a_slice_at_a_time_while_the_counts_are_whole_
     assert sorted(k.eval_id for k in m.catalog.results.keys()) == [f"c{i:02d}" for i in range(35)]
 
 
-def test_a_result_is_parsed_only_when_something_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui_eval.tui import latest
+def test_a_full_result_is_fetched_from_the_engine_only_when_something_reads_it_and_then_kept() -> None:
+    fetched: list[list[feed.Wanted]] = []
 
-    parsed: list[int] = []
-    unpack = feed.unpack
-    monkeypatch.setattr(latest, "unpack", lambda payload: parsed.append(1) or unpack(payload))
+    def fetch(wanted: list[feed.Wanted]) -> dict[feed.Wanted, CaseResult]:
+        fetched.append(list(wanted))
+        return {w: ENGINE[w] for w in wanted if w in ENGINE}
+
     m, _ = model()
+    m.set_fetcher(fetch)
     state = m.new_run("Run all")
     assert state is not None
     m.inbox.put_many([feed.RunBegan("Run all")] + [done(f"c{i}", F if i % 2 else P) for i in range(200)]
@@ -106,11 +113,53 @@ def test_a_result_is_parsed_only_when_something_reads_it(monkeypatch: pytest.Mon
     cat = m.catalog
     assert sum(cat.results.status(CaseKey(FILE, f"c{i}")) == 2 for i in range(200)) == 100
     assert cat.results.metric_names() == ["m"]
-    assert parsed == []  # statuses, scores, counts and the run book never parse a result
+    assert cat.case_score(CaseKey(FILE, "c1")) == 1.0 and cat.score_text(CaseKey(FILE, "c1")) == "1.00"
+    assert fetched == []  # statuses, scores, counts, sorting and the run book never ask for a result
     key = CaseKey(FILE, "c3")
     full = cat.result(key)
     assert full is not None and full.eval_id == "c3" and full.status == F
-    assert cat.result(key) is full and parsed == [1]  # parsed once
+    assert cat.result(key) == full and fetched == [[(key, 1)]]  # fetched once, then kept
+    many = cat.results.get_many([CaseKey(FILE, f"c{i}") for i in range(5)] + [CaseKey(FILE, "never-ran")])
+    assert sorted(k.eval_id for k in many) == ["c0", "c1", "c2", "c3", "c4"]
+    assert len(fetched) == 2 and len(fetched[1]) == 4  # one round trip for the rest; c3 was kept
+
+
+def test_a_result_the_engine_cannot_send_reads_as_none_and_is_asked_for_again_later() -> None:
+    answers: list[dict[feed.Wanted, CaseResult]] = [{}]
+    m, _ = model()
+    m.set_fetcher(lambda wanted: answers[0])
+    state = m.new_run("Run")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run"), done("a", F), feed.RunEnded(state.ticket)])
+    m.pull(None)
+    key = CaseKey(FILE, "a")
+    assert m.catalog.results.status(key) == 2  # the summary is there
+    assert m.catalog.result(key) is None  # the engine did not answer
+    answers[0] = {(key, 1): ENGINE[(key, 1)]}
+    got = m.catalog.result(key)
+    assert got is not None and got.status == F
+
+
+def test_repetitions_are_fetched_each_and_flakiness_reads_only_summaries() -> None:
+    fetched: list[feed.Wanted] = []
+
+    def fetch(wanted: list[feed.Wanted]) -> dict[feed.Wanted, CaseResult]:
+        fetched.extend(wanted)
+        return {w: ENGINE[w] for w in wanted if w in ENGINE}
+
+    m, _ = model()
+    m.catalog.run_book.num_runs = 3
+    m.set_fetcher(fetch)
+    state = m.new_run("Run x3")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run x3"), done("a", P, 1), done("a", F, 2), done("a", P, 3),
+                      feed.RunEnded(state.ticket)])
+    m.pull(None)
+    key = CaseKey(FILE, "a")
+    assert m.catalog.flaky(key) == (2, 3) and fetched == []
+    runs = m.catalog.run_book.runs_of(key)
+    assert [r.status if r is not None else None for r in runs] == [P, F, P]
+    assert sorted(fetched) == [(key, 1), (key, 2), (key, 3)]
 
 
 def test_cancel_asks_the_engine_and_the_run_ends_cancelled() -> None:

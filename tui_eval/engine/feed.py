@@ -1,9 +1,9 @@
 """The records a face exchanges with an engine that runs in another process: commands go down, and
 typed records come up (the engine's own events, plus the few below).
 
-A finished case travels as a `CaseDone`: the small `CaseSummary` that lists, counts, filters and the
-run book need, and the full result as pickled bytes that a face parses only when it shows that case.
-Nothing here imports the result models, Textual or Rich.
+A finished case travels as a `CaseDone`: the small `CaseSummary` that lists, counts, sorts, filters and
+the run book need. The engine keeps the full result; a face asks for it (`Fetch`) only when it shows that
+case, and gets it back pickled (`Fetched`). Nothing here imports the result models, Textual or Rich.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ class ToolTime(NamedTuple):
 
 
 class CaseSummary(NamedTuple):
-    """What a case's result says at a glance (its status, metric verdicts, turn count, agent error),
-    plus the agent's token usage and tool timings a run adds up (empty for saved results)."""
+    """What a case's result says at a glance (its status, metric verdicts, turn count, agent error, how
+    long it took), plus the agent's token usage and tool timings a run adds up (empty for saved results)."""
 
     status: int
     metrics: tuple[MetricSummary, ...]
@@ -53,12 +53,19 @@ class CaseSummary(NamedTuple):
     error: str | None
     usage: tuple[tuple[str, TokenUsage], ...] = ()
     timings: tuple[ToolTime, ...] = ()
+    seconds: float = 0.0
 
     def metric(self, name: str) -> MetricSummary | None:
         for m in self.metrics:
             if m.name == name:
                 return m
         return None
+
+    def coverage(self) -> tuple[int, int]:
+        """(deciding metrics that gave a verdict, deciding metrics): `CaseResult.coverage_text`'s figures
+        (informational metrics never decide)."""
+        deciding = [m.status for m in self.metrics if m.status != EvalStatus.INFORMATIONAL]
+        return sum(1 for s in deciding if s != EvalStatus.NOT_EVALUATED), len(deciding)
 
     def turn_status(self, index: int, metric: str | None = None) -> EvalStatus | None:
         """A turn's status: its metrics' (or only `metric`'s) verdicts on it combined (`combine_statuses`);
@@ -84,11 +91,12 @@ def summarize(result: CaseResult, *, insight: bool = True) -> CaseSummary:
 
         usage = tuple(pair for inv in result.actual for pair in invocation_usage(inv))
         timings = tuple(ToolTime(t.name, t.seconds, t.ok) for t in case_tool_timings(result))
-    return CaseSummary(int(result.status), metrics, len(result.actual), result.error, usage, timings)
+    return CaseSummary(int(result.status), metrics, len(result.actual), result.error, usage, timings,
+                       result.wall_seconds)
 
 
 def pack(result: CaseResult) -> bytes:
-    """The full result as bytes (parsed back with `unpack` when a face shows it)."""
+    """The full result as bytes (a `Fetched` answer; parsed back with `unpack`)."""
     return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -110,12 +118,24 @@ class CaseBegun(NamedTuple):
 
 
 class CaseDone(NamedTuple):
-    """A case finished (once per repetition): its summary, and its full result packed."""
+    """A case finished (once per repetition): its summary (the engine keeps the full result; `Fetch`)."""
 
     key: CaseKey
     summary: CaseSummary
-    payload: bytes
     repetition: int = 1
+
+
+#: Which result a face wants: a case, and the repetition of the run that made it (1 without --num-runs).
+Wanted = tuple[CaseKey, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """The answer to a `Fetch`, sent alone in its batch: each wanted result pickled (`unpack`), or None
+    when the engine holds no such result (the case was removed, or run again since)."""
+
+    ticket: int
+    results: tuple[tuple[Wanted, bytes | None], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,8 +239,16 @@ class Reload:
 
 
 @dataclass(frozen=True, slots=True)
+class Fetch:
+    """Send these full results back (answered at once from the command thread, even during a run)."""
+
+    ticket: int
+    wanted: tuple[Wanted, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Close:
     """Stop watching, cancel runs (their finished cases are saved), close agents, exit."""
 
 
-Command = Union[RunCases, Cancel, SetModes, Reload, Close]
+Command = Union[RunCases, Cancel, SetModes, Reload, Fetch, Close]

@@ -7,6 +7,10 @@ socket, a batch at a time. The dashboard's process then never shares a GIL with 
 - A cancel sets the runs' stop flags from the command thread at once (`LiveSession.request_stop` is
   thread-safe), so no further case starts even while the loop scores flat out; the loop then cancels
   the cases under way, and their finished cases are saved.
+- A finished case goes up as its summary; the engine keeps its full result (the latest run's, each
+  repetition) and sends it when the face asks (`Fetch`), from the command thread, so a face showing a
+  case never waits for the run's scoring. Pickling every result for a face that shows a few cost
+  about 40 % of a replay run's time in this process (bench/README.md).
 - Records are batched: a batch goes up when it is FLUSH_SECONDS old or holds a record the face shows at
   once (a run starting, stopping, ending). A face that reads slowly slows the engine (the socket's
   back-pressure); it never blocks the face.
@@ -35,6 +39,8 @@ from .feed import (
     Close,
     EngineConfig,
     EngineReady,
+    Fetch,
+    Fetched,
     FilesChanged,
     MetricsScored,
     Reload,
@@ -44,6 +50,7 @@ from .feed import (
     RunOver,
     SetModes,
     WatchReady,
+    Wanted,
     pack,
     summarize,
 )
@@ -51,6 +58,7 @@ from .feed import (
 if TYPE_CHECKING:  # pragma: no cover
     from multiprocessing.connection import Connection
 
+    from ..schema.results import CaseResult
     from .live import LiveSession
 
 log = logging.getLogger(__name__)
@@ -90,6 +98,10 @@ class EngineService:
         self._closing: asyncio.Event | None = None
         self._seen: dict[Path, tuple[Any, Any]] = {}
         self._gone = False
+        # Each case's results in the latest run that finished it: (that run's number, repetition -> result).
+        # Written on the loop; read by the command thread (`fetch`): single dict operations only.
+        self._kept: dict[ev.CaseKey, tuple[int, dict[int, CaseResult]]] = {}
+        self._run_number = 0
 
     # ---- records up (loop thread) --------------------------------------------------------------
 
@@ -104,15 +116,20 @@ class EngineService:
         if isinstance(event, ev.InvocationInferred):
             return  # the finished case carries its turns
         if isinstance(event, ev.CaseFinished):
-            record: Any = CaseDone(event.key, summarize(event.result), pack(event.result), event.repetition)
+            self._keep(event.key, event.repetition, event.result)
+            record: Any = CaseDone(event.key, summarize(event.result), event.repetition)
         elif isinstance(event, ev.CaseStarted):
             record = CaseBegun(event.key)
         elif isinstance(event, live.LiveRunStarted):
+            self._run_number += 1
             self._report_files()
             record = RunBegan(event.reason, event.rescore)
         elif isinstance(event, live.LiveRunFinished):
             record = RunOver(event.reason, event.rescore)
         elif isinstance(event, (live.CasesRemoved, live.FileProblem, live.AgentStale)):
+            if isinstance(event, live.CasesRemoved):
+                for key in event.keys:
+                    self._kept.pop(key, None)
             self._report_files()
             record = event
         else:
@@ -120,6 +137,21 @@ class EngineService:
         if isinstance(record, ev.RunStarted) and self._stop_runs and self.session is not None:
             self.session.request_stop()  # a cancel came while this run was being set up
         self.put(record)
+
+    def _keep(self, key: ev.CaseKey, repetition: int, result: CaseResult) -> None:
+        kept = self._kept.get(key)
+        if kept is None or kept[0] != self._run_number:
+            kept = self._kept[key] = (self._run_number, {})
+        kept[1][repetition] = result
+
+    def fetch(self, wanted: tuple[Wanted, ...]) -> tuple[tuple[Wanted, bytes | None], ...]:
+        """Any thread: the wanted results, pickled (None for one the engine does not hold)."""
+        out = []
+        for key, repetition in wanted:
+            kept = self._kept.get(key)
+            result = kept[1].get(repetition) if kept is not None else None
+            out.append(((key, repetition), pack(result) if result is not None else None))
+        return tuple(out)
 
     def put(self, record: Any) -> None:
         if not self._out:
@@ -297,14 +329,22 @@ class EngineService:
             waiter.cancel()
 
 
-def _read_commands(conn: Connection, service: EngineService, loop: asyncio.AbstractEventLoop) -> None:
-    """The command thread: a cancel stops the runs from here at once; everything else goes to the loop.
-    The socket closing (the dashboard is gone, however it went) is a close."""
+def _read_commands(conn: Connection, service: EngineService, loop: asyncio.AbstractEventLoop,
+                   send: Callable[[list[Any]], None]) -> None:
+    """The command thread: a cancel stops the runs from here at once, and a fetch is answered from here;
+    everything else goes to the loop. The socket closing (the dashboard is gone, however it went) is a
+    close."""
     while True:
         try:
             command = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             command = Close()
+        if isinstance(command, Fetch):
+            try:
+                send([Fetched(command.ticket, service.fetch(command.wanted))])
+            except OSError as exc:  # the dashboard is gone: the next read says so
+                log.info("could not answer a fetch: %s", exc)
+            continue
         if isinstance(command, Cancel):
             service.stop_now()
         if isinstance(command, Close):
@@ -358,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
-        threading.Thread(target=_read_commands, args=(conn, service, loop), name="engine-commands",
+        threading.Thread(target=_read_commands, args=(conn, service, loop, send), name="engine-commands",
                          daemon=True).start()
         await service.serve()
 

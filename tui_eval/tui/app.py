@@ -42,6 +42,8 @@ from .theme import TUI_EVAL_THEME, default_theme
 if TYPE_CHECKING:  # pragma: no cover
     from ..ces.dashboard import CesTarget
     from ..engine.events import CaseKey
+    from ..engine.feed import Wanted
+    from ..schema.results import CaseResult
     from .edits import Edit
     from .engine_link import EngineLink
 
@@ -140,6 +142,7 @@ class EvalApp(App[int]):
         # The last error the pull loop reported, so a persistent fault is shown once, not 8 times a second.
         self._tick_error: str | None = None
         self._clashes_reported: set[str] = set()
+        self._fetch_error: str | None = None
         #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
         self.ces = CesLink(self, ces, ces_endpoint, ces_app_version)
         self.register_theme(TUI_EVAL_THEME)
@@ -218,20 +221,14 @@ class EvalApp(App[int]):
         self.call_after_refresh(self._check_keymap_ids)
 
     def _check_keymap_ids(self) -> None:
-        from .screens.help import binding_sections
+        from .keymap import keymap_warnings
 
-        sections = [[b for b in bindings if isinstance(b, Binding)] for _title, bindings in binding_sections()]
-        known = [b.id for bindings in sections for b in bindings if b.id]
-        unknown = self.user_keymap.unknown_ids(known)
-        if unknown:
-            from .keymap import did_you_mean
-
-            named = ", ".join(f"{u}{did_you_mean(u, known)}" for u in unknown)
-            text = f"{self.user_keymap.path}: unknown binding ids {named} (the help screen, ?, lists the ids)"
-            log.warning("keymap: %s", text)
-            self.notify(text, title="Keymap", severity="warning", markup=False, timeout=10)
-        for clash in self.user_keymap.clashes(sections):
-            self._report_clash(f"{clash}: the keymap's binding wins")
+        unknown, clashes = keymap_warnings(self.user_keymap)
+        if unknown is not None:
+            log.warning("keymap: %s", unknown)
+            self.notify(unknown, title="Keymap", severity="warning", markup=False, timeout=10)
+        for clash in clashes:
+            self._report_clash(clash)
 
     def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
         """Textual found a remapped key that another binding had (it asks on every key press)."""
@@ -275,6 +272,25 @@ class EvalApp(App[int]):
             self.model.inbox.put(EngineGone(f"the engine process could not start: {exc}"))
         else:
             self.engine = engine
+            self.model.set_fetcher(self._fetch)
+
+    def _fetch(self, wanted: list[Wanted]) -> dict[Wanted, CaseResult]:
+        """Full results of this session's runs, from the engine (which holds them); when it cannot send
+        them, the user is told once why those cases show no detail."""
+        from .engine_link import ResultsUnavailable
+
+        engine = self.engine
+        if engine is None:
+            return {}
+        try:
+            return engine.fetch(wanted)
+        except ResultsUnavailable as exc:
+            text = f"This session's results cannot be shown: {exc}. Saved runs are in the history (h)."
+            log.error("%s", text)
+            if text != self._fetch_error:
+                self._fetch_error = text
+                self.notify(text, severity="error", markup=False)  # (thread-safe: it posts a message)
+            return {}
 
     def _from_engine(self, records: list[Any]) -> None:
         """The engine link's reader thread: queue a batch; a run starting or stopping is shown at once."""
@@ -298,10 +314,8 @@ class EvalApp(App[int]):
             self.on_loaded()
 
     def _cancel_engine(self) -> None:
-        from ..engine.feed import Cancel
-
         if self.engine is not None:
-            self.engine.send(Cancel())
+            self.engine.cancel()
 
     def _reload_files(self, paths: list[Path]) -> None:
         """Thread worker: re-read files the engine re-read, into the dashboard's copy."""
@@ -377,10 +391,8 @@ class EvalApp(App[int]):
         self.set_agent_reruns(message.on)
 
     def _send_modes(self) -> None:
-        from ..engine.feed import SetModes
-
         if self.engine is not None:
-            self.engine.send(SetModes(self.live, self.agent_reruns))
+            self.engine.set_modes(self.live, self.agent_reruns)
 
     def set_live(self, on: bool) -> None:
         self.live = on
@@ -409,8 +421,6 @@ class EvalApp(App[int]):
 
     def start_run(self, label: str, *, keys: list[CaseKey] | None = None, files: list[Path] | None = None) -> bool:
         """Ask the engine to run cases (or whole files); False, with a notification, if it cannot now."""
-        from ..engine.feed import RunCases
-
         self._sync_status()
         if not self.ready or self.engine is None:
             why = self.model.engine_gone
@@ -426,7 +436,7 @@ class EvalApp(App[int]):
         if state is None:
             self.notify("A run is in progress: x cancels it.", severity="warning")
             return False
-        if not self.engine.send(RunCases(state.ticket, tuple(keys), label)):
+        if not self.engine.run_cases(state.ticket, keys, label):
             state.finish("failed", "the engine process is gone")
         self._sync_status()
         return True
@@ -539,45 +549,20 @@ class EvalApp(App[int]):
             self.push_screen(HelpScreen(self.user_keymap.bindings))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Every binding of the current screen and the app, so the palette reaches every action."""
-        yield from super().get_system_commands(screen)
-        seen: set[str] = set()
-        keymap = self.user_keymap.bindings
-        for node in (screen, self):
-            for binding in getattr(node, "BINDINGS", []):
-                if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
-                    continue
-                seen.add(binding.action)
-                if node is screen and screen.check_action(binding.action.split("(")[0], ()) is not True:
-                    continue
-                key_list = (keymap.get(binding.id) if binding.id else None) or binding.key
-                keys = ", ".join(self.get_key_display(Binding(k.strip(), binding.action)) for k in key_list.split(","))
-                yield SystemCommand(binding.description, f"{keys} · {binding.id or binding.action}",
-                                    partial(self._run_action_on, node, binding.action))
-        if isinstance(screen, MainScreen):
-            for name in self.catalog.metric_names():
-                yield SystemCommand(f"Filter by metric: {name}", "show this metric's status and score",
-                                    partial(screen.set_metric, name))
+        """Textual's, then every binding of the current screen and the app (the palette reaches every action)."""
+        from .commands import binding_commands
 
-    async def _run_action_on(self, node: Any, action: str) -> None:
-        await self.run_action(action, node)
+        yield from super().get_system_commands(screen)
+        yield from binding_commands(self, screen)
 
     # ---- edits -------------------------------------------------------------------------------
 
     @on(msg.EditRequested)
     @_reported
     def _edit_requested(self, message: msg.EditRequested) -> None:
-        from . import edits
+        from .edits import edit_for
 
-        kind, key, cat = message.kind, message.key, self.catalog
-        if kind is msg.EditKind.ACCEPT_TURN:
-            edit = edits.accept_turn(cat, key, message.index)
-        elif kind is msg.EditKind.ACCEPT_CASE:
-            edit = edits.accept_case(cat, key)
-        elif kind is msg.EditKind.DELETE_TURN:
-            edit = edits.delete_turn(cat, key, message.index)
-        else:
-            edit = edits.delete_case(cat, key)
+        edit = edit_for(self.catalog, message)
         if isinstance(edit, str):
             self.notify(edit, severity="warning")
             return
@@ -597,8 +582,6 @@ class EvalApp(App[int]):
         nothing, in the engine). Once written, the edited case redraws everywhere at once (tree, summary,
         turn view); with `stale` its result is dropped first, since it was scored against turns the file
         no longer has (a deleted turn stayed on screen, paired with the wrong actual)."""
-        from ..engine.feed import Reload
-
         if edit.leave_screens:
             while len(self.screen_stack) > 1:
                 self.pop_screen()
@@ -607,7 +590,7 @@ class EvalApp(App[int]):
             edit.change()
             self.loader.reload(edit.path)
             if not self.watch_files and self.engine is not None:
-                self.engine.send(Reload(str(edit.path)))
+                self.engine.reload(edit.path)
 
         worker = self.run_worker(work, thread=True, group="edit", name=edit.done, exit_on_error=False)
         if edit.key is not None:
@@ -615,11 +598,9 @@ class EvalApp(App[int]):
 
     def reload_file(self, path: Path) -> None:
         """From a thread worker: re-read a file another part rewrote (a CES pull), here and in the engine."""
-        from ..engine.feed import Reload
-
         self.loader.reload(path)
         if self.engine is not None:
-            self.engine.send(Reload(str(path)))
+            self.engine.reload(path)
 
     def _edited(self, key: CaseKey, stale: bool) -> None:
         """UI thread, after an edit was written: fold the reload and redraw the case on every screen."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -15,6 +15,9 @@ from .messages import JumpTo
 from .text import literal
 
 if TYPE_CHECKING:  # pragma: no cover
+    from textual.app import SystemCommand
+    from textual.screen import Screen
+
     from ..engine.events import CaseKey
     from .app import EvalApp
 
@@ -85,3 +88,30 @@ def _highlight(matcher: Matcher, title: str) -> Content:
         if not title[offset].isspace():
             content = content.stylize("bold underline", offset, offset + 1)
     return content
+
+
+def binding_commands(app: EvalApp, screen: Screen[Any]) -> Iterator[SystemCommand]:
+    """A palette command for every described binding of `screen` and the app that can run now, with its
+    keys (as the user's keymap has them) and binding id; on the main screen, a metric filter per metric."""
+    from textual.app import SystemCommand
+    from textual.binding import Binding
+
+    from .screens.main import MainScreen
+
+    seen: set[str] = set()
+    keymap = app.user_keymap.bindings
+    for node in (screen, app):
+        for binding in getattr(node, "BINDINGS", []):
+            if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            if node is screen and screen.check_action(binding.action.split("(")[0], ()) is not True:
+                continue
+            key_list = (keymap.get(binding.id) if binding.id else None) or binding.key
+            keys = ", ".join(app.get_key_display(Binding(k.strip(), binding.action)) for k in key_list.split(","))
+            yield SystemCommand(binding.description, f"{keys} · {binding.id or binding.action}",
+                                partial(app.run_action, binding.action, node))
+    if isinstance(screen, MainScreen):
+        for name in app.catalog.metric_names():
+            yield SystemCommand(f"Filter by metric: {name}", "show this metric's status and score",
+                                partial(screen.set_metric, name))

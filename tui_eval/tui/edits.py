@@ -15,6 +15,7 @@ from .text import one_line, plain
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from .listing import CaseListing
+    from .messages import EditRequested
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,20 @@ def delete_case(catalog: CaseListing, key: CaseKey) -> Edit | str:
     path = Path(key.eval_file)
     return Edit("Delete case", body, f"Deleted case {key.eval_id}", path, partial(rewrite, path, key.eval_id),
                 None, leave_screens=True)
+
+
+def edit_for(catalog: CaseListing, request: EditRequested) -> Edit | str:
+    """The edit a screen asked for, or why it cannot be made (a line for the user)."""
+    from .messages import EditKind
+
+    key, kind = request.key, request.kind
+    if kind is EditKind.ACCEPT_TURN:
+        return accept_turn(catalog, key, request.index)
+    if kind is EditKind.ACCEPT_CASE:
+        return accept_case(catalog, key)
+    if kind is EditKind.DELETE_TURN:
+        return delete_turn(catalog, key, request.index)
+    return delete_case(catalog, key)
 
 
 QUIT_DURING_RUN = ("Quit during a run?", Content.assemble(

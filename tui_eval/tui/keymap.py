@@ -65,6 +65,24 @@ class UserKeymap:
         return found
 
 
+def keymap_warnings(keymap: UserKeymap) -> tuple[str | None, list[str]]:
+    """What the user should hear about a keymap: the ids no binding has (with a did-you-mean), and the
+    keys it takes from another binding of the same screen. Imports every screen: called after the first
+    frame."""
+    from textual.binding import Binding
+
+    from .screens.help import binding_sections
+
+    sections = [[b for b in bindings if isinstance(b, Binding)] for _title, bindings in binding_sections()]
+    known = [b.id for bindings in sections for b in bindings if b.id]
+    unknown = keymap.unknown_ids(known)
+    text = None
+    if unknown:
+        named = ", ".join(f"{u}{did_you_mean(u, known)}" for u in unknown)
+        text = f"{keymap.path}: unknown binding ids {named} (the help screen, ?, lists the ids)"
+    return text, [f"{clash}: the keymap's binding wins" for clash in keymap.clashes(sections)]
+
+
 def load_keymap(path: Path | None = None) -> UserKeymap:
     """Read the keymap file; a missing file is an empty keymap, a broken one an empty keymap with a problem."""
     from ..schema.errors import LoadError

@@ -7,41 +7,82 @@ Nothing here imports Textual, so it is cheap to import and easy to test.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from ..engine.feed import summarize, unpack
+from ..engine.feed import summarize
 from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
-    from ..engine.feed import CaseSummary, MetricSummary
+    from ..engine.feed import CaseSummary, MetricSummary, Wanted
     from ..schema.results import CaseResult
+
+#: Gets full results the engine process holds: (case, repetition) pairs -> their results (one it could
+#: not get is left out).
+Fetcher = Callable[[list["Wanted"]], dict["Wanted", "CaseResult"]]
+
+
+class Held(NamedTuple):
+    """A full result the engine process holds (of this repetition of the case): fetched the first time
+    something reads it, then kept."""
+
+    repetition: int
 
 
 class LatestResults:
-    """The latest result of each case: this session's runs, else the newest saved record. UI thread only.
+    """The latest result of each case: this session's runs, else the newest saved record.
 
-    Each case keeps its summary (what lists, counts and filters read) and its full result, which a run's
-    case holds as bytes until something reads it (`get`): 100,000 finished cases are never all parsed."""
+    Each case keeps its summary (what lists, counts, sorts and filters read) and its full result. A run's
+    case comes as its summary alone: the engine holds the full result, and `get` fetches it the first
+    time something reads it, so 100,000 finished cases are never all copied into the dashboard."""
 
     def __init__(self) -> None:
         self._summary: dict[CaseKey, CaseSummary] = {}
-        self._full: dict[CaseKey, CaseResult | bytes] = {}
+        self._full: dict[CaseKey, CaseResult | Held] = {}
         self._origin: dict[CaseKey, str] = {}
         #: When a saved result was saved (its age is shown beside it); absent for this session's results.
         self._saved_at: dict[CaseKey, float] = {}
         #: Bumped on every change, so views can cache what they derive from results.
         self.version = 0
+        #: Fetches the results the engine holds (the app sets it once the engine runs).
+        self.fetcher: Fetcher | None = None
 
     def __len__(self) -> int:
         return len(self._summary)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._summary
+
     def get(self, key: CaseKey) -> CaseResult | None:
-        """The full result (parsed now if it came packed from the engine, once)."""
+        """The full result (fetched from the engine the first time, if it holds it)."""
         full = self._full.get(key)
-        if isinstance(full, bytes):
-            full = self._full[key] = unpack(full)
+        if isinstance(full, Held):
+            return self._fetch([key]).get(key)
         return full
+
+    def get_many(self, keys: list[CaseKey]) -> dict[CaseKey, CaseResult]:
+        """The full results of these cases (those without one left out), with one fetch from the engine."""
+        out: dict[CaseKey, CaseResult] = {}
+        held: list[CaseKey] = []
+        for key in keys:
+            full = self._full.get(key)
+            if isinstance(full, Held):
+                held.append(key)
+            elif full is not None:
+                out[key] = full
+        if held:
+            out.update(self._fetch(held))
+        return out
+
+    def _fetch(self, keys: list[CaseKey]) -> dict[CaseKey, CaseResult]:
+        wanted = [(k, held.repetition) for k in keys if isinstance(held := self._full.get(k), Held)]
+        got = self.fetcher(wanted) if self.fetcher is not None and wanted else {}
+        out: dict[CaseKey, CaseResult] = {}
+        for (key, repetition), result in got.items():
+            out[key] = result
+            if self._full.get(key) == Held(repetition):  # not replaced while it was fetched
+                self._full[key] = result
+        return out
 
     def summary(self, key: CaseKey) -> CaseSummary | None:
         return self._summary.get(key)
@@ -89,10 +130,11 @@ class LatestResults:
         """When the shown result was saved (None: a result of this session)."""
         return self._saved_at.get(key)
 
-    def put(self, key: CaseKey, result: CaseResult | Packed, origin: str, saved_at: float | None = None) -> None:
-        """Store a case's result: a full one (summarised here), or a packed one as the engine sent it."""
-        if isinstance(result, Packed):
-            self._summary[key], self._full[key] = result.summary, result.payload
+    def put(self, key: CaseKey, result: CaseResult | Finished, origin: str, saved_at: float | None = None) -> None:
+        """Store a case's result: a full one (summarised here), or a summary with its full result or the
+        engine's hold on it."""
+        if isinstance(result, Finished):
+            self._summary[key], self._full[key] = result.summary, result.full
         else:
             self._summary[key], self._full[key] = summarize(result, insight=False), result
         self._origin[key] = origin
@@ -122,16 +164,12 @@ class LatestResults:
 
 
 @dataclass(frozen=True, slots=True)
-class Packed:
-    """A result with its summary: as the engine sent it (the full result as bytes, parsed on first read) or
-    as the loader read it."""
+class Finished:
+    """A finished case as the read model stores it: its summary, and its full result (as the loader read
+    it) or the engine's hold on it (a case of this session's runs)."""
 
     summary: CaseSummary
-    #: The full result, or its bytes until first read.
-    payload: CaseResult | bytes
-
-    def unpack(self) -> CaseResult:
-        return unpack(self.payload) if isinstance(self.payload, bytes) else self.payload
+    full: CaseResult | Held
 
 
 def age_text(seconds: float) -> str:

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..engine.feed import summarize
 from ..schema.status import EvalStatus
 from .runbook import RunBook
-from .latest import LatestResults, Packed
+from .latest import Finished, LatestResults
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
+    from ..engine.feed import CaseSummary, MetricSummary
     from ..engine.workspace import EvalFileState, Workspace
     from ..schema.model import EvalCase
     from ..schema.results import CaseResult, MetricResult
@@ -52,14 +53,14 @@ _UNITS = {"tool_call_count_v1": "calls", "inference_call_count_v1": "model calls
           "invocation_duration_v1": "s"}
 
 
-def deciding_metric(result: CaseResult | None) -> MetricResult | None:
+def deciding_metric(summary: CaseSummary | None) -> MetricSummary | None:
     """The metric whose score stands for the case: its lowest-scoring failed metric if any failed, else
     its lowest-scoring passed one. Informational and unscored (not evaluated) metrics never do."""
-    if result is None:
+    if summary is None:
         return None
-    best: MetricResult | None = None
+    best: MetricSummary | None = None
     best_key: tuple[bool, float] | None = None
-    for m in result.metrics:
+    for m in summary.metrics:
         if m.score is None or m.status not in (EvalStatus.PASSED, EvalStatus.FAILED):
             continue
         key = (m.status != EvalStatus.FAILED, m.score)
@@ -68,13 +69,13 @@ def deciding_metric(result: CaseResult | None) -> MetricResult | None:
     return best
 
 
-def value_text(m: MetricResult) -> str | None:
+def value_text(m: MetricSummary) -> str | None:
     """The number the tree shows for one metric: a score `0.50`, an informational value with its unit
     (`3 calls`, `0.08 s`, `812 tok`), None without a value."""
     if m.score is None:
         return None
     if m.status == EvalStatus.INFORMATIONAL:
-        unit = _UNITS.get(m.metric_name, "info")
+        unit = _UNITS.get(m.name, "info")
         return f"{m.score:.2f} {unit}" if unit == "s" else f"{m.score:.4g} {unit}"
     return f"{m.score:.2f}"
 
@@ -341,14 +342,14 @@ class CaseListing:
         """The case's status (or, under a metric filter, that metric's): an EvalStatus value, None without a result."""
         return self.results.status(key, self.filter.metric)
 
-    def score_metric(self, key: CaseKey) -> MetricResult | None:
+    def score_metric(self, key: CaseKey) -> MetricSummary | None:
         """The metric whose value is shown beside a case: the filtered metric, else the deciding one."""
-        result = self.results.get(key)
-        if result is None:
+        summary = self.results.summary(key)
+        if summary is None:
             return None
         if self.filter.metric:
-            return result.metric(self.filter.metric)
-        return deciding_metric(result)
+            return summary.metric(self.filter.metric)
+        return deciding_metric(summary)
 
     def case_score(self, key: CaseKey) -> float | None:
         """The score shown beside a case (see `deciding_metric`); never an informational value."""
@@ -380,17 +381,17 @@ class CaseListing:
                 return missing if score is None else score
         else:
             def by(case: EvalCase) -> float:
-                result = self.results.get(make_key(name, case.eval_id))
-                return missing if result is None else -result.wall_seconds
+                summary = self.results.summary(make_key(name, case.eval_id))
+                return missing if summary is None else -summary.seconds
         return sorted(cases, key=by)
 
     def flaky(self, key: CaseKey) -> tuple[int, int] | None:
         """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
         were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
-        runs = self.run_book.runs_of(key)
+        runs = self.run_book.statuses_of(key)
         if len(runs) < 2 or any(r is None for r in runs):
             return None
-        passed = sum(1 for r in runs if r is not None and r.status == EvalStatus.PASSED)
+        passed = sum(1 for r in runs if r == EvalStatus.PASSED)
         return (passed, len(runs)) if 0 < passed < len(runs) else None
 
     def flaky_count(self, path: Path) -> int:
@@ -421,7 +422,7 @@ class CaseListing:
         self._counts[path] = (stamp, out)
         return out
 
-    def set_result(self, key: CaseKey, result: CaseResult | Packed | None, origin: str = "",
+    def set_result(self, key: CaseKey, result: CaseResult | Finished | None, origin: str = "",
                    saved_at: float | None = None) -> None:
         """Store (or, with None, forget) a case's latest result, keeping the file's counts current. O(1)."""
         path = self.path_of(key)
@@ -449,7 +450,9 @@ class CaseListing:
 
     # ---- filtering ---------------------------------------------------------------------------
 
-    def matches(self, path: Path, case: EvalCase) -> bool:
+    def matches(self, path: Path, case: EvalCase, found: dict[CaseKey, CaseResult] | None = None) -> bool:
+        """Whether a case passes the filter; a search reads its result from `found` when given (the
+        results of a whole file, fetched at once), else fetches it."""
         f = self.filter
         key = self.key(path, case.eval_id)
         if f.failed_only and self.case_status(key) != EvalStatus.FAILED:
@@ -465,7 +468,7 @@ class CaseListing:
                 return True
             if case.conversation_scenario is not None and needle in case.conversation_scenario.starting_prompt.lower():
                 return True
-            result = self.results.get(key)
+            result = found.get(key) if found is not None else self.results.get(key)
             # The expected turns, then the agent's: user messages, responses, tool names and arguments.
             for turns in (case.conversation or [], result.actual if result is not None else []):
                 for inv in turns:
@@ -477,7 +480,10 @@ class CaseListing:
     def visible_cases(self, path: Path) -> list[EvalCase]:
         cases = self.cases(path)
         if self.filter.active:
-            cases = [c for c in cases if self.matches(path, c)]
+            found = None
+            if self.filter.query:
+                found = self.results.get_many([k for c in cases if (k := self.key(path, c.eval_id)) in self.results])
+            cases = [c for c in cases if self.matches(path, c, found)]
         return self._ordered(path, cases)
 
     def failed_keys(self) -> list[CaseKey]:

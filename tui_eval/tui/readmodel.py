@@ -20,7 +20,7 @@ from ..engine import events as ev
 from ..engine import feed
 from .listing import CaseListing, WorkspaceDelta
 from .loader import FileLoaded, FolderOpened, LoadDone, Notice, ResultLoaded
-from .latest import Packed
+from .latest import Fetcher, Finished, Held
 from .progress import RunSnapshot, RunState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,11 +109,16 @@ class ReadModel:
         self._shown_run: RunState | None = None
         self._shown_phase: str | None = None
         self._shown_version = -1
-        # ("run", key, packed, repetition) and ("saved", key, packed, origin, saved_at), not stored yet.
+        # ("run", key, finished, repetition) and ("saved", key, finished, origin, saved_at), not stored yet.
         self._backlog: deque[tuple[Any, ...]] = deque()
         self._runs_in_backlog = 0
         # What a run switch between two pulls changed (told at the next pull).
         self._switched = Changes()
+
+    def set_fetcher(self, fetcher: Fetcher | None) -> None:
+        """Where full results of this session's runs come from (the engine holds them)."""
+        self.catalog.results.fetcher = fetcher
+        self.catalog.run_book.fetcher = fetcher
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -208,7 +213,7 @@ class ReadModel:
             runs = [item for item in chunk if item[0] == "run"]
             if runs:
                 # Before the results are stored: the book reads the results they replace (broke / fixed).
-                book.feed([(key, packed) for _k, key, packed, _r in runs], [rep for *_x, rep in runs],
+                book.feed([(key, finished) for _k, key, finished, _r in runs], [rep for *_x, rep in runs],
                           cat.results.summary)
                 self._runs_in_backlog -= len(runs)
                 changes.insight = True
@@ -236,13 +241,14 @@ class ReadModel:
             state = self.current
             if state is not None:
                 state.apply(record)
-            self._backlog.append(("run", record.key, Packed(record.summary, record.payload), record.repetition))
+            self._backlog.append(("run", record.key, Finished(record.summary, Held(record.repetition)),
+                                  record.repetition))
             self._runs_in_backlog += 1
         elif kind is feed.CaseBegun or kind is feed.MetricsScored:
             if self.current is not None:
                 self.current.apply(record)
         elif isinstance(record, ResultLoaded):
-            self._backlog.append(("saved", record.key, Packed(record.summary, record.result), record.origin,
+            self._backlog.append(("saved", record.key, Finished(record.summary, record.result), record.origin,
                                   record.saved_at))
         elif isinstance(record, FileLoaded):
             self._file_loaded(record)

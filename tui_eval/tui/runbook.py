@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.latency import TimedToolCall, ToolLatency
     from ..engine.pricing import CostEstimate, PriceTable, TokenUsage, UsageKey
     from ..schema.results import CaseResult
+    from .latest import Fetcher
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,11 @@ class RunBook:
     #: Repetitions per run (the dashboard's --num-runs).
     num_runs: int = 1
     label: str = ""
-    #: case -> repetition (1-based) -> its result (packed until read), for the current run (only kept
-    #: when num_runs > 1).
+    #: case -> repetition (1-based) -> its result (a `Finished` as the engine sent it until read), for the
+    #: current run (only kept when num_runs > 1).
     repeats: dict[CaseKey, dict[int, Any]] = field(default_factory=dict)
+    #: Gets the full results the engine holds (see `state.Results.fetcher`).
+    fetcher: Fetcher | None = None
     #: The agent's tokens per (who, model) in the current run.
     usage: dict[UsageKey, TokenUsage] = field(default_factory=dict)
     timings: list[TimedToolCall] = field(default_factory=list)
@@ -105,18 +108,18 @@ class RunBook:
         self._open = True
 
     def feed(self, finished: list[tuple[Any, Any]], repetitions: list[int], latest: Any) -> None:
-        """Fold finished cases, each a full CaseResult or a `Packed` one as the engine sent it (before the
+        """Fold finished cases, each a full CaseResult or a `Finished` one as the engine sent it (before the
         read model stores them as latest: `latest(key)` still gives what they replace, anything with a
         `status`, for the timeline's broke / fixed)."""
         if not finished:
             return
         from ..engine.feed import summarize
         from ..engine.pricing import TokenUsage, UsageKey
-        from .latest import Packed
+        from .latest import Finished
 
         for i, (key, result) in enumerate(finished):
             rep = repetitions[i] if i < len(repetitions) else 1
-            summary = result.summary if isinstance(result, Packed) else summarize(result)
+            summary = result.summary if isinstance(result, Finished) else summarize(result)
             self.saved.pop(key, None)  # its new result is not saved before its run ends
             if self.num_runs > 1:
                 self.repeats.setdefault(key, {})[rep] = result
@@ -155,16 +158,34 @@ class RunBook:
     # ---- what the views read -----------------------------------------------------------------
 
     def runs_of(self, key: CaseKey) -> list[CaseResult | None]:
-        """A case's result in each repetition 1..N of the current run (None: not finished)."""
-        from .latest import Packed
+        """A case's result in each repetition 1..N of the current run (None: not finished), fetched from the
+        engine the first time."""
+        from .latest import Finished, Held
 
         mine = self.repeats.get(key)
         if not mine:
             return []
+        wanted = [(key, rep) for rep, r in mine.items() if isinstance(r, Finished) and isinstance(r.full, Held)]
+        got = self.fetcher(wanted) if wanted and self.fetcher is not None else {}
         for rep, result in list(mine.items()):
-            if isinstance(result, Packed):
-                mine[rep] = result.unpack()
-        return [mine.get(rep) for rep in range(1, self.num_runs + 1)]
+            if isinstance(result, Finished):
+                full = got.get((key, rep)) if isinstance(result.full, Held) else result.full
+                if full is not None:
+                    mine[rep] = full
+        return [r if not isinstance(r := mine.get(rep), Finished) else None for rep in range(1, self.num_runs + 1)]
+
+    def statuses_of(self, key: CaseKey) -> list[int | None]:
+        """A case's status in each repetition 1..N of the current run (None: not finished)."""
+        from .latest import Finished
+
+        mine = self.repeats.get(key)
+        if not mine:
+            return []
+        out: list[int | None] = []
+        for rep in range(1, self.num_runs + 1):
+            r = mine.get(rep)
+            out.append(None if r is None else r.summary.status if isinstance(r, Finished) else int(r.status))
+        return out
 
     def total_tokens(self) -> TokenUsage | None:
         if not self.usage:

@@ -110,12 +110,13 @@ def evaluated_note(result: CaseResult) -> str | None:
     return result.coverage_text()
 
 
-def case_metric_lines(result: CaseResult, marked: MetricResult | None = None) -> list[Content]:
+def case_metric_lines(result: CaseResult, marked: str | None = None) -> list[Content]:
     """A line per metric (and its reason); `marked`, the metric the tree's number comes from, ends in ◂."""
     lines: list[Content] = []
     for m in result.metrics:
         line = metric_line(m)
-        lines += _with_reason(line + Content.styled(" ◂", "bold $text-accent") if m is marked else line, m.reason)
+        lines += _with_reason(line + Content.styled(" ◂", "bold $text-accent") if m.metric_name == marked else line,
+                              m.reason)
     if result.error:
         lines.append(plain(f"agent error: {result.error}", "$text-error"))
     return lines

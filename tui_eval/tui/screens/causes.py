@@ -23,7 +23,7 @@ from ..widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.causes import CaseRef, CauseGroup
-    from ...schema.results import CaseResult
+    from ...engine.events import CaseKey
     from ..app import EvalApp
     from ..listing import CaseListing
 
@@ -80,20 +80,17 @@ class CausesScreen(Screen[None]):
         if version == self._shown_version:
             return
         self._shown_version = version
-        cat = self.catalog
-        # The results are read here, on the UI thread that changes them; the worker only groups them.
-        items: list[tuple[str, CaseResult, int]] = []
-        for key in cat.all_keys():
-            result = cat.result(key)
-            if result is not None:
-                items.append((key.eval_file, result, 1))
-        self._group(items)
+        results = self.catalog.results
+        # Which cases have a result is read here, on the UI thread that changes them; the worker fetches
+        # the full results (those of this session's runs come from the engine) and groups them.
+        self._group([key for key in self.catalog.all_keys() if key in results])
 
     @work(thread=True, group="causes", exclusive=True, exit_on_error=False)
-    def _group(self, items: list[tuple[str, CaseResult, int]]) -> list[CauseGroup]:
+    def _group(self, keys: list[CaseKey]) -> list[CauseGroup]:
         from ...engine.causes import group_cases
 
-        return group_cases(items)
+        found = self.catalog.results.get_many(keys)
+        return group_cases([(key.eval_file, found[key], 1) for key in keys if key in found])
 
     @on(Worker.StateChanged)
     def _grouped(self, event: Worker.StateChanged) -> None:

@@ -237,7 +237,7 @@ class MainScreen(Screen[None]):
             if action == "open_turn":
                 return isinstance(entry, TurnEntry) or None
             if action == "accept":
-                return isinstance(entry, (CaseEntry, TurnEntry)) and self.catalog.result(entry.key) is not None or None
+                return isinstance(entry, (CaseEntry, TurnEntry)) and entry.key in self.catalog.results or None
             return isinstance(entry, (CaseEntry, TurnEntry)) or None
         return True
 

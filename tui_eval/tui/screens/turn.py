@@ -366,7 +366,7 @@ class TurnScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("accept_turn", "accept_case"):
-            return self.catalog.result(self.key) is not None or None
+            return self.key in self.catalog.results or None
         if action == "rerun":
             return (self.app.ready and not self.app.busy) or None
         if action == "cycle_repetition":

@@ -88,12 +88,9 @@ class WhatIfScreen(Screen[None]):
 
     def results(self) -> list[tuple[CaseKey, CaseResult]]:
         cat = self.catalog
-        out = []
-        for key in cat.all_keys():
-            result = cat.result(key)
-            if result is not None:
-                out.append((key, result))
-        return out
+        keys = cat.all_keys()
+        found = cat.results.get_many([key for key in keys if key in cat.results])
+        return [(key, found[key]) for key in keys if key in found]
 
     def metrics(self) -> list[str]:
         """Metrics with a threshold that decided some latest result (informational ones never do)."""

@@ -184,9 +184,9 @@ class EvalBrowser(Tree[Entry]):
         for case in cases[start:start + PAGE]:
             key = self.catalog.key(path, case.eval_id)
             turns = len(case.conversation or [])
-            result = self.catalog.result(key)
-            if result is not None:
-                turns = max(turns, len(result.actual))
+            summary = self.catalog.results.summary(key)
+            if summary is not None:
+                turns = max(turns, summary.turns)
             items.append((Text(literal(case.eval_id)), CaseEntry(key), turns > 0))
         for data, child in zip((data for _l, data, _e in items), self._add_nodes(node, items)):
             if isinstance(data, CaseEntry):
@@ -228,10 +228,10 @@ class EvalBrowser(Tree[Entry]):
         self._populated.add(id(node))
         node.remove_children()
         case = self.catalog.case(entry.key)
-        result = self.catalog.result(entry.key)
+        summary = self.catalog.results.summary(entry.key)
         turns = len(case.conversation or []) if case is not None else 0
-        if result is not None:
-            turns = max(turns, len(result.actual))
+        if summary is not None:
+            turns = max(turns, summary.turns)
         for i in range(turns):
             node.add_leaf(Text(str(i + 1)), TurnEntry(entry.key, i))
 
@@ -261,8 +261,8 @@ class EvalBrowser(Tree[Entry]):
             if node is None:
                 continue
             if id(node) in self._populated:
-                result = self.catalog.result(key)
-                if result is not None and len(result.actual) > len(node.children):
+                summary = self.catalog.results.summary(key)
+                if summary is not None and summary.turns > len(node.children):
                     self._populated.discard(id(node))
                     if node.is_expanded:
                         self._populate_case(node)
@@ -396,10 +396,10 @@ class EvalBrowser(Tree[Entry]):
             text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
             text.append(" ")
         text.append(literal(key.eval_id))
-        result = catalog.result(key)
+        summary = catalog.results.summary(key)
         if catalog.order == "duration":
-            if result is not None:
-                text.append(f"  {result.wall_seconds:.2f}s", self._style("browser--muted"))
+            if summary is not None:
+                text.append(f"  {summary.seconds:.2f}s", self._style("browser--muted"))
         else:
             score = catalog.score_text(key)
             if score is not None:
@@ -409,15 +409,13 @@ class EvalBrowser(Tree[Entry]):
         if key in catalog.stale:
             # Scored before its expected turns were accepted: the status is the old expected's.
             text.append("  stale", self._style("browser--not-evaluated"))
-        elif result is not None and result.error:
+        elif summary is not None and summary.error:
             text.append("  agent error", self._style("browser--error"))
-        elif result is not None and not catalog.filter.metric:
-            from ..verdicts import evaluated_note
-
-            if evaluated_note(result) is not None:
-                # `2/4 evaluated`: the tree is narrow at 80 columns (the summary spells it out).
-                text.append(f"  {result.evaluated_metrics}/{result.metrics_total} evaluated",
-                            self._style("browser--not-evaluated"))
+        elif summary is not None and not catalog.filter.metric and summary.status == EvalStatus.PASSED:
+            done, total = summary.coverage()
+            if done != total:
+                # `2/4 evaluated` (`2 of 4 metrics evaluated` in the summary): the tree is narrow at 80 columns.
+                text.append(f"  {done}/{total} evaluated", self._style("browser--not-evaluated"))
         return text
 
     def _turn_label(self, entry: TurnEntry) -> Text:

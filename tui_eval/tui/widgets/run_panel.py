@@ -31,32 +31,30 @@ class MetricBar(Horizontal):
         self.metric = metric
         self._progress = (0, 1)
         self.not_evaluated = False
+        # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
+        self._bar = ProgressBar(total=1, show_eta=False)
+        self._note = Label(Content.styled("not evaluated", "$text-warning"), classes="metric-note")
+        self._note.display = False
 
     def compose(self) -> ComposeResult:
         yield Label(plain(self.metric), classes="metric-name")
-        # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
-        yield ProgressBar(total=1, show_eta=False)
-        yield Label(Content.styled("not evaluated", "$text-warning"), classes="metric-note")
-
-    def on_mount(self) -> None:
-        self._apply()
+        yield self._bar
+        yield self._note
 
     def set_progress(self, done: int, total: int, *, evaluated: int = 1) -> None:
+        """Fill the bar (its children exist from the start, so this works before the bar is mounted)."""
         total = max(total, 1)
-        self._progress = (min(done, total), total)
+        progress = (min(done, total), total)
         #: Scored invocations but not one verdict (a judge without credentials): not `100%`.
-        self.not_evaluated = done > 0 and evaluated == 0
-        if self.is_mounted and self.children:
-            self._apply()
-
-    def _apply(self) -> None:
-        done, total = self._progress
-        bar = self.query_one(ProgressBar)
-        bar.update(total=total, progress=done)
-        self.set_class(self.not_evaluated, "-not-evaluated")
-        note = self.query_one(".metric-note", Label)
-        note.display = self.not_evaluated
-        bar.display = not self.not_evaluated
+        not_evaluated = done > 0 and evaluated == 0
+        if progress != self._progress:
+            self._progress = progress
+            self._bar.update(total=total, progress=progress[0])
+        if not_evaluated != self.not_evaluated:
+            self.not_evaluated = not_evaluated
+            self.set_class(not_evaluated, "-not-evaluated")
+            self._note.display = not_evaluated
+            self._bar.display = not not_evaluated
 
 
 class RunPanel(Vertical):
@@ -65,11 +63,14 @@ class RunPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-idle")
         self._version = -1
+        self._phase: str | None = None
         self._bars: dict[str, MetricBar] = {}
         self._insight_stamp: object = None
+        self._status = Static(self._idle_line(), id="run-status")
+        self._status_height = -1
 
     def compose(self) -> ComposeResult:
-        yield Static(self._idle_line(), id="run-status")
+        yield self._status
         # Tokens, estimated cost and tool latency of the run (see show_insight); hidden until there are some.
         insight = Static(id="run-insight")
         insight.display = False
@@ -87,14 +88,23 @@ class RunPanel(Vertical):
         )
 
     def show(self, snap: RunSnapshot) -> None:
-        """Redraw from a snapshot (cheap when nothing changed)."""
+        """Redraw from a snapshot (cheap when nothing changed: a run streaming thousands of cases a second
+        changes the status line's numbers and the bars, not the layout)."""
         if snap.version == self._version:
             return
         self._version = snap.version
-        for phase in _PHASE_WORDS:
-            self.set_class(snap.phase == phase, f"-{phase}")
-        self.set_class(False, "-idle")
-        self.query_one("#run-status", Static).update(self._status_line(snap, getattr(self.app, "catalog", None)))
+        if snap.phase != self._phase:
+            self._phase = snap.phase
+            for phase in _PHASE_WORDS:
+                self.set_class(snap.phase == phase, f"-{phase}")
+            self.set_class(False, "-idle")
+        line = self._status_line(snap, getattr(self.app, "catalog", None))
+        # A new layout only when the status line's height changes (it wraps, errors come and go).
+        status = self._status
+        width = status.content_region.width
+        height = len(line.wrap(width)) if width else -1
+        status.update(line, layout=height != self._status_height or height < 0)
+        self._status_height = height
         for name in snap.metric_total:
             bar = self._bars.get(name)
             if bar is None:
@@ -136,6 +146,7 @@ class RunPanel(Vertical):
             bar.remove()
         self._bars.clear()
         self._version = -1
+        self._phase = None
 
     @staticmethod
     def _status_line(snap: RunSnapshot, catalog: object = None) -> Content:

@@ -181,7 +181,8 @@ class Summary(Static):
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 
             # ◂ marks the metric whose score is the number beside the case in the tree.
-            lines.extend(case_metric_lines(result, marked=cat.score_metric(key)))
+            marked = cat.score_metric(key)
+            lines.extend(case_metric_lines(result, marked=marked.name if marked is not None else None))
             lines.append(Content(""))
             n = max(turns, len(result.actual))
             chips: list[Content | str] = [Content.styled("turns ", "$text-muted")]
