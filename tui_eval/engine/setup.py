@@ -53,10 +53,12 @@ def agent_around(target: str) -> str | None:
 
 
 def split_agent(agent: str | None, targets: Sequence[str]) -> tuple[str | None, list[str]]:
-    """(the agent named, the eval targets): `agent` when given, else the first target when it names an
-    agent (it is taken off the targets). The agent is None when neither names one."""
+    """(the agent named, the eval targets): `agent` when given (its folder for an `agent.py`), else the
+    first target when it names an agent (it is taken off the targets). None when neither names one."""
     rest = list(targets)
-    if agent is None and rest:
+    if agent is not None:
+        return agent_ref_of(agent) or agent, rest
+    if rest:
         first = agent_ref_of(rest[0])
         if first is not None:
             rest.pop(0)
