@@ -642,7 +642,7 @@ class _ReaderMayLeave:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     argv = _hoist_common_options(list(sys.argv[1:] if argv is None else argv))
-    out = cast(TextIO, _ReaderMayLeave(out or sys.stdout))
+    out = out or sys.stdout
     err = err or sys.stderr
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["open", *argv]
@@ -660,7 +660,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     _start_logging(args, err)
     try:
         if args.command == "run":
-            return _without_cyclic_gc(cmd_run, args, out, err)
+            # A run finishes and saves whoever stops reading its output; `watch` is not wrapped: it only
+            # ends when stopped, so a reader that left must not leave it running unseen.
+            return _without_cyclic_gc(cmd_run, args, cast(TextIO, _ReaderMayLeave(out)), err)
         if args.command == "migrate":
             return cmd_migrate(args, out, err)
         if args.command == "watch":
