@@ -598,48 +598,6 @@ def _without_cyclic_gc(command: Callable[[argparse.Namespace, TextIO, TextIO], i
         gc.enable()
 
 
-class _ReaderMayLeave:
-    """Standard output whose reader may stop reading (`tui-eval run ... | head -1`). Once the pipe is
-    closed, what is left to print is dropped quietly and the command goes on: eval history, --json,
-    --junit and --md are still written, and the exit code is the run's own."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self.reader_left = False
-
-    def write(self, text: str) -> int:
-        if not self.reader_left:
-            try:
-                return self._stream.write(text)
-            except BrokenPipeError:
-                self._left()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.reader_left:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._left()
-
-    def _left(self) -> None:
-        self.reader_left = True
-        log.debug("standard output was closed by its reader: the rest of the output is dropped")
-        try:
-            fd = self._stream.fileno()
-        except (AttributeError, OSError, ValueError):  # not a file (a StringIO): nothing is buffered below it
-            return
-        # What is still buffered would fail again when the stream is flushed on the way out: send it nowhere.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
-
-    def __getattr__(self, name: str) -> object:  # isatty, encoding, fileno...: the stream's own
-        return getattr(self._stream, name)
-
-
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     argv = _hoist_common_options(list(sys.argv[1:] if argv is None else argv))
     out = out or sys.stdout
@@ -660,9 +618,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     _start_logging(args, err)
     try:
         if args.command == "run":
-            # A run finishes and saves whoever stops reading its output; `watch` is not wrapped: it only
-            # ends when stopped, so a reader that left must not leave it running unseen.
-            return _without_cyclic_gc(cmd_run, args, cast(TextIO, _ReaderMayLeave(out)), err)
+            from .engine.signals import ReaderMayLeave
+
+            # A run finishes and saves whoever stops reading its output (`watch` stops instead).
+            return _without_cyclic_gc(cmd_run, args, cast(TextIO, ReaderMayLeave(out)), err)
         if args.command == "migrate":
             return cmd_migrate(args, out, err)
         if args.command == "watch":

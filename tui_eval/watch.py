@@ -8,7 +8,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from .engine.events import Event, Log, RunError, RunNotice
 from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_OK
@@ -24,7 +24,7 @@ from .engine.live import (
 )
 from .engine.options import run_options_from_flags
 from .engine.runner import RunRecord
-from .engine.signals import stop_on_signals
+from .engine.signals import ReaderMayLeave, stop_on_signals
 from .engine.store import ResultStore
 from .report import case_lines, print_summary
 from .schema.results import counts_text, status_counts
@@ -190,7 +190,8 @@ def _join_our_watcher_threads(timeout: float = 2.0) -> None:
 
 
 def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run the live loop headlessly until interrupted. Exit 0 when stopped, 2 for bad arguments."""
+    """Run the live loop headlessly until interrupted (or until the reader of its output goes away).
+    Exit 0 when stopped, 2 for bad arguments."""
     if args.concurrency < 1 or args.judge_concurrency < 1 or args.num_runs < 1:
         print("error: --concurrency, --judge-concurrency and --num-runs must be at least 1", file=err)
         return EXIT_BAD_INPUT
@@ -214,6 +215,12 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         only_files=files,
         num_runs=args.num_runs,
     )
+
+    def reader_left() -> None:  # `tui-eval watch ... | head -1`: nobody reads the re-runs any more
+        session.cancel()
+        session.stop()
+
+    out = cast(TextIO, ReaderMayLeave(out, reader_left))
     printer = _Printer(session, out, err)
     session.on_event = printer
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import tui_eval
+from tests.e2e.test_cli_output_pipe import running
 from tests.e2e.test_watch import Lines
 from tui_eval.cli import main
 
@@ -45,18 +46,11 @@ def test_run_watch_and_the_api_take_the_agent_as_its_init_file(apart: tuple[Path
     assert sum(c.status.name == "PASSED" for r in record.results for c in r.case_results) == 4
 
     env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "watch", "--agent", str(agent / "__init__.py"), str(evalset),
-         "--debounce", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=agent.parent,
-    )
-    lines = Lines(proc)
-    try:
+    command = [sys.executable, "-m", "tui_eval.cli", "watch", "--agent", str(agent / "__init__.py"), str(evalset),
+               "--debounce", "0.1"]
+    with running(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=agent.parent) as proc:
+        lines = Lines(proc)
         lines.wait_for(COUNTS, timeout=60)
         lines.wait_for("watching")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
