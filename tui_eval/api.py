@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import importlib.util
 import logging
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Coroutine, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Coroutine, ParamSpec, Sequence, TypeVar
 
+from .engine.setup import SetupError, agent_ref_of, resolve_agent, start_executor
 from .report import metric_line
 from .schema.results import CaseResult, EvalStatus
 
@@ -37,46 +39,16 @@ __all__ = ["SetupError", "PreparedRun", "aevaluate", "evaluate", "execute", "fai
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-AGENT_FILES = ("__init__.py", "agent.py")
-
-
-class SetupError(ValueError):
-    """The run cannot start as asked: no agent, a missing or unreadable eval file or config, an unknown id."""
+P = ParamSpec("P")
 
 
 @dataclass(slots=True)
 class PreparedRun:
-    """A planned run and the executor that will run its agent (started by `execute`)."""
+    """A planned run and the executor that will run its agent (a Run opens and closes it)."""
 
     plan: RunPlan
     agent: Executor
     agent_ref: str
-
-
-def agent_ref_of(arg: str) -> str | None:
-    """The agent an argument names, or None: `replay:PATH`, an agent folder, or (as `adk eval` users
-    sometimes paste) the folder's `__init__.py` or `agent.py`."""
-    from .agents import is_agent_ref
-
-    if is_agent_ref(arg):
-        return arg
-    path = Path(arg)
-    if path.name in AGENT_FILES and path.is_file() and is_agent_ref(str(path.parent)):
-        return str(path.parent)
-    return None
-
-
-def agent_around(target: str) -> str | None:
-    """ADK keeps eval files inside the agent folder: find an agent folder above the eval file."""
-    from .agents import is_agent_ref
-    from .engine.plan import split_target
-
-    path = Path(split_target(target)[0]).resolve()
-    for parent in list(path.parents)[:4]:
-        if is_agent_ref(str(parent)) and (parent / "agent.py").is_file():
-            return str(parent)
-    return None
 
 
 def agent_ref_for(agent: str | Path | types.ModuleType) -> str:
@@ -122,17 +94,7 @@ def prepare_run(
     from .engine.plan import PlanError, plan_run
     from .schema.errors import LoadError
 
-    if not targets:
-        raise SetupError("no eval files given")
-    if agent_ref is not None:
-        agent_ref = agent_ref_of(agent_ref) or agent_ref
-    else:
-        agent_ref = agent_around(targets[0])
-    if agent_ref is None:
-        raise SetupError(
-            "no agent: name an agent folder or replay:PATH first, or pass --agent "
-            "(or keep the eval file inside an agent folder)"
-        )
+    agent_ref = resolve_agent(agent_ref, targets)
     if config_path and not Path(config_path).is_file():
         raise SetupError(f"{config_path}: no such config file")
     agent_dir = None if agent_ref.startswith("replay:") else Path(agent_ref)
@@ -149,12 +111,8 @@ def prepare_run(
 
 
 async def start_agent(prepared: PreparedRun) -> None:
-    """Load the prepared run's agent (an agent folder: in a worker process). Raises SetupError when it
-    cannot be imported, after closing what was started."""
-    error = await prepared.agent.start()
-    if error is not None:
-        await prepared.agent.aclose()
-        raise SetupError(error)
+    """Load the prepared run's agent yourself, for a Run that does not own it (`engine.setup.start_executor`)."""
+    await start_executor(prepared.agent)
 
 
 def _config_arg(config: str | Path | EvalConfig | None) -> tuple[str | Path | None, EvalConfig | None]:
@@ -165,8 +123,10 @@ def _config_arg(config: str | Path | EvalConfig | None) -> tuple[str | Path | No
 
 def _case_failures(case: CaseResult, strict: bool) -> list[str]:
     """Why one case counts as a failure (empty when it passed)."""
-    not_evaluated = [m for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]
-    if case.status == EvalStatus.PASSED and not (strict and not_evaluated):
+    from .engine.causes import strict_status
+
+    status = strict_status(case.status, case.metrics) if strict else case.status
+    if status == EvalStatus.PASSED:
         return []
     lines = [f"agent error: {case.error}"] if case.error else []
     lines += [
@@ -177,9 +137,11 @@ def _case_failures(case: CaseResult, strict: bool) -> list[str]:
     return lines or [f"status {case.status.name}"]
 
 
-def failures_of(record: RunRecord, *, strict: bool = False) -> list[str]:
+def failures_of(record: RunRecord, *, strict: bool | None = None) -> list[str]:
     """One block per case that did not pass: `eval_set / eval_id (file): STATUS` and its failing
-    metrics. With `strict`, a passed case with a metric not evaluated fails too (ADK's rule)."""
+    metrics. A strict run (`strict=True`, `--strict`) recorded a case with a metric not evaluated as
+    failed (ADK's rule); `strict` defaults to the run's own, `strict=True` judges a lenient run strictly."""
+    strict = record.strict if strict is None else strict
     blocks: list[str] = []
     for result in record.results:
         for case in result.case_results:
@@ -202,37 +164,36 @@ def check_mock_tools(value: str | None) -> str | None:
         raise SetupError(f"mock_tools={value!r}: strict or fallback") from exc
 
 
-def outcome(record: RunRecord, *, strict: bool = False, baseline: BaselineReport | None = None,
+def outcome(record: RunRecord, *, strict: bool | None = None, baseline: BaselineReport | None = None,
             fail_on_regression: bool = False) -> Outcome:
     """The run's verdict as `tui-eval run` gives it: `.code` is its exit code (0 passed, 1 failed, 3
-    incomplete: a metric or case not evaluated, or a cancel; `strict` makes 3 into 1), `.text()` says why."""
+    incomplete: a metric or case not evaluated, or a cancel; a strict run makes 3 into 1), `.text()` says
+    why. `strict` defaults to the run's own (`record.strict`); `strict=True` judges a lenient run strictly."""
     from .engine.gate import run_outcome
 
-    return run_outcome(record.results, cancelled=record.cancelled, strict=strict, baseline=baseline,
+    return run_outcome(record.results, cancelled=record.cancelled,
+                       strict=record.strict if strict is None else strict, baseline=baseline,
                        fail_on_regression=fail_on_regression)
 
 
-def check_record(record: RunRecord, *, strict: bool = False) -> None:
+def check_record(record: RunRecord) -> None:
     """Raise an AssertionError naming every failing case and metric, as ADK's AgentEvaluator does."""
-    blocks = failures_of(record, strict=strict)
+    blocks = failures_of(record)
     if blocks:
         raise AssertionError("Following are all the test failures.\n" + "\n".join(blocks))
 
 
 async def execute(prepared: PreparedRun, options: RunOptions | None = None) -> RunRecord:
-    """Run a prepared run to the end on the current loop; the run's agent (its worker processes) is
-    closed on the same loop, whatever happens."""
+    """Run a prepared run to the end on the current loop. The run owns the prepared agent: it opens it
+    (SetupError when it cannot be loaded) and closes it (its worker processes) on this loop, whatever happens."""
     from .engine.runner import Run, RunOptions
     from .engine.store import ResultStore
 
     options = options or RunOptions(save=False)
     logger.info("evaluating %d case(s) with %s", prepared.plan.total_cases, prepared.agent_ref)
-    try:
-        await start_agent(prepared)
-        run = Run(prepared.plan, prepared.agent, options=options, store=ResultStore() if options.save else None)
-        return await run.execute()
-    finally:
-        await prepared.agent.aclose()
+    run = Run(prepared.plan, prepared.agent, options=options, store=ResultStore() if options.save else None,
+              owns_agent=True)
+    return await run.execute()
 
 
 def run_sync(coro: Coroutine[object, object, T]) -> T:
@@ -278,42 +239,35 @@ async def aevaluate(
                            config=config_obj, num_runs=num_runs, options=options)
     record = await execute(prepared, options)
     if raise_on_failure:
-        check_record(record, strict=strict)
+        check_record(record)
     return record
 
 
-def evaluate(
-    agent_module_or_path: str | Path | types.ModuleType,
-    eval_path_or_dir: str | Path | Sequence[str | Path],
-    config: str | Path | EvalConfig | None = None,
-    num_runs: int = 1,
-    *,
-    raise_on_failure: bool = True,
-    strict: bool = False,
-    save: bool = False,
-    concurrency: int = 8,
-    turn_timeout: float = 120.0,
-    executor: str = "local",
-    workers: int | None = None,
-    agent_memory_limit: int | None = None,
-    mock_tools: str | None = None,
-) -> RunRecord:
-    """Run the eval cases of `eval_path_or_dir` (an eval file, `FILE:id1,id2`, a folder of eval files,
-    an eval set id of the agent, or a list of those) with the agent, and return the RunRecord
-    (`record.results`: one EvalSetResult per eval set and run).
+def _blocking(coroutine_function: Callable[P, Coroutine[object, object, T]], name: str,
+              doc: str) -> Callable[P, T]:
+    """The synchronous twin of a coroutine function: the same parameters (one signature, written once),
+    run to the end with `run_sync`."""
 
-    `agent_module_or_path`: an agent folder, its `__init__.py`/`agent.py`, `replay:PATH`, an imported
-    agent module or a dotted module name. `config`: an EvalConfig or the path of one (default: each
-    eval file's test_config.json). Raises AssertionError naming every case that did not pass unless
-    `raise_on_failure=False`; with `strict=True` a metric that was not evaluated fails its case, as in
-    ADK's AgentEvaluator. Raises SetupError (a ValueError) for bad arguments or unreadable files.
-    History is written to `<agent>/.adk/eval_history` only with `save=True`. The agent runs in worker
-    processes (`workers`, `agent_memory_limit` in bytes), or on Ray with `executor="ray"` or
-    `"ray://HOST:PORT"`. `mock_tools="strict"` (or "fallback") answers every tool call from the case's
-    recorded tool_responses instead of running the tool (see `--mock-tools`).
-    """
-    coro = aevaluate(agent_module_or_path, eval_path_or_dir, config, num_runs, raise_on_failure=raise_on_failure,
-                     strict=strict, save=save, concurrency=concurrency, turn_timeout=turn_timeout,
-                     executor=executor, workers=workers, agent_memory_limit=agent_memory_limit,
-                     mock_tools=mock_tools)
-    return run_sync(coro)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(coroutine_function(*args, **kwargs))
+
+    functools.update_wrapper(call, coroutine_function)  # help() and inspect show aevaluate's parameters
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
+    return call
+
+
+evaluate = _blocking(aevaluate, "evaluate", """Run the eval cases of `eval_path_or_dir` (an eval file, `FILE:id1,id2`, a folder of eval
+files, an eval set id of the agent, or a list of those) with the agent, and return the RunRecord
+(`record.results`: one EvalSetResult per eval set and run).
+
+`agent_module_or_path`: an agent folder, its `__init__.py`/`agent.py`, `replay:PATH`, an imported
+agent module or a dotted module name. `config`: an EvalConfig or the path of one (default: each
+eval file's test_config.json). Raises AssertionError naming every case that did not pass unless
+`raise_on_failure=False`; with `strict=True` a metric that was not evaluated fails its case, as in
+ADK's AgentEvaluator. Raises SetupError (a ValueError) for bad arguments or unreadable files.
+History is written to `<agent>/.adk/eval_history` only with `save=True`. The agent runs in worker
+processes (`workers`, `agent_memory_limit` in bytes), or on Ray with `executor="ray"` or
+`"ray://HOST:PORT"`. `mock_tools="strict"` (or "fallback") answers every tool call from the case's
+recorded tool_responses instead of running the tool (see `--mock-tools`).
+""")

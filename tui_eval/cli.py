@@ -16,18 +16,15 @@ import atexit
 import gc
 import logging
 import os
-import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Sequence, TextIO, cast
 
 from .logging_setup import DEFAULT_LEVEL, configure_logging, default_log_file, parse_level, reset_logging
 
-# The same numbers as engine.gate's (a test checks it); spelt here so the CLI starts without the engine.
-EXIT_OK, EXIT_NOT_PASSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
-EXIT_WRITE_FAILED = 2  # history, --json, --junit or --md could not be written (as bad input: output is lost)
+from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRITE_FAILED
 EXIT_CODES_HELP = """exit codes:
   0  every case passed and every metric was evaluated
   1  a case failed (with --fail-on-regression: only a case that passed in the --baseline run and fails now)
@@ -256,37 +253,19 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
 
 
 def split_agent(args: argparse.Namespace) -> tuple[str, list[str]]:
-    """The agent reference and the eval targets, from `--agent` or the first positional."""
-    from .api import agent_around, agent_ref_of
+    """The agent reference and the eval targets, from `--agent` or the first positional, else the agent
+    folder around the first eval file (engine.setup's rule, shared by every face)."""
+    from .engine.setup import SetupError, resolve_agent
+    from .engine.setup import split_agent as split
 
     if getattr(args, "eval_storage_uri", None):
         raise UsageError("--eval_storage_uri (eval sets in Cloud Storage) is not supported: "
                          "copy the eval sets beside the agent and name them by id or path")
-    targets = list(args.targets)
-    agent = args.agent
-    if agent is None and targets and agent_ref_of(targets[0]) is not None:
-        agent = agent_ref_of(targets.pop(0))
-    if not targets:
-        raise UsageError("no eval files given")
-    if agent is None:
-        agent = agent_around(targets[0])
-    if agent is None and len(targets) > 1 and _looks_like_missing_folder(targets[0]):
-        # `run demo_agents/suport x.evalset.json`: the first positional was meant as the agent.
-        raise UsageError(f"agent folder not found: {targets[0]}")
-    if agent is None:
-        raise UsageError(
-            "no agent: name an agent folder or replay:PATH first, or pass --agent "
-            "(or keep the eval file inside an agent folder)"
-        )
-    return agent, targets
-
-
-def _looks_like_missing_folder(arg: str) -> bool:
-    """A path that does not exist and does not name an eval file (or eval set id)."""
-    from .engine.plan import split_target
-
-    path = Path(split_target(arg)[0])
-    return not path.exists() and not path.name.endswith(".json")
+    agent, targets = split(args.agent, args.targets)
+    try:
+        return resolve_agent(agent, targets), targets
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _print_warnings(warnings: Sequence[str], err: TextIO) -> None:
@@ -352,9 +331,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def on_event(event: Event) -> None:
         deliver(print_errors, event, RunError)
 
-    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store)
+    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store, owns_agent=True)
     try:
-        record = asyncio.run(_execute(run, prepared))
+        record = asyncio.run(_execute(run))
     except SetupError as exc:  # the agent cannot be imported
         raise UsageError(str(exc)) from None
     finally:
@@ -370,7 +349,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             baseline = baseline_report(baseline_records, record.results)
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
-    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=args.strict, baseline=baseline,
+    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
                           fail_on_regression=args.fail_on_regression)
     if args.print_detailed_results:
         print_detailed(record, out)
@@ -506,30 +485,13 @@ class _ProgressBar:
             self._progress.stop()
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-async def _execute(run: Run, prepared: PreparedRun) -> RunRecord:
+async def _execute(run: Run) -> RunRecord:
     # Ctrl-C, and SIGTERM (a CI job's timeout, `kill`), cancel the run instead of killing it, so
-    # finished cases are still reported and saved.
-    from .api import start_agent
+    # finished cases are still reported and saved. The run opens and closes its agent.
+    from .engine.signals import stop_on_signals
 
-    loop = asyncio.get_running_loop()
-    for sig in _STOP_SIGNALS:
-        try:
-            loop.add_signal_handler(sig, run.cancel)
-        except (NotImplementedError, RuntimeError, ValueError) as exc:  # not the main thread, or Windows
-            log.debug("%s cannot cancel the run gracefully here: %s", sig.name, exc)
-    try:
-        await start_agent(prepared)
+    with stop_on_signals(run.cancel):
         return await run.execute()
-    finally:
-        for sig in _STOP_SIGNALS:
-            try:
-                loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError) as exc:
-                log.debug("no %s handler to remove: %s", sig.name, exc)
-        await prepared.agent.aclose()
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -656,7 +618,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     _start_logging(args, err)
     try:
         if args.command == "run":
-            return _without_cyclic_gc(cmd_run, args, out, err)
+            from .engine.signals import ReaderMayLeave
+
+            # A run finishes and saves whoever stops reading its output (`watch` stops instead).
+            return _without_cyclic_gc(cmd_run, args, cast(TextIO, ReaderMayLeave(out)), err)
         if args.command == "migrate":
             return cmd_migrate(args, out, err)
         if args.command == "watch":
@@ -678,7 +643,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=err)
-        return 130
+        return EXIT_INTERRUPTED
     finally:
         reset_logging()
 

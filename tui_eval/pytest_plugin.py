@@ -140,11 +140,11 @@ class EvalCaseItem(pytest.Item):
         if found is None:
             raise EvalCaseFailed(f"eval case {self.name} produced no result (the run was cancelled?)")
         result, case = found
-        strict = _strict(self.config)
-        if case.status == EvalStatus.NOT_EVALUATED and not strict:
-            # Incomplete, not failed (the CLI's exit 3, JUnit's skipped): no verdict to fail on.
+        if case.status == EvalStatus.NOT_EVALUATED:
+            # Incomplete, not failed (the CLI's exit 3, JUnit's skipped): no verdict to fail on. A strict
+            # run (--tui-eval-strict) has already recorded such a case as failed.
             pytest.skip(f"not evaluated: {_not_evaluated_reason(case)}")
-        blocks = failures_of(_only(outcome, result, case), strict=strict)
+        blocks = failures_of(_only(outcome, result, case))
         if blocks:
             raise EvalCaseFailed(_failure_text(outcome, result, case, blocks))
 

@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from .engine.events import Event, Log, RunError, RunNotice
+from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from .engine.live import (
     AgentReloaded,
     AgentStale,
@@ -24,25 +24,27 @@ from .engine.live import (
 )
 from .engine.options import run_options_from_flags
 from .engine.runner import RunRecord
+from .engine.signals import ReaderMayLeave, stop_on_signals
 from .engine.store import ResultStore
 from .report import case_lines, print_summary
-from .schema.results import CaseResult, EvalStatus, counts_text
+from .schema.results import counts_text, status_counts
 from .textsafe import safe_line
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 log = logging.getLogger(__name__)
 
 
 def _targets(args: argparse.Namespace) -> tuple[Path, str | None, list[Path] | None]:
-    """(root folder, agent reference, eval files to restrict to) from the command line."""
-    from .agents import is_agent_ref
+    """(root folder, agent reference, eval files to restrict to) from the command line: one folder to
+    watch, or the agent and eval files as `run` reads them (engine.setup.split_agent)."""
     from .engine.plan import split_target
+    from .engine.setup import split_agent
 
-    targets = list(args.targets)
-    agent = args.agent
-    if agent is None and len(targets) > 1 and is_agent_ref(targets[0]):
-        agent = targets.pop(0)
+    if len(args.targets) == 1 and Path(args.targets[0]).is_dir():
+        return Path(args.targets[0]), args.agent, None
+    agent, targets = split_agent(args.agent, args.targets)
+    if not targets:
+        raise ValueError("no eval files given")
     if len(targets) == 1 and Path(targets[0]).is_dir():
         return Path(targets[0]), agent, None
     files = []
@@ -55,13 +57,6 @@ def _targets(args: argparse.Namespace) -> tuple[Path, str | None, list[Path] | N
         files.append(path.resolve())
     root = Path(os.path.commonpath([str(f.parent) for f in files]))
     return root, agent, files
-
-
-def _counts(record_results: list[CaseResult]) -> str:
-    counts = {s: 0 for s in EvalStatus}
-    for case in record_results:
-        counts[case.status] += 1
-    return counts_text(counts)
 
 
 class _Printer:
@@ -112,7 +107,7 @@ class _Printer:
     def _finished(self, event: LiveRunFinished, stamp: str) -> None:
         results = [self.session.results[k] for k in event.keys if k in self.session.results]
         verb = "re-scored" if event.rescore else "re-ran"
-        self._line(f"[{stamp}] {event.reason} -> {verb} {len(results)} case(s): {_counts(results)} "
+        self._line(f"[{stamp}] {event.reason} -> {verb} {len(results)} case(s): {counts_text(status_counts(results))} "
                    f"({event.wall_seconds:.2f} s)")
         if self.session.num_runs > 1:
             self._repeats(event)
@@ -162,35 +157,24 @@ def _print_initial(records: list[RunRecord], out: TextIO) -> None:
 
 
 async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
-    loop = asyncio.get_running_loop()
-
     def interrupt() -> None:
         session.cancel()
         session.stop()
 
     try:
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-        loop.add_signal_handler(signal.SIGTERM, interrupt)
-    except (NotImplementedError, RuntimeError, ValueError) as exc:  # not the main thread, or Windows
-        log.debug("Ctrl-C stops watching the default way here: %s", exc)
-    try:
-        watcher = asyncio.create_task(session.watch())
-        await asyncio.sleep(0)  # start watching before the first run, so no save is missed
-        records = await session.start()
-        if records:
-            _print_initial(records, out)
-        elif not session.workspace.eval_files:
-            print("no eval files found yet; waiting for some to appear", file=out)
-        printer.quiet_runs = False
-        names = ", ".join(str(p) for p in session.watch_paths())
-        print(safe_line(f"watching {names} for changes (Ctrl-C to stop)"), file=out, flush=True)
-        await watcher
+        with stop_on_signals(interrupt):
+            watcher = asyncio.create_task(session.watch())
+            await asyncio.sleep(0)  # start watching before the first run, so no save is missed
+            records = await session.start()
+            if records:
+                _print_initial(records, out)
+            elif not session.workspace.eval_files:
+                print("no eval files found yet; waiting for some to appear", file=out)
+            printer.quiet_runs = False
+            names = ", ".join(str(p) for p in session.watch_paths())
+            print(safe_line(f"watching {names} for changes (Ctrl-C to stop)"), file=out, flush=True)
+            await watcher
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError) as exc:
-                log.debug("no handler for %s to remove: %s", sig, exc)
         await session.aclose()
 
 
@@ -206,7 +190,8 @@ def _join_our_watcher_threads(timeout: float = 2.0) -> None:
 
 
 def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run the live loop headlessly until interrupted. Exit 0 when stopped, 2 for bad arguments."""
+    """Run the live loop headlessly until interrupted (or until the reader of its output goes away).
+    Exit 0 when stopped, 2 for bad arguments."""
     if args.concurrency < 1 or args.judge_concurrency < 1 or args.num_runs < 1:
         print("error: --concurrency, --judge-concurrency and --num-runs must be at least 1", file=err)
         return EXIT_BAD_INPUT
@@ -230,6 +215,12 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         only_files=files,
         num_runs=args.num_runs,
     )
+
+    def reader_left() -> None:  # `tui-eval watch ... | head -1`: nobody reads the re-runs any more
+        session.cancel()
+        session.stop()
+
+    out = cast(TextIO, ReaderMayLeave(out, reader_left))
     printer = _Printer(session, out, err)
     session.on_event = printer
     try:

@@ -173,3 +173,30 @@ async def test_gemini_mode_manual_function_calling(fake_gemini: FakeGemini, monk
     assert [c["role"] for c in second.contents] == ["user", "model", "user"]
     # the next turn carries the whole session history
     assert [c["role"] for c in third.contents] == ["user", "model", "user", "model", "user"]
+
+
+def test_each_loops_gemini_client_is_closed_on_that_loop_without_warnings(
+        fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+    import gc
+    import logging
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "dummy")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_gemini.base_url)
+    fake_gemini.enqueue(text_reply("first"))
+    fake_gemini.enqueue(text_reply("second"))
+    agent = _agent()
+
+    async def run_once() -> str:
+        # As a run does: open a session, answer, close the agent on the loop that used it.
+        session = await agent.new_session(_case(), CaseContext(EvalSet(eval_set_id="s", eval_cases=[]), Path("x")))
+        text = (await session.turn(Content.from_text("hello"), 0)).final_response.text
+        await agent.aclose()
+        await agent.aclose()  # closed already: nothing left to close
+        return text
+
+    with caplog.at_level(logging.WARNING):
+        assert asyncio.run(run_once()) == "first"
+        assert asyncio.run(run_once()) == "second"  # a new loop gets a client of its own, which works
+        gc.collect()  # a client left open would try to close itself now, on no loop or the wrong one
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

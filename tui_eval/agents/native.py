@@ -289,7 +289,8 @@ class NativeAgent(Agent):
         self.declarations = [declaration_for(fn) for fn in self.tools.values()]
         self.home: Path | None = None
         self._sources: list[Path] = []
-        self._clients: dict[int, Any] = {}
+        # The Gemini client and the event loop its async transport is bound to.
+        self._gemini: tuple[asyncio.AbstractEventLoop, Any] | None = None
 
     def app_details(self) -> AppDetails:
         tools = [{"function_declarations": self.declarations}] if self.declarations else []
@@ -321,26 +322,31 @@ class NativeAgent(Agent):
         return NativeSession(self, tool_ctx, mode, mocks=ToolMocks.for_case(case, ctx.mock_tools))
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, {}
-        for client in clients.values():
-            try:
-                await client.aio.aclose()
-            except Exception as exc:  # closing is best effort: say so, and close the others
-                logging.getLogger(__name__).warning("closing a Gemini client of agent %s failed: %s",
-                                                    self.agent_name, exc)
+        """Close the Gemini client, on the loop it was made on (the run that opened the agent closes it
+        there). A failure to close is the caller's to see: it is raised, not hidden."""
+        gemini, self._gemini = self._gemini, None
+        if gemini is None:
+            return
+        loop, client = gemini
+        if loop is not asyncio.get_running_loop():
+            # Its transport belongs to another loop (one that has ended): closing it from here cannot work.
+            logging.getLogger(__name__).debug("agent %s: its Gemini client's loop is not this one; not closed here",
+                                              self.agent_name)
+            return
+        await client.aio.aclose()
 
     def _client(self) -> Any:
-        """One google-genai client per event loop (its async transport is bound to the loop)."""
+        """The Gemini client of the running event loop (its async transport is bound to the loop)."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None:
-            from google import genai
-            from google.genai import types
+        if self._gemini is not None and self._gemini[0] is loop:
+            return self._gemini[1]
+        from google import genai
+        from google.genai import types
 
-            base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL")
-            http = types.HttpOptions(base_url=base_url) if base_url else None
-            client = genai.Client(http_options=http)
-            self._clients = {id(loop): client}
+        base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL")
+        http = types.HttpOptions(base_url=base_url) if base_url else None
+        client = genai.Client(http_options=http)
+        self._gemini = (loop, client)
         return client
 
 

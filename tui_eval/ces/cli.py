@@ -20,12 +20,13 @@ from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from ..engine.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+
 if TYPE_CHECKING:
     from .client import CesClient
     from .model import EvaluationRun
 
 T = TypeVar("T")
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 EXIT_UNAUTHENTICATED, EXIT_PERMISSION_DENIED, EXIT_NOT_FOUND, EXIT_QUOTA = 4, 5, 6, 7
 #: A CES failure's exit code by its canonical status; any other status (or none) is EXIT_BAD_INPUT.
 EXIT_BY_STATUS = {

@@ -107,6 +107,16 @@ def verdict_status(case: CaseResult) -> EvalStatus:
     return case.status
 
 
+def strict_status(status: EvalStatus, metrics: Iterable[MetricResult]) -> EvalStatus:
+    """A case's status in a strict run (`--strict`, `strict=True`): a case with any metric not evaluated
+    (or no verdict at all) fails, instead of passing on the metrics that ran as ADK does. The engine
+    records it; the Python API applies it when asked to judge a lenient run strictly."""
+    if status != EvalStatus.FAILED and (
+            status == EvalStatus.NOT_EVALUATED or any(m.status == EvalStatus.NOT_EVALUATED for m in metrics)):
+        return EvalStatus.FAILED
+    return status
+
+
 def agent_error_label(error: str) -> str:
     """`agent error: TimeoutError` (the exception's type when the text names one), `agent error: timed
     out`, else the error's first line."""

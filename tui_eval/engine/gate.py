@@ -20,11 +20,9 @@ from typing import Callable, Iterable
 from ..schema.results import CaseResult, EvalSetResult
 from ..schema.status import EvalStatus
 from .causes import causes_of, infrastructure_error, verdict_status
+from .exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from .store import NOT_EVALUATED, NOT_RUN, STILL_FAILING, HistoryEntry, compare_results, list_history, load_record
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
-#: Results (history, --json, --junit, --md) that could not be written: the same code as bad input.
-EXIT_WRITE_FAILED = EXIT_BAD_INPUT
 OUTCOME_WORDS = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_BAD_INPUT: "error", EXIT_INCOMPLETE: "incomplete"}
 LATEST = "latest"
 

@@ -32,7 +32,9 @@ from ..schema.results import (
     EvalStatus,
     MetricResult,
     combine_statuses,
+    status_counts,
 )
+from .causes import strict_status
 from .codestate import CodeState
 from .executor import Executor, InlineExecutor
 from .events import (
@@ -90,13 +92,12 @@ class RunRecord:
     insight: RunInsight | None = None
     #: What produced the run (store.provenance): agent folder or replay file, models, judge credentials.
     source: dict[str, Any] | None = None
+    #: The run was strict (RunOptions.strict): its statuses already count a metric not evaluated as a
+    #: failure, and its verdict (gate.run_outcome) counts an incomplete run as failed. Every face reads it here.
+    strict: bool = False
 
     def counts(self) -> dict[EvalStatus, int]:
-        out = {s: 0 for s in EvalStatus}
-        for r in self.results:
-            for c in r.case_results:
-                out[c.status] += 1
-        return out
+        return status_counts(c for r in self.results for c in r.case_results)
 
     @property
     def all_passed(self) -> bool:
@@ -322,6 +323,7 @@ class Run:
         store: Any = None,
         run_id: str | None = None,
         coverage: str | None = None,
+        owns_agent: bool = False,
     ) -> None:
         self.plan = plan
         # Where the agent's turns run (an agent object handed over directly answers in this process:
@@ -329,6 +331,9 @@ class Run:
         self.executor: Executor | None = InlineExecutor(agent, owns=False) if isinstance(agent, Agent) else agent
         #: What the eval history is named after (`name`) and stored under (`home`).
         self.agent = self.executor
+        # A run that owns its agent opens it when it starts and closes it when it ends, on its own loop:
+        # no caller can leave it open or close it elsewhere. A live session shares one across runs.
+        self._owns_agent = owns_agent and self.executor is not None
         self.options = options or RunOptions()
         self._emit_fn = on_event
         self.judge = judge
@@ -367,7 +372,21 @@ class Run:
             task.cancel()
 
     async def execute(self) -> RunRecord:
+        """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
+        opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
+        if not self._owns_agent or self.executor is None:
+            return await self._execute()
+        from .setup import start_executor
+
+        await start_executor(self.executor)
+        try:
+            return await self._execute()
+        finally:
+            await self.executor.aclose()
+
+    async def _execute(self) -> RunRecord:
         t0 = time.perf_counter()
+        self.record.strict = self.options.strict
         plan = self.plan
         if self.judge is None and _judge_needed(plan):
             self.judge = make_judge(self.options)
@@ -584,16 +603,15 @@ class Run:
             status = EvalStatus.FAILED
             if simulator_failed:
                 # A user-simulator outage says nothing about the agent: NOT_EVALUATED (FAILED if --strict).
-                status = EvalStatus.FAILED if self.options.strict else EvalStatus.NOT_EVALUATED
+                status = EvalStatus.NOT_EVALUATED
                 error = None
         else:
             metrics = await score_case(
                 target.config, case, actual, judge=self.judge, key=key, progress=progress
             )
             status = combine_statuses([m.status for m in metrics])
-            if self.options.strict and status != EvalStatus.FAILED and (
-                    status == EvalStatus.NOT_EVALUATED or any(m.status == EvalStatus.NOT_EVALUATED for m in metrics)):
-                status = EvalStatus.FAILED  # --strict: a metric that never ran counts as a failure
+        if self.options.strict:
+            status = strict_status(status, metrics)  # --strict: a metric that never ran counts as a failure
         user_id = case.session_input.user_id if case.session_input is not None else None
         # Every field given, each of its type (validating the 5,000 results of a bench run cost ~0.1 s).
         result = trusted(

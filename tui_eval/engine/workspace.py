@@ -143,10 +143,13 @@ class Workspace:
 
     def scan(self) -> list[FileChange]:
         """Discover and load everything (configs first, so eval files can see theirs)."""
-        paths = self.discover()
-        changes = [self.reload(p) for p in paths if p.name == CONFIG_FILE_NAME or p == self.config_override]
-        changes += [self.reload(p) for p in paths if p.name.endswith(EVAL_FILE_SUFFIXES)]
-        return changes
+        return [self.reload(p) for p in self.load_order(self.discover())]
+
+    def load_order(self, paths: list[Path]) -> list[Path]:
+        """The order files are loaded in: configs first, so each eval file sees its config, then eval files."""
+        configs = [p for p in paths if p.name == CONFIG_FILE_NAME or p == self.config_override]
+        taken = set(configs)
+        return configs + [p for p in paths if p not in taken and p.name.endswith(EVAL_FILE_SUFFIXES)]
 
     # ---- reloading -----------------------------------------------------------------------
 

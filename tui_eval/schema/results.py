@@ -27,7 +27,8 @@ from .model import Invocation, ToolTiming, adk_json_default
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
-           "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_for"]
+           "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_counts",
+           "status_for"]
 
 T = TypeVar("T")
 
@@ -38,6 +39,15 @@ def _same(value: T) -> T:
 
 # The user id google-adk 2.13 runs (and records) a case with when its session_input names none.
 ADK_DEFAULT_USER_ID = "test_user_id"
+
+
+def status_counts(cases: Iterable[CaseResult]) -> dict[EvalStatus, int]:
+    """How many cases have each status (every status present, 0 when none): the one count the summary,
+    `watch`'s lines, reports and the Python API's record give."""
+    out = dict.fromkeys(EvalStatus, 0)
+    for case in cases:
+        out[case.status] += 1
+    return out
 
 
 def counts_text(counts: dict[EvalStatus, int]) -> str:
@@ -447,10 +457,7 @@ class EvalSetResult(_Result):
         }
 
     def counts(self) -> dict[EvalStatus, int]:
-        out = {s: 0 for s in EvalStatus}
-        for c in self.case_results:
-            out[c.status] += 1
-        return out
+        return status_counts(self.case_results)
 
 
 class RunRecordFile(BaseModel):

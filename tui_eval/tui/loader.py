@@ -78,11 +78,7 @@ class Notice:
 
 def load_workspace(workspace: Workspace, cancelled: Callable[[], bool] = lambda: False) -> None:
     """Discover and load every file below the root: configs first, so eval files can see theirs."""
-    from ..schema.config import CONFIG_FILE_NAME
-
-    paths = workspace.discover()
-    configs = [p for p in paths if p.name == CONFIG_FILE_NAME or p == workspace.config_override]
-    for path in configs + [p for p in paths if p not in configs]:
+    for path in workspace.load_order(workspace.discover()):
         if cancelled():
             return
         workspace.reload(path)
@@ -118,14 +114,11 @@ class FolderLoader:
         """Thread: every file below the root (configs first), then each case's latest saved result."""
         from ..engine.feed import summarize
         from ..engine.saved import latest_saved_results
-        from ..schema.config import CONFIG_FILE_NAME
 
         try:
             with self._lock:
                 ws = self._ws()
-                paths = ws.discover()
-                configs = [p for p in paths if p.name == CONFIG_FILE_NAME or p == ws.config_override]
-                for path in configs + [p for p in paths if p not in configs]:
+                for path in ws.load_order(ws.discover()):
                     if cancelled():
                         return
                     self._reload(path)

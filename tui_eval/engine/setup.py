@@ -1,0 +1,99 @@
+"""What every face (`run`, `watch`, the Python API, pytest) does before a run: name the agent, open it.
+
+One rule for all of them: the agent is the one named (`--agent`, an argument), else the first positional
+argument when it names an agent (a folder, its `__init__.py` or `agent.py`, or `replay:PATH`), else the
+agent folder around the first eval file (ADK keeps eval files inside the agent folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .executor import Executor
+
+__all__ = ["AGENT_FILES", "SetupError", "agent_around", "agent_ref_of", "resolve_agent", "split_agent",
+           "start_executor"]
+
+#: The files of an agent folder a user may name instead of the folder (as `adk eval` users paste them).
+AGENT_FILES = ("__init__.py", "agent.py")
+NO_AGENT = ("no agent: name an agent folder or replay:PATH first, or pass --agent "
+            "(or keep the eval file inside an agent folder)")
+
+
+class SetupError(ValueError):
+    """The run cannot start as asked: no agent, a missing or unreadable eval file or config, an unknown id,
+    an agent that cannot be imported. The faces print it (exit 2) or raise it (the Python API)."""
+
+
+def agent_ref_of(arg: str) -> str | None:
+    """The agent an argument names, or None: `replay:PATH`, an agent folder, or (as `adk eval` users
+    sometimes paste) the folder's `__init__.py` or `agent.py`."""
+    from ..agents import is_agent_ref
+
+    if is_agent_ref(arg):
+        return arg
+    path = Path(arg)
+    if path.name in AGENT_FILES and path.is_file() and is_agent_ref(str(path.parent)):
+        return str(path.parent)
+    return None
+
+
+def agent_around(target: str) -> str | None:
+    """ADK keeps eval files inside the agent folder: find an agent folder above the eval file."""
+    from ..agents import is_agent_ref
+    from .plan import split_target
+
+    path = Path(split_target(target)[0]).resolve()
+    for parent in list(path.parents)[:4]:
+        if is_agent_ref(str(parent)) and (parent / "agent.py").is_file():
+            return str(parent)
+    return None
+
+
+def split_agent(agent: str | None, targets: Sequence[str]) -> tuple[str | None, list[str]]:
+    """(the agent named, the eval targets): `agent` when given (its folder for an `agent.py`), else the
+    first target when it names an agent (it is taken off the targets). None when neither names one."""
+    rest = list(targets)
+    if agent is not None:
+        return agent_ref_of(agent) or agent, rest
+    if rest:
+        first = agent_ref_of(rest[0])
+        if first is not None:
+            rest.pop(0)
+            agent = first
+    return agent, rest
+
+
+def resolve_agent(agent: str | None, targets: Sequence[str]) -> str:
+    """The agent to run `targets` with: the one named (its folder for an `agent.py`), else the agent
+    folder around the first eval file. Raises SetupError when there are no targets or no agent."""
+    if not targets:
+        raise SetupError("no eval files given")
+    if agent is not None:
+        return agent_ref_of(agent) or agent
+    found = agent_around(targets[0])
+    if found is not None:
+        return found
+    if len(targets) > 1 and _looks_like_missing_folder(targets[0]):
+        # `run demo_agents/suport x.evalset.json`: the first positional was meant as the agent.
+        raise SetupError(f"agent folder not found: {targets[0]}")
+    raise SetupError(NO_AGENT)
+
+
+def _looks_like_missing_folder(arg: str) -> bool:
+    """A path that does not exist and does not name an eval file (or eval set id)."""
+    from .plan import split_target
+
+    path = Path(split_target(arg)[0])
+    return not path.exists() and not path.name.endswith(".json")
+
+
+async def start_executor(executor: Executor) -> None:
+    """Open an agent's executor (an agent folder: import it in a worker). Raises SetupError when the
+    agent cannot be loaded, after closing what was started, on this loop."""
+    error = await executor.start()
+    if error is not None:
+        await executor.aclose()
+        raise SetupError(error)
