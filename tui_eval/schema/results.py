@@ -8,7 +8,7 @@ richer record (`RunRecordFile`) that also keeps NOT_EVALUATED reasons and the ty
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
