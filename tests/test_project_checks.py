@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import pkgutil
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +29,16 @@ def test_import_layers_hold() -> None:
     proc = _run(_tool("lint-imports"))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout, proc.stdout[-4000:]
+
+
+def test_every_module_of_the_package_is_in_the_layer_contract() -> None:
+    """A module left out of the layers is checked by nothing: lint-imports stays green whatever it imports."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (layers,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    named = {name.strip() for layer in layers["layers"] for name in layer.split("|")}
+    modules = {f"tui_eval.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "tui_eval")])}
+    assert modules - named == set(), f"not in the layer contract: {sorted(modules - named)}"
+    assert named - modules == set(), f"named in the layer contract but not in the package: {sorted(named - modules)}"
 
 
 def test_mypy_is_clean() -> None:

@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     open_ = add_command(sub, "open", "open the dashboard (same as `tui-eval [PATH]`)")
     _add_open_args(open_)
     _add_adk_aliases(run)
-    from .ces.cli import add_ces_parser
+    from .ces_cli import add_ces_parser
 
     # `tui-eval ces --log-level debug pull ...`: ces's own subcommands come after the option.
     add_common_options(add_ces_parser(sub))
@@ -533,7 +533,7 @@ def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
-    from .ces.dashboard import ces_target_of
+    from .tui.ces_jobs import ces_target_of
 
     try:
         local, ces = ces_target_of(args.path, args.endpoint, args.app_version)
@@ -631,7 +631,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
             return report_command(args.record, args.md_out, args.html_out, out, err)
         if args.command == "ces":
-            from .ces.cli import cmd_ces
+            from .ces_cli import cmd_ces
 
             return cmd_ces(args, out, err)
         return cmd_open(args)

@@ -22,7 +22,7 @@ from tests.support.fake_ces import (
     scenario_evaluation,
     serve,
 )
-from tui_eval.ces.dashboard import CesTarget
+from tui_eval.tui.ces_jobs import CesTarget
 from tui_eval.tui.widgets.ces_panel import CesTurnPanel
 from tui_eval.tui.widgets.ces_result import CesResultView
 
@@ -430,7 +430,7 @@ async def test_permission_denied_as_a_tool_error_says_what_to_do(ces, tmp_path: 
 
 
 def test_the_dashboard_flag_reaches_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui_eval.ces.dashboard import ces_target_of
+    from tui_eval.tui.ces_jobs import ces_target_of
 
     monkeypatch.setenv("TUI_EVAL_CES_CACHE", str(tmp_path))
     _, found = ces_target_of([f"ces://{APP}"], None, "v7")

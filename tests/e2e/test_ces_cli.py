@@ -268,10 +268,11 @@ def test_an_unreachable_endpoint_is_one_line(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_default_endpoints_agree() -> None:
-    from tui_eval.ces import cli, client
+    from tui_eval import ces_cli
+    from tui_eval.ces import address
 
-    assert cli.DEFAULT_ENDPOINT == client.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"
-    assert client.regional_endpoint("us") == "https://ces.us.rep.googleapis.com/mcp"
+    assert ces_cli.DEFAULT_ENDPOINT == address.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"
+    assert address.regional_endpoint("us") == "https://ces.us.rep.googleapis.com/mcp"
 
 
 def test_every_client_tool_against_the_server(ces: tuple[str, FakeCesState]) -> None:

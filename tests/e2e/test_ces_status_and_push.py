@@ -177,7 +177,7 @@ def test_permission_denied_as_a_tool_error_names_the_endpoint_and_the_remedy(ces
 
 
 def test_the_ces_reference_lists_the_exit_codes_the_code_uses() -> None:
-    from tui_eval.ces.cli import EXIT_BY_STATUS, EXIT_INCOMPLETE
+    from tui_eval.ces_cli import EXIT_BY_STATUS, EXIT_INCOMPLETE
 
     readme = (ROOT / "docs" / "ces.md").read_text()
     for status, code in EXIT_BY_STATUS.items():

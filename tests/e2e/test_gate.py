@@ -37,7 +37,7 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 
 def test_every_face_gives_the_exit_codes_the_spec_names() -> None:
-    from tui_eval.ces import cli as ces_cli
+    from tui_eval import ces_cli
     from tui_eval.engine import exitcodes
 
     assert (exitcodes.EXIT_OK, exitcodes.EXIT_FAILED, exitcodes.EXIT_BAD_INPUT, exitcodes.EXIT_INCOMPLETE) == (0, 1, 2, 3)

@@ -11,9 +11,10 @@ import orjson
 import pytest
 
 from tests.support.fake_ces import APP, golden_evaluation, scenario_evaluation
-from tui_eval.ces.cache import cache_dir_for, cache_root, parse_app_url, save_pull, snapshot_file_for, unpushed_edits
-from tui_eval.ces.dashboard import ces_target_of
-from tui_eval.ces.model import Evaluation
+from tui_eval.ces.address import parse_app_url
+from tui_eval.ces.cache import cache_dir_for, cache_root, save_pull, snapshot_file_for, unpushed_edits
+from tui_eval.schema.ces.model import Evaluation
+from tui_eval.tui.ces_jobs import ces_target_of
 
 
 def remote(*items: dict) -> list[Evaluation]:
@@ -113,7 +114,7 @@ def test_the_dashboards_command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 def test_the_case_key_is_spelt_the_same_everywhere() -> None:
-    from tui_eval.ces import caseview, mapping
+    from tui_eval.schema.ces import caseview, mapping
     from tui_eval.tui.widgets import ces_panel
 
     assert caseview.CES_KEY == mapping.CES_KEY == ces_panel.CES_KEY == "ces"
@@ -124,9 +125,9 @@ def test_opening_a_plain_folder_loads_no_ces_models_or_pydantic() -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from tui_eval.ces.dashboard import ces_target_of\n"
+        "from tui_eval.tui.ces_jobs import ces_target_of\n"
         "assert ces_target_of(['evals'], None) == (Path('evals'), None)\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith(('pydantic', 'tui_eval.ces.model')))))\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(('pydantic', 'tui_eval.schema.ces.model')))))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -134,10 +135,11 @@ def test_opening_a_plain_folder_loads_no_ces_models_or_pydantic() -> None:
 
 
 def test_the_dashboards_light_constants_equal_the_ces_modules_own() -> None:
-    from tui_eval.ces import cache, client, dashboard
+    from tui_eval.ces import address
+    from tui_eval.tui import ces_jobs
 
-    assert dashboard.SCHEME == cache.SCHEME == "ces://"
-    assert dashboard.DEFAULT_ENDPOINT == client.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"
+    assert ces_jobs.SCHEME == address.SCHEME == "ces://"
+    assert ces_jobs.DEFAULT_ENDPOINT == address.DEFAULT_ENDPOINT == "https://ces.googleapis.com/mcp"
 
 
 def test_every_per_user_path_follows_one_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,8 +171,8 @@ def test_every_per_user_path_follows_one_rule(tmp_path: Path, monkeypatch: pytes
 
 def test_a_cases_results_are_validated_once_per_loaded_case(monkeypatch: pytest.MonkeyPatch) -> None:
     # The turn view asks on every redraw; a reloaded case (a new model_extra) is read afresh.
-    from tui_eval.ces import caseview
-    from tui_eval.ces.model import EvaluationResult
+    from tui_eval.schema.ces import caseview
+    from tui_eval.schema.ces.model import EvaluationResult
 
     calls = []
     validate = EvaluationResult.model_validate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui_eval.ces.cli import exit_code_for
+from tui_eval.ces_cli import exit_code_for
 from tui_eval.ces.client import CesConflictError, CesError, CesRunError, CesToolError, status_of, tool_error
 
 

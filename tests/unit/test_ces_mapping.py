@@ -10,15 +10,15 @@ import orjson
 import pytest
 
 from tests.support.fake_ces import APP, golden_evaluation, scenario_evaluation
-from tui_eval.ces.files import evaluations_from_json, read_evaluations
-from tui_eval.ces.mapping import (
+from tui_eval.schema.ces.files import evaluations_from_json, read_evaluations
+from tui_eval.schema.ces.mapping import (
     CES_KEY,
     eval_set_to_evaluations,
     evaluations_to_eval_set,
     parse_plan,
     render_plan,
 )
-from tui_eval.ces.model import Evaluation
+from tui_eval.schema.ces.model import Evaluation
 from tui_eval.schema.errors import LoadError
 from tui_eval.schema.load import parse_eval_set
 
@@ -199,7 +199,7 @@ def test_not_json_and_not_an_evaluation(tmp_path: Path) -> None:
 
 
 def test_a_broken_remainder_is_named_by_its_json_path() -> None:
-    from tui_eval.ces.mapping import MappingError
+    from tui_eval.schema.ces.mapping import MappingError
 
     eval_set = _import(scenario_evaluation(), golden_evaluation())
     eval_set["eval_cases"][1][CES_KEY]["evaluation"]["golden"]["turns"][0]["steps"] = {"not": "a list"}

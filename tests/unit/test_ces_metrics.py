@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, json_reply
-from tui_eval.ces.files import evaluations_from_json
-from tui_eval.ces.mapping import evaluations_to_eval_set
+from tui_eval.schema.ces.files import evaluations_from_json
+from tui_eval.schema.ces.mapping import evaluations_to_eval_set
 from tui_eval.engine.plan import plan_run
 from tui_eval.engine.runner import score_case
 from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service

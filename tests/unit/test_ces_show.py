@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.fake_ces import APP, golden_evaluation, scenario_evaluation
-from tui_eval.ces.model import Evaluation
+from tui_eval.schema.ces.model import Evaluation
 from tui_eval.ces.show import evaluation_lines
 from tui_eval.cli import main
 

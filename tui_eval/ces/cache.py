@@ -10,31 +10,19 @@ hand) is edited too. When any case is edited the file is left as it is and the c
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..schema.ces.mapping import MappingError, case_to_evaluation, evaluations_to_eval_set, short_name
+from ..schema.ces.model import OUTPUT_ONLY_FIELDS, Evaluation
 from ..userpaths import user_path
-from .mapping import MappingError, case_to_evaluation, evaluations_to_eval_set, short_name
-from .model import OUTPUT_ONLY_FIELDS, Evaluation
 
 logger = logging.getLogger(__name__)
 
 CACHE_ENV = "TUI_EVAL_CES_CACHE"
-SCHEME = "ces://"
-_APP_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+$")
-
-
-def parse_app_url(url: str) -> str:
-    """`ces://projects/P/locations/L/apps/A` -> `projects/P/locations/L/apps/A`; ValueError when malformed."""
-    app = url[len(SCHEME):] if url.startswith(SCHEME) else url
-    app = app.strip("/")
-    if not _APP_RE.match(app):
-        raise ValueError(f"{url}: expected ces://projects/PROJECT/locations/LOCATION/apps/APP")
-    return app
 
 
 def cache_root() -> Path:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .model import (
+from ..schema.ces.model import (
     Evaluation,
     EvaluationPage,
     EvaluationResult,
@@ -33,7 +33,6 @@ from .model import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 TOKEN_ENV = "CES_ACCESS_TOKEN"
 LOGIN_HINT = "run `gcloud auth application-default login` (or set CES_ACCESS_TOKEN)"
@@ -74,11 +73,6 @@ def _message_of(error: object) -> str | None:
         error = error["error"]
     message = error.get("message") if isinstance(error, dict) else None
     return message if isinstance(message, str) and message.strip() else None
-
-
-def regional_endpoint(location: str) -> str:
-    """The regional MCP endpoint of a CES location, e.g. `us` -> https://ces.us.rep.googleapis.com/mcp."""
-    return f"https://ces.{location}.rep.googleapis.com/mcp"
 
 
 class CesError(Exception):

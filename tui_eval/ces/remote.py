@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..schema.ces.mapping import CES_KEY, app_of, case_to_evaluation, evaluation_to_case, short_name
+from ..schema.ces.model import OUTPUT_ONLY_FIELDS, Evaluation, EvaluationResult, EvaluationRun
 from .client import CANONICAL_CODES, CesClient, CesError, CesRunError
-from .mapping import CES_KEY, app_of, case_to_evaluation, evaluation_to_case, short_name
-from .model import OUTPUT_ONLY_FIELDS, Evaluation, EvaluationResult, EvaluationRun
 
 logger = logging.getLogger(__name__)
 

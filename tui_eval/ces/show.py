@@ -8,9 +8,9 @@ satisfaction. `lastTenResults` are the history, one line each. Every text from C
 
 from __future__ import annotations
 
+from ..schema.ces.mapping import short_name
 from ..textsafe import safe_line
-from .mapping import short_name
-from .model import (
+from ..schema.ces.model import (
     Evaluation,
     EvaluationMetricsThresholds,
     EvaluationResult,

@@ -1,7 +1,7 @@
 """CES's view of a golden turn: tool invocation, parameter correctness, ordered invocation, semantic similarity
 (0-4), hallucination and latency, judged with CES's thresholds.
 
-A case imported from CES keeps its Evaluation under the `ces` key (tui_eval/ces/mapping.py). An eval set
+A case imported from CES keeps its Evaluation under the `ces` key (tui_eval/schema/ces/mapping.py). An eval set
 holding such cases gets these metrics added to its config (`with_ces_metrics`, called by the planner);
 within that set a case without the key is NOT_EVALUATED ("not a CES case"), so every case of one file is
 scored with one list of metrics, as the runner, reports and comparisons expect.
@@ -98,7 +98,7 @@ def is_ces_case(case: EvalCase) -> bool:
 
 def _apply(base: CesThresholds, raw: Any, *, scenario: bool) -> CesThresholds:
     """`base` with what one EvaluationMetricsThresholds JSON object sets."""
-    from ..ces.model import EvaluationMetricsThresholds
+    from ..schema.ces.model import EvaluationMetricsThresholds
 
     if not isinstance(raw, dict):
         return base

@@ -40,7 +40,7 @@ from .progress import RunState
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ces.dashboard import CesTarget
+    from .ces_jobs import CesTarget
     from ..engine.events import CaseKey
     from ..engine.feed import Wanted
     from ..schema.results import CaseResult

@@ -1,7 +1,7 @@
 """The dashboard's link to a CES app: pull it into its cache file at start-up, run its evaluations in CES
 with the run's progress in the run panel, pull the new results when the run ends.
 
-The network work runs in thread workers (tui_eval.ces.dashboard); they report back through the app's
+The network work runs in thread workers (tui_eval.tui.ces_jobs); they report back through the app's
 Inbox (notifications) and the RunState the run panel shows, and a file they rewrote is reloaded in the
 engine, so the browser, turn view and CES history redraw from the new file. A CES failure is one line
 (a notification naming the endpoint and what to do), never a traceback; the dashboard keeps going with
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ces.dashboard import Cancel, CesTarget
-    from ..ces.model import EvaluationRun
     from ..engine.events import CaseKey
+    from ..schema.ces.model import EvaluationRun
     from .app import EvalApp
+    from .ces_jobs import Cancel, CesTarget
     from .progress import RunState
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class CesLink:
 
     def _pull_work(self) -> None:
         from ..ces.client import CesError
-        from ..ces.dashboard import Cancel, pull_app
+        from .ces_jobs import Cancel, pull_app
 
         target = self.target
         assert target is not None
@@ -88,9 +88,9 @@ class CesLink:
     def target_for(self, key: CaseKey | None) -> tuple[CesTarget, list[str] | None] | None:
         """The app and evaluations a run in CES covers: the case's evaluation, else (None) every evaluation
         CES lists for the target app (sent by id: see remote.run)."""
-        from ..ces.caseview import results_of
-        from ..ces.dashboard import CesTarget
-        from ..ces.mapping import app_of
+        from ..schema.ces.caseview import results_of
+        from ..schema.ces.mapping import app_of
+        from .ces_jobs import CesTarget
 
         if key is None:
             return (self.target, None) if self.target is not None else None
@@ -109,8 +109,8 @@ class CesLink:
 
     def run(self, key: CaseKey | None) -> bool:
         """Start a run in CES; False, with a notification, when it cannot start now."""
-        from ..ces.dashboard import Cancel
-        from ..ces.mapping import short_name
+        from ..schema.ces.mapping import short_name
+        from .ces_jobs import Cancel
 
         found = self.target_for(key)
         if found is None:
@@ -132,7 +132,7 @@ class CesLink:
 
     def _run_work(self, state: RunState, target: CesTarget, evaluations: list[str] | None, cancel: Cancel) -> None:
         from ..ces.client import CesError
-        from ..ces.dashboard import run_and_pull
+        from .ces_jobs import run_and_pull
 
         def on_progress(current: EvaluationRun) -> None:
             p = current.progress

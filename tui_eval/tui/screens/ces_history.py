@@ -13,8 +13,8 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...ces.caseview import CesResults, results_of
-from ...ces.model import EvaluationResult
+from ...schema.ces.caseview import CesResults, results_of
+from ...schema.ces.model import EvaluationResult
 from ..text import plain
 from ..widgets.ces_result import CesResultView, outcome_chip
 from ..widgets.footer import KeyFooter

@@ -17,7 +17,7 @@ from ...schema.status import CASE_STATUSES, EvalStatus
 from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, literal, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...ces.caseview import CesMarker
+    from ...schema.ces.caseview import CesMarker
     from ...engine.events import CaseKey
     from ..listing import CaseListing
 
@@ -437,6 +437,6 @@ def ces_marker_of(catalog: CaseListing, key: CaseKey) -> CesMarker | None:
     case = catalog.case(key)
     if case is None or not case.model_extra:
         return None
-    from ...ces.caseview import marker
+    from ...schema.ces.caseview import marker
 
     return marker(case.model_extra, scenario=case.conversation_scenario is not None)

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ...ces.caseview import CES_KEY  # (the light module: it imports no CES model)
+from ...schema.ces.caseview import CES_KEY  # (the light module: it imports no CES model)
 
 
 class CesTurnPanel(Vertical):

@@ -13,9 +13,9 @@ from typing import Any
 from textual.content import Content
 from textual.widgets import Static
 
-from ...ces.caseview import results_of
-from ...ces.mapping import short_name
-from ...ces.model import (
+from ...schema.ces.caseview import results_of
+from ...schema.ces.mapping import short_name
+from ...schema.ces.model import (
     EvaluationResult,
     GoldenExpectation,
     GoldenExpectationOutcome,

@@ -15,17 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-# Light copies (each tested equal to client's and cache's): `tui-eval PATH` calls ces_target_of before
-# the first paint, and the CES models (~0.1 s of pydantic classes, plus pydantic) load only for CES work.
-from .cli import DEFAULT_ENDPOINT
+# The light module: `tui-eval PATH` calls ces_target_of before the first paint, and the CES models
+# (pydantic classes, plus pydantic) load only for CES work.
+from ..ces.address import DEFAULT_ENDPOINT, SCHEME, parse_app_url
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .cache import SavedPull
-    from .client import CesClient
-    from .model import EvaluationRun
-    from .remote import RunOutcome
-
-SCHEME = "ces://"
+    from ..ces.cache import SavedPull
+    from ..ces.client import CesClient
+    from ..ces.remote import RunOutcome
+    from ..schema.ces.model import EvaluationRun
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -81,9 +79,9 @@ def _blocking(work: Callable[[], Awaitable[T]], cancel: Cancel | None) -> T:
 
 def pull_app(target: CesTarget, *, cancel: Cancel | None = None) -> SavedPull:
     """Pull the app's evaluations (with their last ten results) into its file, keeping unpushed edits."""
-    from .cache import save_pull
-    from .client import with_client
-    from .remote import pull
+    from ..ces.cache import save_pull
+    from ..ces.client import with_client
+    from ..ces.remote import pull
 
     async def work(client: CesClient) -> SavedPull:
         evaluations = await pull(client, target.app)
@@ -106,9 +104,9 @@ def run_and_pull(
     cancel: Cancel | None = None,
 ) -> RunAndPull:
     """run_evaluation, follow the run until it ends (reporting each look), then pull the new results."""
-    from .cache import save_pull
-    from .client import with_client
-    from .remote import pull, run
+    from ..ces.cache import save_pull
+    from ..ces.client import with_client
+    from ..ces.remote import pull, run
 
     async def work(client: CesClient) -> RunAndPull:
         outcome = await run(client, target.app, evaluations, on_progress=on_progress,
@@ -133,7 +131,7 @@ def ces_target_of(paths: list[str], endpoint: str | None,
         raise ValueError(f"one folder or eval file at a time (got {', '.join(local)})")
     if not apps:
         return Path(local[0] if local else "."), None
-    from .cache import cache_dir_for, eval_file_for, parse_app_url
+    from ..ces.cache import cache_dir_for, eval_file_for
 
     app = parse_app_url(apps[0])
     directory = cache_dir_for(app)

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..schema.errors import LoadError
-from ..schema.load import read_json_file
+from ..errors import LoadError
+from ..load import read_json_file
 from .model import Evaluation
 
 

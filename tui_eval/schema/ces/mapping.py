@@ -26,12 +26,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .caseview import CES_KEY
 from .model import Evaluation
 
 logger = logging.getLogger(__name__)
-
-CES_KEY = "ces"
-"""The EvalCase key holding what the case itself cannot say (see the module docstring)."""
 
 # A SessionInput's input kinds (a union): a step whose user input has none of them is a text slot.
 _INPUT_KINDS = frozenset({"text", "dtmf", "audio", "toolResponses", "image", "blob", "variables", "event"})

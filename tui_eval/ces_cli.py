@@ -20,11 +20,12 @@ from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..engine.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from .ces.address import DEFAULT_ENDPOINT
+from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 
 if TYPE_CHECKING:
-    from .client import CesClient
-    from .model import EvaluationRun
+    from .ces.client import CesClient
+    from .schema.ces.model import EvaluationRun
 
 T = TypeVar("T")
 EXIT_UNAUTHENTICATED, EXIT_PERMISSION_DENIED, EXIT_NOT_FOUND, EXIT_QUOTA = 4, 5, 6, 7
@@ -38,7 +39,6 @@ EXIT_BY_STATUS = {
     "NOT_FOUND": EXIT_NOT_FOUND,
     "RESOURCE_EXHAUSTED": EXIT_QUOTA,
 }
-DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"  # kept equal to client.DEFAULT_ENDPOINT (tested)
 
 
 class _Usage(Exception):
@@ -51,7 +51,7 @@ class _Usage(Exception):
 
 def exit_code_for(exc: Exception) -> int:
     """The exit code of a CES failure: by its canonical status; a run that could not start or end: 3."""
-    from .client import CesRunError
+    from .ces.client import CesRunError
 
     if isinstance(exc, CesRunError):
         return EXIT_INCOMPLETE
@@ -106,15 +106,15 @@ def _endpoint(args: argparse.Namespace) -> str:
     if args.endpoint:
         return str(args.endpoint)
     if args.location:
-        from .client import regional_endpoint
+        from .ces.address import regional_endpoint
 
         return regional_endpoint(args.location)
     return DEFAULT_ENDPOINT
 
 
 def _write(path: Path, data: Any) -> None:
-    from ..schema.fileio import atomic_write
-    from .cache import json_bytes
+    from .schema.fileio import atomic_write
+    from .ces.cache import json_bytes
 
     try:
         atomic_write(path, json_bytes(data))
@@ -126,8 +126,8 @@ def _read_eval_set(path: Path) -> dict[str, Any]:
     """An eval set file as its JSON dict, after our loader accepted it (so its shape can be trusted)."""
     import orjson
 
-    from ..schema.errors import LoadError
-    from ..schema.load import parse_eval_set
+    from .schema.errors import LoadError
+    from .schema.load import parse_eval_set
 
     try:
         raw = path.read_bytes()
@@ -144,7 +144,7 @@ def _read_eval_set(path: Path) -> dict[str, Any]:
 
 
 def _eval_set_id_for(path: Path) -> str:
-    from ..schema.load import eval_set_id_for
+    from .schema.load import eval_set_id_for
 
     return eval_set_id_for(path)
 
@@ -155,9 +155,9 @@ def _eval_set_id_for(path: Path) -> str:
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     import time
 
-    from ..schema.errors import LoadError
-    from .files import read_evaluations
-    from .mapping import evaluations_to_eval_set
+    from .schema.errors import LoadError
+    from .schema.ces.files import read_evaluations
+    from .schema.ces.mapping import evaluations_to_eval_set
 
     evaluations = []
     for name in args.files:
@@ -177,7 +177,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    from .mapping import MappingError, eval_set_to_evaluations
+    from .schema.ces.mapping import MappingError, eval_set_to_evaluations
 
     src = Path(args.eval_set)
     eval_set = _read_eval_set(src)
@@ -198,7 +198,7 @@ def _connect_and(args: argparse.Namespace, work: Callable[[CesClient], Awaitable
     """Run `work` on a client connected to the endpoint the arguments name; CES failures become one line."""
     import asyncio
 
-    from .client import CesError, with_client
+    from .ces.client import CesError, with_client
 
     try:
         return asyncio.run(with_client(_endpoint(args), work))
@@ -212,9 +212,9 @@ def _safe(text: object) -> str:
 
 
 def cmd_pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .cache import eval_file_for, save_pull
-    from .model import Evaluation
-    from .remote import pull
+    from .ces.cache import eval_file_for, save_pull
+    from .schema.ces.model import Evaluation
+    from .ces.remote import pull
 
     async def work(client: CesClient) -> list[Evaluation]:
         return await pull(client, args.app)
@@ -242,7 +242,7 @@ def _progress_line(run: EvaluationRun) -> str:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .remote import RunOutcome, run
+    from .ces.remote import RunOutcome, run
 
     wanted = [e for chunk in args.evaluations or [] for e in chunk.split(",") if e.strip()]
     last: list[str] = []
@@ -283,8 +283,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .mapping import MappingError, eval_set_to_evaluations
-    from .remote import PushReport, push
+    from .schema.ces.mapping import MappingError, eval_set_to_evaluations
+    from .ces.remote import PushReport, push
 
     path = Path(args.eval_set)
     eval_set = _read_eval_set(path)
@@ -296,9 +296,9 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def save() -> None:
         # Each accepted update at once: its new etag, so the next push starts from what CES now holds,
         # even when a later update fails.
-        from ..schema.fileio import atomic_write
-        from .cache import json_bytes
-        from .client import CesError
+        from .schema.fileio import atomic_write
+        from .ces.cache import json_bytes
+        from .ces.client import CesError
 
         try:
             atomic_write(path, json_bytes(eval_set))
@@ -334,9 +334,9 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
-    from ..engine.plan import PlanError, split_target
-    from .mapping import MappingError, case_to_evaluation
-    from .show import evaluation_lines
+    from .engine.plan import PlanError, split_target
+    from .schema.ces.mapping import MappingError, case_to_evaluation
+    from .ces.show import evaluation_lines
 
     try:
         file, ids = split_target(args.target)

@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-#: mapping.CES_KEY, spelt out so that tagging a case in the tree imports no CES model (a test keeps them equal).
+#: The EvalCase key holding what the case itself cannot say (mapping.py keeps its remainder there). Here,
+#: in the light module, so that tagging a case in the tree imports no CES model.
 CES_KEY = "ces"
 
 
