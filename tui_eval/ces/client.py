@@ -39,6 +39,7 @@ LOGIN_HINT = "run `gcloud auth application-default login` (or set CES_ACCESS_TOK
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 P = TypeVar("P", EvaluationPage, EvaluationRunPage, EvaluationResultPage)
+X = TypeVar("X")
 
 
 # google.rpc.Code by number, for a Status that gives only its code.
@@ -220,37 +221,30 @@ class CesClient:
             where = ".".join(str(p) for p in first["loc"])
             raise CesError(f"{tool} at {self.endpoint} answered an unexpected shape at {where}: {first['msg']}") from None
 
-    async def _pages(self, tool: str, args: dict[str, Any], page_model: type[P]) -> AsyncIterator[P]:
-        """Every page of a list tool, following `nextPageToken` until the last page."""
+    async def _listed(self, tool: str, args: dict[str, Any], page_model: type[P],
+                      items: Callable[[P], list[X]]) -> list[X]:
+        """Every item of a list tool, following `nextPageToken` until the last page."""
+        out: list[X] = []
         token: str | None = None
         while True:
             page = await self._typed(tool, {**args, "pageToken": token} if token else args, page_model)
-            yield page
+            out.extend(items(page))
             token = page.next_page_token
             if not token:
-                return
+                return out
 
     # ---- evaluations ----
 
     async def list_evaluations(self, app: str, *, last_ten_results: bool = False, page_size: int | None = None) -> list[Evaluation]:
         """Every evaluation of an app, following page tokens."""
-        args: dict[str, Any] = {"parent": app}
-        if last_ten_results:
-            args["lastTenResults"] = True
-        if page_size:
-            args["pageSize"] = page_size
-        out: list[Evaluation] = []
-        async for page in self._pages("list_evaluations", args, EvaluationPage):
-            out.extend(page.evaluations)
-        return out
+        args = _arguments({"parent": app}, lastTenResults=last_ten_results, pageSize=page_size)
+        return await self._listed("list_evaluations", args, EvaluationPage, lambda page: page.evaluations)
 
     async def get_evaluation(self, name: str) -> Evaluation:
         return await self._typed("get_evaluation", {"name": name}, Evaluation)
 
     async def create_evaluation(self, app: str, evaluation: dict[str, Any], evaluation_id: str | None = None) -> Evaluation:
-        args: dict[str, Any] = {"parent": app, "evaluation": evaluation}
-        if evaluation_id:
-            args["evaluationId"] = evaluation_id
+        args = _arguments({"parent": app, "evaluation": evaluation}, evaluationId=evaluation_id)
         return await self._typed("create_evaluation", args, Evaluation)
 
     async def update_evaluation(self, evaluation: dict[str, Any], update_mask: list[str]) -> Evaluation:
@@ -259,45 +253,35 @@ class CesClient:
         return await self._typed("update_evaluation", args, Evaluation)
 
     async def delete_evaluation(self, name: str, etag: str | None = None) -> None:
-        args: dict[str, Any] = {"name": name}
-        if etag:
-            args["etag"] = etag
-        await self.call("delete_evaluation", args)
+        await self.call("delete_evaluation", _arguments({"name": name}, etag=etag))
 
     # ---- runs and results ----
 
     async def run_evaluation(self, app: str, evaluations: list[str] | None = None, display_name: str | None = None,
                              app_version: str | None = None) -> Operation:
         """Start a run of the evaluations named by id (not by resource name, as the reference says)."""
-        args: dict[str, Any] = {"app": app}
-        if evaluations:
-            args["evaluations"] = evaluations
-        if display_name:
-            args["displayName"] = display_name
-        if app_version:
-            args["appVersion"] = app_version
+        args = _arguments({"app": app}, evaluations=evaluations, displayName=display_name, appVersion=app_version)
         return await self._typed("run_evaluation", args, Operation)
 
     async def list_evaluation_runs(self, app: str) -> list[EvaluationRun]:
-        out: list[EvaluationRun] = []
-        async for page in self._pages("list_evaluation_runs", {"parent": app}, EvaluationRunPage):
-            out.extend(page.evaluation_runs)
-        return out
+        return await self._listed("list_evaluation_runs", {"parent": app}, EvaluationRunPage,
+                                  lambda page: page.evaluation_runs)
 
     async def get_evaluation_run(self, name: str) -> EvaluationRun:
         return await self._typed("get_evaluation_run", {"name": name}, EvaluationRun)
 
     async def list_evaluation_results(self, evaluation: str, filter: str | None = None) -> list[EvaluationResult]:
-        args: dict[str, Any] = {"parent": evaluation}
-        if filter:
-            args["filter"] = filter
-        out: list[EvaluationResult] = []
-        async for page in self._pages("list_evaluation_results", args, EvaluationResultPage):
-            out.extend(page.evaluation_results)
-        return out
+        args = _arguments({"parent": evaluation}, filter=filter)
+        return await self._listed("list_evaluation_results", args, EvaluationResultPage,
+                                  lambda page: page.evaluation_results)
 
     async def get_evaluation_result(self, name: str) -> EvaluationResult:
         return await self._typed("get_evaluation_result", {"name": name}, EvaluationResult)
+
+
+def _arguments(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """A tool's arguments: the required ones, and each optional one that is set (empty or false: left out)."""
+    return {**required, **{key: value for key, value in optional.items() if value}}
 
 
 @asynccontextmanager

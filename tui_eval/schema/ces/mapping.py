@@ -118,28 +118,17 @@ def parse_plan(plan: str) -> tuple[str, list[dict[str, str]] | None]:
 # ---- CES -> ADK -------------------------------------------------------------------------------------
 
 
-def _function_call(call: JsonDict) -> JsonDict:
-    """A CES ToolCall as an ADK FunctionCall; strips from `call` what the FunctionCall now carries."""
+def _function_part(item: JsonDict, payload_key: str) -> JsonDict:
+    """A CES ToolCall (payload `args`) or ToolResponse (payload `response`) as an ADK FunctionCall or
+    FunctionResponse; strips from `item` what the FunctionCall or FunctionResponse now carries."""
     out: JsonDict = {}
-    if "id" in call:
-        out["id"] = call.pop("id")
-    out["name"] = _tool_name(call)
-    args = call.get("args")
-    out["args"] = copy.deepcopy(args) if args else {}
-    if args:  # an explicit empty `args` stays, so that it comes back as it was
-        del call["args"]
-    return out
-
-
-def _function_response(resp: JsonDict) -> JsonDict:
-    out: JsonDict = {}
-    if "id" in resp:
-        out["id"] = resp.pop("id")
-    out["name"] = _tool_name(resp)
-    response = resp.get("response")
-    out["response"] = copy.deepcopy(response) if response else {}
-    if response:
-        del resp["response"]
+    if "id" in item:
+        out["id"] = item.pop("id")
+    out["name"] = _tool_name(item)
+    payload = item.get(payload_key)
+    out[payload_key] = copy.deepcopy(payload) if payload else {}
+    if payload:  # an explicit empty payload stays, so that it comes back as it was
+        del item[payload_key]
     return out
 
 
@@ -174,11 +163,11 @@ def _golden_turn(turn: JsonDict, index: int) -> JsonDict:
         if not isinstance(expectation, dict):
             continue
         if isinstance(expectation.get("toolCall"), dict):
-            tool_uses.append(_function_call(expectation["toolCall"]))
+            tool_uses.append(_function_part(expectation["toolCall"], "args"))
         # A mock response is what the tool answers in CES: a recorded tool response, as --mock-tools reads it.
         for key in ("toolResponse", "mockToolResponse"):
             if isinstance(expectation.get(key), dict):
-                tool_responses.append(_function_response(expectation[key]))
+                tool_responses.append(_function_part(expectation[key], "response"))
         if isinstance(expectation.get("agentResponse"), dict):
             message = expectation["agentResponse"]
             responses.append((str(message.get("role") or "agent"), _response_parts(message)))
