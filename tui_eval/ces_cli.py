@@ -10,7 +10,8 @@ Exit codes (the README lists them too):
   4 UNAUTHENTICATED (no or refused credentials), 5 PERMISSION_DENIED, 6 NOT_FOUND,
   7 RESOURCE_EXHAUSTED (quota)
 A refusal's code comes from CES's canonical status, never from its wording. Errors print one line each,
-no traceback. Only argparse is imported here at start-up; the rest waits for a `ces` command.
+no traceback; text from CES passes `safe_line`, as every terminal output does. Only argparse and two
+light modules are imported here at start-up; the rest waits for a `ces` command.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from .ces.address import DEFAULT_ENDPOINT
 from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from .textsafe import safe_line
 
 if TYPE_CHECKING:
     from .ces.client import CesClient
@@ -206,11 +208,6 @@ def _connect_and(args: argparse.Namespace, work: Callable[[CesClient], Awaitable
         raise _Usage(str(exc), exit_code_for(exc)) from None
 
 
-def _safe(text: object) -> str:
-    """Text from the server, printable on a terminal: control characters escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
-
-
 def cmd_pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .ces.cache import eval_file_for, save_pull
     from .schema.ces.model import Evaluation
@@ -226,18 +223,18 @@ def cmd_pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except OSError as exc:
         raise _Usage(f"{dest}: cannot write: {exc.strerror or exc}") from None
     if not saved.written:
-        print(f"error: {_safe(saved.line(args.app))}", file=err)
+        print(f"error: {safe_line(saved.line(args.app))}", file=err)
         return EXIT_FAILED
-    print(_safe(saved.line(args.app)), file=out)
+    print(safe_line(saved.line(args.app)), file=out)
     return EXIT_OK
 
 
 def _progress_line(run: EvaluationRun) -> str:
     p = run.progress
     if p is None:
-        return f"{_safe(run.name)}: {run.state or '?'}"
+        return f"{safe_line(run.name)}: {run.state or '?'}"
     done = (p.completed_count or 0) + (p.error_count or 0)
-    return (f"{_safe(run.name)}: {run.state or '?'} {done}/{p.total_count or 0} "
+    return (f"{safe_line(run.name)}: {run.state or '?'} {done}/{p.total_count or 0} "
             f"(passed {p.passed_count or 0}, failed {p.failed_count or 0}, errors {p.error_count or 0})")
 
 
@@ -260,22 +257,22 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     outcome = _connect_and(args, work)
     if outcome.run.state == "ERROR":
-        print(f"error: {_safe(outcome.run.name)} ended in ERROR: {_safe(outcome.run.error_reason)}", file=err)
+        print(f"error: {safe_line(outcome.run.name)} ended in ERROR: {safe_line(outcome.run.error_reason)}", file=err)
         return EXIT_INCOMPLETE
     for result in outcome.results:
         errored = result.execution_state == "ERROR"
         status = "ERROR" if errored else result.evaluation_status or result.execution_state or "?"
-        line = f"{status:5} {_safe(result.display_name or result.name)}"
+        line = f"{status:5} {safe_line(result.display_name or result.name)}"
         info = result.error_info
         why = " ".join(x for x in (info.error_type, info.error_message) if x) if info is not None else ""
         if not why and errored and result.error:  # no errorInfo: the result's Status says why
             why = str(result.error.get("message") or "")
         if why:
-            line += f": {_safe(why)}"
+            line += f": {safe_line(why)}"
         print(line, file=out)
     p = outcome.run.progress
     if p is not None:
-        print(f"{_safe(outcome.run.name)}: {p.passed_count or 0} passed, {p.failed_count or 0} failed, "
+        print(f"{safe_line(outcome.run.name)}: {p.passed_count or 0} passed, {p.failed_count or 0} failed, "
               f"{p.error_count or 0} errors of {p.total_count or 0}", file=out)
     if outcome.failed:
         return EXIT_FAILED
@@ -311,20 +308,20 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     report = _connect_and(args, work)
     for name, mask in report.updated:
-        print(f"updated {_safe(name)} ({', '.join(mask)})", file=out)
+        print(f"updated {safe_line(name)} ({', '.join(mask)})", file=out)
     for eval_id in report.skipped:
-        print(f"skipped {_safe(eval_id)}: not pulled from CES (no resource name)", file=out)
+        print(f"skipped {safe_line(eval_id)}: not pulled from CES (no resource name)", file=out)
     for line in report.conflicts:
-        print(f"conflict: {_safe(line)}", file=err)
+        print(f"conflict: {safe_line(line)}", file=err)
     if report.conflicts:
         print("error: nothing was overwritten for the conflicting evaluation(s): pull again "
               "(`tui-eval ces pull`), re-apply your edits, then push", file=err)
         return EXIT_FAILED
     if report.failed is not None:
         name, why = report.failed
-        print(f"failed {_safe(name)}: {_safe(why)}", file=err)
+        print(f"failed {safe_line(name)}: {safe_line(why)}", file=err)
         for later in report.not_tried:
-            print(f"not tried {_safe(later)}", file=err)
+            print(f"not tried {safe_line(later)}", file=err)
         saved = f" ({path} has their new etags)" if report.updated else ""
         print(f"error: push stopped: {len(report.updated)} pushed{saved}, 1 failed, {len(report.not_tried)} "
               "not tried; fix the failed one, then push again", file=err)
@@ -384,5 +381,5 @@ def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return cmd_show(args, out)
         return cmd_push(args, out, err)
     except _Usage as exc:
-        print(f"error: {_safe(exc)}", file=err)
+        print(f"error: {safe_line(exc)}", file=err)
         return exc.code

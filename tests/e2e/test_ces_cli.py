@@ -132,6 +132,22 @@ def test_run_streams_progress_and_fails_when_an_evaluation_fails(ces: tuple[str,
     assert run_args == {"app": APP, "evaluations": ["fail-golden", "refund-scenario", "weather-golden"]}
 
 
+def test_text_from_ces_is_printed_with_its_control_characters_escaped(ces: tuple[str, FakeCesState]) -> None:
+    # A display name is CES's text, not ours: an escape sequence in it must not reach the terminal, and a
+    # newline must not forge a result line of its own.
+    url, state = ces
+    hostile = golden_evaluation(eval_id="hostile-golden")
+    hostile["displayName"] = "Will fail\x1b]0;owned\x07\u202e\nPASS  forged"
+    with state.lock:
+        state.add(hostile)
+    code, out, err = _cli("ces", "run", APP, "--endpoint", url, "--poll-interval", "0.01",
+                          "--evaluations", "hostile-golden")
+    assert code == 1, err
+    assert "FAIL  Will fail\\x1b]0;owned\\x07\\u202e\\nPASS  forged" in out.splitlines()
+    assert not any(line.startswith("PASS") for line in out.splitlines())
+    assert not any(c in out + err for c in "\x1b\x07\u202e")
+
+
 def test_run_of_chosen_evaluations_that_pass_exits_0(ces: tuple[str, FakeCesState]) -> None:
     url, state = ces
     code, out, err = _cli("ces", "run", APP, "--endpoint", url, "--poll-interval", "0.01",
