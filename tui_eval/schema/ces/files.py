@@ -7,16 +7,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import LoadError
+from ..errors import LoadError, render_path
 from ..load import read_json_file
 from .model import Evaluation
-
-
-def _json_path(prefix: str, loc: tuple[int | str, ...]) -> str:
-    out = prefix
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
 
 
 def evaluations_from_json(data: Any, path: str | Path) -> list[Evaluation]:
@@ -40,7 +33,7 @@ def evaluations_from_json(data: Any, path: str | Path) -> list[Evaluation]:
             evaluation = Evaluation.model_validate(item)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise LoadError(str(path), first["msg"], _json_path(where, tuple(first["loc"]))) from None
+            raise LoadError(str(path), first["msg"], render_path(where, first["loc"])) from None
         if evaluation.golden is None and evaluation.scenario is None:
             raise LoadError(str(path), "a CES Evaluation needs 'golden' or 'scenario'", where)
         if evaluation.golden is not None and evaluation.scenario is not None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import render_path
 from .caseview import CES_KEY
 from .model import Evaluation
 
@@ -432,10 +433,7 @@ def _checked_residue(case: Mapping[str, Any], where: str) -> JsonDict:
         Evaluation.model_validate(residue)
     except ValidationError as exc:
         first = exc.errors()[0]
-        path = f"{where}.{CES_KEY}.evaluation"
-        for part in first["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}"
-        raise MappingError(path, str(first["msg"])) from None
+        raise MappingError(render_path(f"{where}.{CES_KEY}.evaluation", first["loc"]), str(first["msg"])) from None
     return copy.deepcopy(residue)
 
 
