@@ -11,7 +11,8 @@ Exit codes (the README lists them too):
   7 RESOURCE_EXHAUSTED (quota)
 A refusal's code comes from CES's canonical status, never from its wording. Errors print one line each,
 no traceback; text from CES passes `safe_line`, as every terminal output does. Only argparse and two
-light modules are imported here at start-up; the rest waits for a `ces` command.
+light modules (`ces.address`, `engine.exitcodes`) are imported here at start-up; the rest waits for a
+`ces` command.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from .ces.address import DEFAULT_ENDPOINT
 from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
-from .textsafe import safe_line
 
 if TYPE_CHECKING:
     from .ces.client import CesClient
@@ -115,8 +115,8 @@ def _endpoint(args: argparse.Namespace) -> str:
 
 
 def _write(path: Path, data: Any) -> None:
-    from .schema.fileio import atomic_write
     from .ces.cache import json_bytes
+    from .schema.fileio import atomic_write
 
     try:
         atomic_write(path, json_bytes(data))
@@ -157,9 +157,9 @@ def _eval_set_id_for(path: Path) -> str:
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     import time
 
-    from .schema.errors import LoadError
     from .schema.ces.files import read_evaluations
     from .schema.ces.mapping import evaluations_to_eval_set
+    from .schema.errors import LoadError
 
     evaluations = []
     for name in args.files:
@@ -210,8 +210,9 @@ def _connect_and(args: argparse.Namespace, work: Callable[[CesClient], Awaitable
 
 def cmd_pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .ces.cache import eval_file_for, save_pull
-    from .schema.ces.model import Evaluation
     from .ces.remote import pull
+    from .schema.ces.model import Evaluation
+    from .textsafe import safe_line
 
     async def work(client: CesClient) -> list[Evaluation]:
         return await pull(client, args.app)
@@ -230,6 +231,8 @@ def cmd_pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _progress_line(run: EvaluationRun) -> str:
+    from .textsafe import safe_line
+
     p = run.progress
     if p is None:
         return f"{safe_line(run.name)}: {run.state or '?'}"
@@ -240,6 +243,7 @@ def _progress_line(run: EvaluationRun) -> str:
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .ces.remote import RunOutcome, run
+    from .textsafe import safe_line
 
     wanted = [e for chunk in args.evaluations or [] for e in chunk.split(",") if e.strip()]
     last: list[str] = []
@@ -280,8 +284,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .schema.ces.mapping import MappingError, eval_set_to_evaluations
     from .ces.remote import PushReport, push
+    from .schema.ces.mapping import MappingError, eval_set_to_evaluations
+    from .textsafe import safe_line
 
     path = Path(args.eval_set)
     eval_set = _read_eval_set(path)
@@ -293,9 +298,9 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def save() -> None:
         # Each accepted update at once: its new etag, so the next push starts from what CES now holds,
         # even when a later update fails.
-        from .schema.fileio import atomic_write
         from .ces.cache import json_bytes
         from .ces.client import CesError
+        from .schema.fileio import atomic_write
 
         try:
             atomic_write(path, json_bytes(eval_set))
@@ -331,9 +336,9 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    from .ces.show import evaluation_lines
     from .engine.plan import PlanError, split_target
     from .schema.ces.mapping import MappingError, case_to_evaluation
-    from .ces.show import evaluation_lines
 
     try:
         file, ids = split_target(args.target)
@@ -368,6 +373,8 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Dispatch `tui-eval ces ...`; errors are one line each on `err`."""
+    from .textsafe import safe_line
+
     try:
         if args.ces_command == "import":
             return cmd_import(args, out)

@@ -7,7 +7,7 @@ import re
 
 DEFAULT_ENDPOINT = "https://ces.googleapis.com/mcp"
 SCHEME = "ces://"
-_APP_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+$")
+_APP_PATTERN = r"^projects/[^/]+/locations/[^/]+/apps/[^/]+$"  # compiled on first use (re caches it)
 
 
 def regional_endpoint(location: str) -> str:
@@ -19,6 +19,6 @@ def parse_app_url(url: str) -> str:
     """`ces://projects/P/locations/L/apps/A` -> `projects/P/locations/L/apps/A`; ValueError when malformed."""
     app = url[len(SCHEME):] if url.startswith(SCHEME) else url
     app = app.strip("/")
-    if not _APP_RE.match(app):
+    if not re.match(_APP_PATTERN, app):
         raise ValueError(f"{url}: expected ces://projects/PROJECT/locations/LOCATION/apps/APP")
     return app
