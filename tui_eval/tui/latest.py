@@ -29,6 +29,17 @@ class Held(NamedTuple):
     repetition: int
 
 
+_HELD: dict[int, Held] = {}
+
+
+def held(repetition: int) -> Held:
+    """The (shared) Held of a repetition: one object per repetition, not one per finished case."""
+    found = _HELD.get(repetition)
+    if found is None:
+        found = _HELD[repetition] = Held(repetition)
+    return found
+
+
 class LatestResults:
     """The latest result of each case: this session's runs, else the newest saved record.
 
@@ -92,6 +103,14 @@ class LatestResults:
         summary = self._summary.get(key)
         return summary.metric(metric) if summary is not None else None
 
+    @staticmethod
+    def status_in(summary: CaseSummary, metric: str | None) -> int | None:
+        """A summary's status, or (with `metric`) that metric's; None when it has none."""
+        if not metric:
+            return summary.status
+        m = summary.metric(metric)
+        return m.status if m is not None else None
+
     def status(self, key: CaseKey, metric: str | None = None) -> int | None:
         """The case's status, or (with `metric`) that metric's (an EvalStatus value); None when there is none."""
         verdict = self._metric(key, metric) if metric else self._summary.get(key)
@@ -129,6 +148,18 @@ class LatestResults:
     def saved_at(self, key: CaseKey) -> float | None:
         """When the shown result was saved (None: a result of this session)."""
         return self._saved_at.get(key)
+
+    def put_finished(self, items: list[tuple[CaseKey, Finished]], origin: str) -> None:
+        """Store many finished cases of one origin at once (a slice of a streaming run)."""
+        summaries, full = self._summary, self._full
+        for key, finished in items:
+            summaries[key] = finished.summary
+            full[key] = finished.full
+        self._origin.update(dict.fromkeys([key for key, _f in items], origin))
+        if self._saved_at:
+            for key, _f in items:
+                self._saved_at.pop(key, None)
+        self.version += 1
 
     def put(self, key: CaseKey, result: CaseResult | Finished, origin: str, saved_at: float | None = None) -> None:
         """Store a case's result: a full one (summarised here), or a summary with its full result or the

@@ -438,6 +438,28 @@ class CaseListing:
         if counts is not None:
             counts[self.case_status(key)] += 1
 
+    def put_finished(self, items: list[tuple[CaseKey, Finished]], origin: str) -> None:
+        """`set_result` for many finished cases of one origin at once (a slice of a streaming run): the
+        counts of each file are adjusted in one pass over its cases."""
+        results = self.results
+        metric = self.filter.metric
+        by_file: dict[str, list[tuple[CaseKey, Finished]]] = {}
+        for item in items:
+            by_file.setdefault(item[0].eval_file, []).append(item)
+        for group in by_file.values():
+            path = self.path_of(group[0][0])
+            cached = self._counts.get(path)
+            state = self.file_state(path)
+            if cached is None or state is None or state.eval_set is None:
+                continue
+            counts, index = cached[1], self._cases_by_id(path, state.eval_set.eval_cases)
+            for key, finished in group:
+                if key.eval_id in index:
+                    counts[results.status(key, metric)] -= 1
+                    counts[results.status_in(finished.summary, metric)] += 1
+        self.stale.difference_update([key for key, _f in items])
+        results.put_finished(items, origin)
+
     def metric_names(self) -> list[str]:
         """Every metric with a result or in a config, results' first (the order `m` cycles through)."""
         names = dict.fromkeys(self.results.metric_names())

@@ -20,7 +20,7 @@ from ..engine import events as ev
 from ..engine import feed
 from .listing import CaseListing, WorkspaceDelta
 from .loader import FileLoaded, FolderOpened, LoadDone, Notice, ResultLoaded
-from .latest import Fetcher, Finished, Held
+from .latest import Fetcher, Finished, held
 from .progress import RunSnapshot, RunState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -217,14 +217,14 @@ class ReadModel:
                           cat.results.summary)
                 self._runs_in_backlog -= len(runs)
                 changes.insight = True
+            if runs:
+                finished = [(key, fin) for _k, key, fin, _r in runs]
+                cat.put_finished(finished, SESSION)
+                changes.dirty.update([key for key, _f in finished])
             for item in chunk:
-                if item[0] == "run":
-                    cat.set_result(item[1], item[2], SESSION)
-                elif cat.results.origin(item[1]) != SESSION:
+                if item[0] == "saved" and cat.results.origin(item[1]) != SESSION:
                     cat.set_result(item[1], item[2], item[3], item[4])
-                else:
-                    continue
-                changes.dirty.add(item[1])
+                    changes.dirty.add(item[1])
             if runs_only:
                 backlog.extendleft(reversed(keep))
                 if not self._runs_in_backlog:
@@ -241,7 +241,7 @@ class ReadModel:
             state = self.current
             if state is not None:
                 state.apply(record)
-            self._backlog.append(("run", record.key, Finished(record.summary, Held(record.repetition)),
+            self._backlog.append(("run", record.key, Finished(record.summary, held(record.repetition)),
                                   record.repetition))
             self._runs_in_backlog += 1
         elif kind is feed.CaseBegun or kind is feed.MetricsScored:
