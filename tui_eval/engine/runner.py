@@ -99,10 +99,6 @@ class RunRecord:
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)
 
-    @property
-    def all_passed(self) -> bool:
-        return all(c.status == EvalStatus.PASSED for r in self.results for c in r.case_results)
-
 
 _error_text = error_text
 
