@@ -44,10 +44,7 @@ class CausesScreen(Screen[None]):
         Binding("e", "expand_all", "Expand all", id="causes.expand"),
     ]
 
-    DEFAULT_CSS = """
-    #causes-status { height: auto; padding: 0 1; background: $panel; }
-    #causes-tree { height: 1fr; border: round $accent; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="causes")

@@ -35,9 +35,7 @@ class FullTextScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="fulltext.back"),
     ]
 
-    DEFAULT_CSS = """
-    #fulltext-body { border: round $accent; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, title: str, blocks: list[tuple[str, str]]) -> None:
         super().__init__(id="fulltext")

@@ -139,10 +139,6 @@ class CaseTrendRow(Sparkline):
     """A trend row of the case summary as ONE widget (TrendRow is four): the summary's rows are redrawn on
     every cursor move, and four widgets a row doubled a move's CPU (layout and repaint of 18 widgets)."""
 
-    DEFAULT_CSS = """
-    CaseTrendRow { width: 1fr; }
-    CaseTrendRow > .case-trend-row--tail { color: $text-muted; }
-    """
     COMPONENT_CLASSES = Sparkline.COMPONENT_CLASSES | {"case-trend-row--tail"}
 
     def __init__(self) -> None:
@@ -177,13 +173,6 @@ def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> Tren
 
 class CaseTrends(Vertical):
     """Shown under the summary: the highlighted case's (or eval set's) trend over its saved runs."""
-
-    DEFAULT_CSS = """
-    CaseTrends { height: auto; margin-top: 1; }
-    CaseTrends .trend-row { height: 1; }
-    CaseTrends .trend-name { width: auto; }
-    CaseTrends .trend-tail { width: 1fr; }
-    """
 
     def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
