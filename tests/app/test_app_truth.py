@@ -394,7 +394,7 @@ def test_without_colour_the_word_diff_marks_what_changed(monkeypatch) -> None:
 
 
 def _big_reply_folder(root: Path, size: int) -> tuple[Path, str]:
-    """One case whose recorded reply is `size` characters of words (issue 23 item 11: 11 MB froze ~25 s)."""
+    """One case whose recorded reply is `size` characters of words (issue 23 item 11: a huge one froze the UI)."""
     import json
 
     folder = root / "big"

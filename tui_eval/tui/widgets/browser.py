@@ -205,8 +205,8 @@ class EvalBrowser(Tree[Entry]):
         self._add_page(parent, entry.path, entry.start)
 
     def _add_nodes(self, parent: TreeNode[Entry], items: Sequence[tuple[Text, Entry, bool]]) -> list[TreeNode[Entry]]:
-        """Add many children at once. Tree.add invalidates the whole tree per node (5,000 cases took
-        0.8 s); with Textual pinned, build the nodes with the Tree's own helper and invalidate once."""
+        """Add many children at once. Tree.add invalidates the whole tree per node (slow for thousands
+        of cases); with Textual pinned, build the nodes with the Tree's own helper and invalidate once."""
         nodes = add_tree_nodes(self, parent, items) if len(items) >= 64 else None
         if nodes is None:
             return [parent.add(label, data, allow_expand=expand) for label, data, expand in items]
@@ -244,8 +244,8 @@ class EvalBrowser(Tree[Entry]):
 
     def refresh_keys(self, keys: Iterable[CaseKey]) -> None:
         """Repaint the lines of these cases (and their files and turns) after new results."""
-        # Per key only a set insert of the file's string: a Path per key cost most of a tick at 4,000
-        # results a tick.
+        # Per key only a set insert of the file's string: a Path per key cost most of a tick when
+        # thousands of results arrive a tick.
         files: set[str] = set()
         for key in keys:
             files.add(key.eval_file)
