@@ -16,7 +16,8 @@ from textual.widgets import Footer, Label, Tree
 
 import tui_eval
 from tui_eval.tui import textual_private
-from tui_eval.tui.textual_private import FooterKey, FooterLabel, KeyGroup, add_tree_nodes, tree_node_label
+from tui_eval.tui.textual_private import (FooterKey, FooterLabel, KeyGroup, add_tree_nodes, app_is_exiting,
+                                          tree_node_label, withdraw_notification)
 
 
 def test_the_footer_pieces_are_where_the_package_imports_them_from() -> None:
@@ -61,6 +62,21 @@ async def test_adding_many_tree_nodes_at_once_gives_what_adding_them_one_by_one_
         assert fast.get_node_at_line(42) is added[41]
         label = tree_node_label(added[7])
         assert isinstance(label, Text) and label.plain == "case 7" and label is added[7].label
+
+
+async def test_one_notification_is_withdrawn_and_exiting_is_seen_before_the_app_stops() -> None:
+    app = App[None]()
+    async with app.run_test() as pilot:
+        app.notify("stale", title="one")
+        app.notify("current", title="two")
+        await pilot.pause()
+        stale = next(n for n in app._notifications if n.message == "stale")
+        withdraw_notification(app, stale)
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == ["current"]
+        assert not app_is_exiting(app)
+        app.exit()
+        assert app_is_exiting(app) and app.is_running
 
 
 async def test_the_private_app_state_the_tests_read_is_there() -> None:

@@ -10,7 +10,7 @@ check in that test.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 # The footer's pieces: `textual.widgets` exports Footer but not the widgets it composes, which
 # widgets/footer.py composes itself.
@@ -18,10 +18,13 @@ from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 if TYPE_CHECKING:
     from rich.text import Text
+    from textual.app import App
+    from textual.notifications import Notification
     from textual.widgets import Tree
     from textual.widgets.tree import TreeNode
 
-__all__ = ["FooterKey", "FooterLabel", "KeyGroup", "add_tree_nodes", "tree_node_label"]
+__all__ = ["FooterKey", "FooterLabel", "KeyGroup", "add_tree_nodes", "app_is_exiting", "tree_node_label",
+           "withdraw_notification"]
 
 T = TypeVar("T")
 
@@ -51,3 +54,13 @@ def add_tree_nodes(tree: Tree[T], parent: TreeNode[T],
 def tree_node_label(node: TreeNode[T]) -> Text:
     """The node's label as the Tree keeps it (always a Text; the public `label` is typed wider)."""
     return node._label
+
+
+def app_is_exiting(app: App[Any]) -> bool:
+    """True once `app.exit()` was called, before the app stops running (a private flag in Textual)."""
+    return bool(app._exit)
+
+
+def withdraw_notification(app: App[Any], notification: Notification) -> None:
+    """Take one shown notification away (Textual's public API only clears them all)."""
+    app._unnotify(notification)
