@@ -100,7 +100,7 @@ class GenaiPart(Part):
     """A Part with genai 2.34's other fields: accepted (a file ADK reads loads) and written back, never read.
 
     A separate class so the common part validates against three fields only (the bench file has
-    ~60,000 parts); `PartType` tries Part first and falls back to this one.
+    tens of thousands of parts); `PartType` tries Part first and falls back to this one.
     """
 
     inline_data: JsonAny = None
