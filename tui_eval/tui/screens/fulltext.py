@@ -12,7 +12,7 @@ from textual.widgets import Log
 from ..text import literal
 from ..widgets.footer import KeyFooter
 
-#: Characters of one screen line: a single 11 MB line is cut into lines this long (never wrapped whole).
+#: Characters of one screen line: a single line of megabytes is cut into lines this long (never wrapped whole).
 LINE_CHARS = 2000
 
 
