@@ -46,3 +46,26 @@ def test_mypy_is_clean() -> None:
     proc = _run(_tool("mypy"))
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "Success: no issues found" in proc.stdout
+
+
+def test_every_style_rule_is_in_a_tcss_file() -> None:
+    """No widget or screen carries CSS in Python (DEFAULT_CSS or CSS): the rules live in tui/*.tcss,
+    and each CSS_PATH names a sheet that exists."""
+    import ast
+
+    inline, missing = [], []
+    for path in sorted((ROOT / "tui_eval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for stmt in node.body:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+                where = f"{path.relative_to(ROOT)}:{stmt.lineno} {node.name}"
+                if "DEFAULT_CSS" in names or "CSS" in names:
+                    inline.append(where)
+                if "CSS_PATH" in names and isinstance(stmt.value, ast.Constant):
+                    if not (path.parent / str(stmt.value.value)).is_file():
+                        missing.append(f"{where}: {stmt.value.value}")
+    assert inline == [] and missing == []

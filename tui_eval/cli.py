@@ -276,8 +276,8 @@ def _print_warnings(warnings: Sequence[str], err: TextIO) -> None:
 
 
 #: Set by the console script, whose process ends soon after `main` returns (`_exit_without_teardown`):
-#: a run's eval sets and results are kept here instead of being freed one by one on the way out. After
-#: bench/headless_run.py's 5,000-case run, freeing them when `cmd_run` returned took ~0.1 s of CPU.
+#: a run's eval sets and results are kept here instead of being freed one by one on the way out. Freeing
+#: them when `cmd_run` returned was a measurable CPU cost after bench/headless_run.py's run (bench/README.md).
 _kept_for_exit: list[object] | None = None
 
 
@@ -581,17 +581,15 @@ def _without_cyclic_gc(command: Callable[[argparse.Namespace, TextIO, TextIO], i
     """Run a one-shot command with the cyclic GC off, then turn it back on.
 
     Loading eval files and running builds millions of small acyclic objects (pydantic models, turns,
-    results, JSON dicts) that the cyclic GC would rescan again and again for nothing. Measured on
-    bench/headless_run.py's 5,000-case corpus: loading the two 20 MB files takes 0.52-0.56 s of CPU
-    with the GC off and 1.40-1.50 s with it on; the run itself 4.0-4.1 s off and 5.2-5.6 s on
-    (--no-save). Only entry points do this.
+    results, JSON dicts) that the cyclic GC would rescan again and again for nothing: bench/headless_run.py
+    loads and runs on clearly less CPU with the GC off (bench/README.md). Only entry points do this.
     """
     gc.disable()
     try:
         return command(args, out, err)
     finally:
         # Everything allocated meanwhile sits in the youngest generation: turned back on as it is, the
-        # next young collection would scan all of it (7-12 s after a cancelled 100k-case run). Moving it
+        # next young collection would scan all of it (seconds after a cancelled 100k-case run). Moving it
         # to the oldest generation first (freeze, then unfreeze: two list splices) keeps that free.
         gc.freeze()
         gc.unfreeze()
@@ -656,8 +654,8 @@ def _exit_without_teardown(outcome: list[int]) -> None:
     """The last exit handler of the console script: end the process once every other one has run.
 
     What is left after that is the interpreter's teardown, which frees every object still alive one by
-    one (the loaded eval sets, the results, the replay cache) just before the process ends anyway. After
-    bench/headless_run.py's 5,000-case run that took 0.15 s of wall and CPU time; skipped, 0.04 s.
+    one (the loaded eval sets, the results, the replay cache) just before the process ends anyway: most of
+    the exit time of bench/headless_run.py's run (bench/README.md).
     """
     if not outcome:
         return  # main raised: the interpreter reports it and exits as usual

@@ -12,10 +12,10 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.reactive import var
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 from tests.app.conftest import install_fixture
 from tui_eval.tui import app as app_module
+from tui_eval.tui.textual_private import FooterKey
 from tui_eval.tui.widgets.footer import KeyFooter
 
 

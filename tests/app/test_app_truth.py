@@ -352,7 +352,7 @@ async def test_trends_draw_scores_on_0_to_1_and_captions_count_the_marks(workspa
 
 
 async def test_every_screen_footer_keeps_help_and_quit_at_80x24(workspace: Path, make_app) -> None:
-    from textual.widgets._footer import FooterKey
+    from tui_eval.tui.textual_private import FooterKey
 
     from tests.app.test_app_turn import open_turn
 
@@ -394,7 +394,7 @@ def test_without_colour_the_word_diff_marks_what_changed(monkeypatch) -> None:
 
 
 def _big_reply_folder(root: Path, size: int) -> tuple[Path, str]:
-    """One case whose recorded reply is `size` characters of words (issue 23 item 11: 11 MB froze ~25 s)."""
+    """One case whose recorded reply is `size` characters of words (issue 23 item 11: a huge one froze the UI)."""
     import json
 
     folder = root / "big"

@@ -156,7 +156,7 @@ def test_importing_the_metric_does_not_import_nltk() -> None:
 
 
 def test_stemming_loads_nothing_and_starts_no_thread() -> None:
-    # What warm_up() used to hide (nltk's ~0.5 s import on a thread) is gone: the first stem is immediate.
+    # What warm_up() used to hide (nltk's slow import on a thread) is gone: the first stem is immediate.
     code = (
         "import sys, threading\n"
         "from tui_eval.metrics import response_match as rm\n"

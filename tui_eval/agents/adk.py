@@ -58,8 +58,8 @@ except ImportError:  # pragma: no cover - another google-adk version
     busy_collector = None
 
 _USER = "user"
-#: What google-adk imports during an agent's first turn (1.3 s of a 1.8 s first case in google-adk 2.13;
-#: the other cases of the worker waited behind it). Each pulls in the rest of its package.
+#: What google-adk imports during an agent's first turn (most of a first case's time in google-adk 2.13;
+#: the other cases of the worker waited behind it; bench/README.md). Each pulls in the rest of its package.
 _FIRST_TURN_MODULES = (
     "google.adk.agents._agent_router",
     "google.adk.workflow",

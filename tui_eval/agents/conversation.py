@@ -109,8 +109,8 @@ async def run_conversation(
 ) -> Inference:
     """Play one case against the agent. Never raises for the agent's faults (they come back as the
     Inference's error); only a cancel of the run propagates. `own=True` is for tui-eval's own agents
-    (replay), which run no user code and never wait: no turn timer (two loop timers per turn were ~15 %
-    of a replay run's CPU) and no check of what they return."""
+    (replay), which run no user code and never wait: no turn timer (two loop timers per turn were a
+    noticeable share of a replay run's CPU) and no check of what they return."""
     from .simulator import SimulatorError, simulate_conversation
 
     t0 = time.perf_counter()

@@ -38,7 +38,7 @@ class ReplaySession(AgentSession):
             )
         recorded = turns[index]
         # The recorded turn answers this user message; keep the message that was actually sent. Every
-        # field in declaration order, as validation would give them (0.21 -> ~0.1 s CPU for 12k turns).
+        # field in declaration order, as validation would give them (cheaper than validating; bench/README.md).
         return trusted(
             Invocation,
             invocation_id=recorded.invocation_id,
@@ -61,7 +61,7 @@ _SHARE_BATCH = 256
 
 
 # The last parsed replay files, by (resolved path, mtime_ns, size, inode): the dashboard's `r` starts
-# a new ReplayAgent per run, and a 100,000-case file took ~3.5 s to parse and validate each time.
+# a new ReplayAgent per run, and parsing and validating a 100,000-case file each time took seconds.
 _CACHE_SIZE = 2
 _cache: OrderedDict[tuple[str, int, int, int], Mapping[str, EvalCase]] = OrderedDict()
 _cache_lock = threading.Lock()  # agents load on worker threads

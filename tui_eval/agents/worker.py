@@ -174,7 +174,7 @@ class _Worker:
 
 def _warm_up() -> None:
     """Build the validators of the models every turn makes (they are built on first use, and a fresh
-    worker's first cases paid for them: 20-70 ms a case instead of 1-2 ms), while no agent is loaded."""
+    worker's first cases paid for them, many times a warm case's cost), while no agent is loaded."""
     from pydantic import BaseModel
 
     from ..schema import model

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 #: CPUs one case asks Ray for (each case runs in a Ray worker process of its own). One, Ray's default:
 #: Ray keeps about one idle worker per CPU warm, so with less it starts and kills workers all the time
-#: (bench/ray_overhead.py, 8 cases at once on a 2-CPU instance: 622 ms per case at 0.25, 5 ms at 1).
+#: (bench/ray_overhead.py; its figures are in bench/README.md).
 #: TUI_EVAL_RAY_CASE_CPUS=0.25 suits agents that mostly wait for their model on a cluster with CPUs
 #: to spare.
 CASE_CPUS = float(os.environ.get("TUI_EVAL_RAY_CASE_CPUS") or 1)

@@ -99,10 +99,6 @@ class RunRecord:
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)
 
-    @property
-    def all_passed(self) -> bool:
-        return all(c.status == EvalStatus.PASSED for r in self.results for c in r.case_results)
-
 
 _error_text = error_text
 
@@ -442,7 +438,7 @@ class Run:
             finished = [r for r in results if r is not None]
             suffix = f"_run{rep + 1}" if plan.num_runs > 1 else ""
             # Our own, typed values: validating them would first build pydantic's schema of every result
-            # model (~0.3 s of CPU, deferred until needed), only to accept them as they are.
+            # model (a CPU cost deferred until needed), only to accept them as they are.
             self.record.results.append(
                 trusted(
                     EvalSetResult,
@@ -613,7 +609,7 @@ class Run:
         if self.options.strict:
             status = strict_status(status, metrics)  # --strict: a metric that never ran counts as a failure
         user_id = case.session_input.user_id if case.session_input is not None else None
-        # Every field given, each of its type (validating the 5,000 results of a bench run cost ~0.1 s).
+        # Every field given, each of its type (validating them was a measurable share of a bench run).
         result = trusted(
             CaseResult,
             eval_set_id=target.eval_set.eval_set_id,

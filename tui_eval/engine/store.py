@@ -101,14 +101,14 @@ def _record_default() -> Callable[[object], dict[str, Any]]:
 def record_json(record: dict[str, Any] | BaseModel) -> bytes:
     """A run record as JSON. Result models are written field by field by orjson: our result and
     details models have no aliases, serialisers or computed fields, so this equals `model_dump(mode=
-    "json")` (a test checks it) at a third of the cost for 5,000 cases. A CaseResult is written as its
+    "json")` (a test checks it) at a fraction of the cost. A CaseResult is written as its
     CaseRecord (`CaseResult.record_fields`), without building one."""
     return orjson.dumps(record, default=_record_default(), option=orjson.OPT_NON_STR_KEYS)
 
 
 def record_chunks(meta: dict[str, Any], cases: list[CaseResult]) -> Iterator[bytes]:
     """A run record (`meta` plus its "cases", last), case by case, as `record_json` writes it whole:
-    streamed like the ADK file, so a 5,000-case record is never one 25 MB buffer (and its copies)."""
+    streamed like the ADK file, so a big record is never one buffer of tens of MB (and its copies)."""
     head = record_json(meta)
     from ..schema.results import SharedJson
 
@@ -343,7 +343,7 @@ class HistoryEntry:
 
 _CASES_KEY = b',"cases":['
 
-#: The largest run record (or ADK history file beside it) read: a 5,000-case record is ~25 MB.
+#: The largest run record (or ADK history file beside it) read: far above bench/headless_run.py's.
 MAX_RECORD_BYTES = 1024 * 1024 * 1024
 #: The largest code diff side file read (the writer keeps at most `codestate.DIFF_CAP_BYTES`).
 MAX_DIFF_BYTES = 4 * 1024 * 1024
@@ -466,8 +466,8 @@ def read_code_diff(path: Path) -> str:
 def read_record_head(path: Path) -> dict[str, Any]:
     """A run record's keys without its cases, checked (`check_record_head`). The writer puts "cases"
     last (`record_chunks`, and the older writers did too), and the bytes `,"cases":[` cannot occur
-    inside a JSON string (a quote there is escaped), so the head before them is parsed alone: ~1 KB of
-    a 25 MB 5,000-case record. A nested "cases" key found first leaves braces open; that, or a head
+    inside a JSON string (a quote there is escaped), so the head before them is parsed alone: a tiny
+    part of a big record. A nested "cases" key found first leaves braces open; that, or a head
     without its format, is parsed whole. Raises RecordError (a ValueError)."""
     path = Path(path)
     raw = _read_bounded(path, MAX_RECORD_BYTES)
@@ -693,7 +693,7 @@ class CaseScores:
 
 def record_case_scores(path: Path) -> tuple[int, list[CaseScores]]:
     """A run record's repetition and each case's status and metric scores, without building its results
-    (`load_record` validates every case: ~4 s CPU for a 5,000-case record, against ~0.5 s here)."""
+    (`load_record` validates every case: several times the CPU of this)."""
     path = Path(path)
     data = _loads(_read_bounded(path, MAX_RECORD_BYTES), path)
     cases = data.get("cases", []) if isinstance(data, dict) else []

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 #: How many of the newest runs a case's score trend covers (a sparkline at 80 columns has room for few).
 TREND_RUNS = 12
-#: Bytes of run records a trend reads at most (a 5,000-case record is ~25 MB, ~0.5 s CPU to parse).
+#: Bytes of run records a trend reads at most (parsing a big record costs CPU the dashboard feels).
 TREND_BYTES = 32 * 1024 * 1024
 _FULL = (None, "all")
 

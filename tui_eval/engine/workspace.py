@@ -277,9 +277,6 @@ class Workspace:
                 break
         return None
 
-    def eval_files_of_agent(self, agent_dir: Path) -> list[Path]:
-        return [p for p in self.eval_files if self.agent_for(p) == str(agent_dir)]
-
     def cases(self) -> list[tuple[Path, EvalCase]]:
         out: list[tuple[Path, EvalCase]] = []
         for path, state in sorted(self.eval_files.items()):

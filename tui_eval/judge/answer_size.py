@@ -1,10 +1,11 @@
 """A bound on the decoded size of every HTTP answer (judge, Vertex AI, CES): the one place it is kept.
 
 httpx (and its fork httpx2, which the MCP SDK uses) inflate a gzip body as it is read, without limit: a
-judge endpoint answering 4.7 MB of gzip once drove one call to 5.3 GB of memory. `with_answer_bound`
-adds two event hooks to a client's: one asks for the encodings bounded here (gzip, deflate), the other
-replaces each answer's byte stream with one that inflates chunk by chunk and stops at `MAX_ANSWER_BYTES`,
-raising `AnswerTooLarge`, which the caller reports as that call's error. Hooks rather than a transport,
+judge endpoint answering a few MB of gzip once drove one call to gigabytes of memory (bench/answer_bound.py
+measures the bound). `with_answer_bound` adds two event hooks to a client's: one asks for the encodings
+bounded here (gzip, deflate), the other replaces each answer's byte stream with one that inflates chunk
+by chunk and stops at `MAX_ANSWER_BYTES`, raising `AnswerTooLarge`, which the caller reports as that
+call's error. Hooks rather than a transport,
 so a proxy from the environment (a transport of its own) is bounded too.
 """
 

@@ -357,7 +357,7 @@ class GeminiProvider:
     def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
                 system_instruction: str | None) -> Any:
         self._get_client()  # no credentials: the reason, before any config work
-        # Every sample of every invocation shares a handful of configs; validating one costs ~1 ms.
+        # Every sample of every invocation shares a handful of configs; validating one is not free.
         memo_key = (schema, json.dumps(_jsonable(config or {}), sort_keys=True, default=str), system_instruction)
         built = self._configs.get(memo_key)
         if built is None:

@@ -31,7 +31,7 @@ from ..schema.calls import calls_match as calls_match  # the one call equality (
 from ..schema.model import FunctionCall
 
 _IDENT = re.compile(r"[A-Za-z0-9_\-]+")
-# Enum member and `.name` lookups cost ~0.2 us each on Python 3.11; this runs for every turn.
+# Enum member and `.name` lookups are not free, and this runs for every turn.
 _EXACT, _IN_ORDER, _ANY_ORDER = MatchType.EXACT, MatchType.IN_ORDER, MatchType.ANY_ORDER
 _NAME = {mt: mt.name for mt in MatchType}
 

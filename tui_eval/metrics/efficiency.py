@@ -232,8 +232,8 @@ _RESULTS: dict[str, Callable[[list[Invocation]], MetricResult]] = {
 
 # Turns with no model-call events and no timing (replayed or read from a file: every case of a replay
 # run) get results that depend only on each turn's tool-call count. They are read, never changed, so
-# cases with the same counts share one list's worth of results: on bench/headless_run.py's 5,000 cases
-# the four metrics went from ~0.09 s of CPU to ~0.01 s. Bounded for long-lived dashboards.
+# cases with the same counts share one list's worth of results (on bench/headless_run.py's cases the four
+# metrics' CPU fell to a fraction; bench/README.md). Bounded for long-lived dashboards.
 _PLAIN_RESULTS: dict[tuple[tuple[str, ...], tuple[int, ...]], list[MetricResult]] = {}
 _MAX_PLAIN = 4096
 

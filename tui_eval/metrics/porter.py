@@ -2,10 +2,10 @@
 
 Porter, M. "An algorithm for suffix stripping", Program 14.3 (1980): 130-137, plus the departures nltk's
 default mode makes from the paper (each marked "nltk:" below). rouge-score calls
-`nltk.stem.porter.PorterStemmer().stem(word)`; importing nltk for it cost ~0.5 s of CPU and ~40 MB
-(nltk's __init__ loads ~245 modules and numpy) in every run that scores responses. This module is the
-algorithm alone: tests/unit/test_porter.py checks it word for word against nltk on the standard
-library's whole vocabulary, on generated strings and on nltk's special cases.
+`nltk.stem.porter.PorterStemmer().stem(word)`; importing nltk for it (its __init__ loads hundreds
+of modules and numpy) cost CPU and memory in every run that scores responses (bench/README.md). This
+module is the algorithm alone: tests/unit/test_porter.py checks it word for word against nltk on the
+standard library's whole vocabulary, on generated strings and on nltk's special cases.
 
 Throughout, a word is split into consonants (c) and vowels (v): a, e, i, o, u are vowels, and so is a y
 that follows a consonant; every other character (digits included) is a consonant. The measure m of a

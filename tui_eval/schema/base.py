@@ -15,8 +15,8 @@ _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 
 class SharedFieldsSet(set[str]):
     """A model's `__pydantic_fields_set__` shared by every loaded model of its class that was given the
-    same keys (`share_fields_set`): a set per object was 216-728 bytes, ~80 MB over a 5,000-case run's
-    two eval sets. Never changed in place: a model copies it before an assignment changes it (see
+    same keys (`share_fields_set`): a set per object added up to tens of MB over a big run's two eval
+    sets (bench/README.md). Never changed in place: a model copies it before an assignment changes it (see
     `EvalBaseModel.__setattr__`), and a copy of it is a plain set."""
 
     __slots__ = ()
@@ -37,11 +37,11 @@ _SHARED_MAX = 4096
 def share_fields_sets(models: list[BaseModel]) -> None:
     """Give each freshly loaded model the shared fields-set equal to its own.
 
-    Written as C-level map()s over the whole list, not a Python loop: a 5,000-case file has ~130,000
-    models, and a loop body per model cost a tenth of the file's parse. Most models of a class were
+    Written as C-level map()s over the whole list, not a Python loop: a big file has hundreds of
+    thousands of models, and a loop body per model was a noticeable part of the file's parse. Most models of a class were
     given the same keys, so each is first compared with one candidate set per class (a set comparison),
-    and only the others pay for a frozenset key of their own: bench/headless_run.py's 5,000-case eval set
-    (134,332 models) took 0.17-0.20 s of CPU with a frozenset per model, 0.13 s so."""
+    and only the others pay for a frozenset key of their own (cheaper than a frozenset per model on
+    bench/headless_run.py's eval set; bench/README.md)."""
     if not models:
         return
     types = list(map(type, models))

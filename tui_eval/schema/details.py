@@ -5,7 +5,7 @@ record back into the right class. Metrics fill these; readers (dashboard, report
 never re-run metric code. Nothing here computes a verdict.
 
 Trajectory alignments and their steps are TypedDicts, not models: a run aligns every turn of every case
-(under three match types when EXACT fails), and a dict costs a tenth of a model's __init__; pydantic
+(under three match types when EXACT fails), and a dict costs a fraction of a model's __init__; pydantic
 still validates them, field by field, whenever a details model is built or a record loads.
 """
 
@@ -36,7 +36,7 @@ _fields_sets: dict[type[BaseModel], set[str]] = {}
 def trusted(cls: type[M], /, **values: Any) -> M:
     """`cls(**values)` without validation, for values our own code just computed with their types.
 
-    What `model_construct` does, for the scoring hot path (a 5,000-case run builds ~60k results):
+    What `model_construct` does, for the scoring hot path (a big run builds tens of thousands of results):
     pydantic 2.14's model_construct resolves aliases and defaults in Python on every call and costs
     more than validating. So every field must be given (no defaults are filled in); tests check that
     the result equals the validated model.
@@ -44,7 +44,7 @@ def trusted(cls: type[M], /, **values: Any) -> M:
     obj = _new(cls)
     _set_dict(obj, values)
     # Every field is given, so the fields-set is the class's field names: one set per class, shared
-    # (a set per object was 216-472 bytes, ~17 MB over a 5,000-case run). Pydantic only ever adds a
+    # (a set per object added up to MBs over a big run). Pydantic only ever adds a
     # field's name to it on assignment, which changes nothing here; copies get their own set.
     fields = _fields_sets.get(cls)
     if fields is None:

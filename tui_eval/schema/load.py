@@ -1,7 +1,7 @@
 """Read eval set files (current schema and both legacy `.test.json` forms) into the data model.
 
 JSON is parsed with orjson, then validated by the pydantic models of `model.py` (faster than
-`model_validate_json` on the 20 MB bench file). Every fault of a file is reported at once (up to 20),
+`model_validate_json` on the bench file). Every fault of a file is reported at once (up to 20),
 each with its JSON path; top-level keys ADK ignores load with a warning.
 """
 
@@ -146,10 +146,10 @@ def read_plain_eval_set(data: Any) -> EvalSet | None:
     of every fault.
 
     Validating the whole parsed file at once kept all of its JSON objects alive until the last model
-    was built, and the memory they freed afterwards was left scattered among the models: on
-    bench/headless_run.py's 5,000-case file, peak RSS after loading it was 229 MB that way and 177 MB
-    this way, for the same CPU time. Between two cases the interpreter may also hand the GIL over (a
-    100,000-case file in one call held it for ~2.5 s while the dashboard waited).
+    was built, and the memory they freed afterwards was left scattered among the models: peak RSS
+    after loading bench/headless_run.py's file was clearly higher that way, for the same CPU time
+    (bench/README.md). Between two cases the interpreter may also hand the GIL over (a 100,000-case
+    file in one call held it for seconds while the dashboard waited).
     """
     if not isinstance(data, dict) or not _TOP_KEY_SET.issuperset(data):
         return None
@@ -337,9 +337,9 @@ def load_eval_set(path: str | Path) -> EvalSet:
     """Read one eval file. Raises LoadError naming the file (and place) of every fault.
 
     Its models share their fields-sets (`model.share_loaded_fields_sets`): a run holds both eval sets
-    for its whole length, and on bench/headless_run.py's 5,000 cases that lowers peak RSS from 446 to
-    375 MB for ~0.12 s of CPU per file. The dashboard's workspace parses with `parse_eval_set`, which
-    does not: its start-up load is timed (bench/tui_startup.py) and this would add a third to it.
+    for its whole length, and on bench/headless_run.py's cases that lowers peak RSS for a little CPU
+    per file (bench/README.md). The dashboard's workspace parses with `parse_eval_set`, which does
+    not: its start-up load is timed (bench/tui_startup.py) and this would add to it.
     """
     path = Path(path)
     eval_set = parse_eval_set(read_regular_file(path), path)[0]

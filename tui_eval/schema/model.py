@@ -100,7 +100,7 @@ class GenaiPart(Part):
     """A Part with genai 2.34's other fields: accepted (a file ADK reads loads) and written back, never read.
 
     A separate class so the common part validates against three fields only (the bench file has
-    ~60,000 parts); `PartType` tries Part first and falls back to this one.
+    tens of thousands of parts); `PartType` tries Part first and falls back to this one.
     """
 
     inline_data: JsonAny = None
@@ -237,7 +237,7 @@ def _shape(value: Any) -> str | None:
     keys).
     """
     # A dict first: what every file gives, and isinstance() against a pydantic class runs its
-    # metaclass's Python __instancecheck__ (a tenth of a 5,000-case folder's load went there).
+    # metaclass's Python __instancecheck__ (a noticeable part of a big folder's load went there).
     if isinstance(value, dict):
         if value.keys().isdisjoint(_SHAPE2):
             return TAG_DATA

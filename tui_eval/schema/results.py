@@ -398,8 +398,8 @@ class CaseResult(_CaseFields):
     def record_fields(self, shared: SharedJson | None = None) -> dict[str, Any]:
         """`as_record()`'s fields as plain dicts one or two levels deep, for `orjson.dumps` with a
         default that gives any other model's `__dict__` (the run record writer): no CaseRecord, and no
-        call from orjson back into Python per metric, turn verdict and details (~170k in a 5,000-case
-        run), which cost three times the dicts made here."""
+        call from orjson back into Python per metric, turn verdict and details (hundreds of thousands in
+        a big run), which cost several times the dicts made here."""
         d = self.__dict__
         out = {name: d[name] for name in _CASE_FIELDS}
         if shared is None:

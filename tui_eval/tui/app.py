@@ -37,6 +37,7 @@ from .loader import FolderLoader
 from .readmodel import SESSION, URGENT, Changes, ReadModel
 from .screens.main import MainScreen
 from .progress import RunState
+from .textual_private import app_is_exiting, withdraw_notification
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,7 +134,7 @@ class EvalApp(App[int]):
         self.changed: Signal[Changes] = Signal(self, "changed")
         #: The user's keymap (binding id -> keys); read from the keymap file unless given.
         self.user_keymap = keymap if keymap is not None else load_keymap()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._woken = False
         # Edits in flight: the case to redraw once written, and whether its result went stale.
         self._after_edit: dict[Worker[Any], tuple[CaseKey, bool]] = {}
@@ -173,7 +174,7 @@ class EvalApp(App[int]):
         self.changed.subscribe(node, guarded)
 
     def on_mount(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._ui_loop = asyncio.get_running_loop()
         self._apply_keymap()
         self.set_interval(1 / TICK_HZ, self._tick, name="pull")
         # Load after the first frame is on screen.
@@ -295,7 +296,7 @@ class EvalApp(App[int]):
     def _from_engine(self, records: list[Any]) -> None:
         """The engine link's reader thread: queue a batch; a run starting or stopping is shown at once."""
         self.model.inbox.put_many(records)
-        loop = self._loop
+        loop = self._ui_loop
         if loop is not None and not self._woken and any(isinstance(r, URGENT) for r in records):
             self._woken = True
             try:
@@ -336,7 +337,7 @@ class EvalApp(App[int]):
         """Fold within `budget` seconds (None: all); an error is logged and shown (once), never swallowed."""
         stack = self.screen_stack
         # The timer can fire once more while the app shuts down and its screens are being removed.
-        if self._exit or not self.is_running or not stack or not isinstance(stack[0], MainScreen) \
+        if app_is_exiting(self) or not self.is_running or not stack or not isinstance(stack[0], MainScreen) \
                 or not stack[0].is_attached:
             return
         try:
@@ -366,7 +367,7 @@ class EvalApp(App[int]):
             file_state = self.catalog.file_state(path)
             notice = self._load_notices.pop(path, None)
             if notice is not None and file_state is not None and file_state.error is None:
-                self._unnotify(notice)  # the file loads again: its "not loaded" notice is out of date
+                withdraw_notification(self, notice)  # the file loads again: its "not loaded" notice is out of date
         for path, error in changes.files.broke:
             from textual.notifications import Notification, Notify
 

@@ -315,7 +315,7 @@ class CaseListing:
     def index_cases(self) -> None:
         """Build every loaded file's case index now. The loader calls this on its thread: the first run's
         results look each case up, and indexing a 100,000-case file there held the UI thread (and every
-        key) for 0.1-1 s beside a scoring engine. A reload later rebuilds its file's index on first use."""
+        key) too long beside a scoring engine. A reload later rebuilds its file's index on first use."""
         ws = self.workspace
         if ws is None:
             return
@@ -417,7 +417,7 @@ class CaseListing:
             for case in cases:
                 out[self.case_status(make_key(name, case.eval_id))] += 1
         else:
-            # Nothing run or saved yet: no key to build per case (100,000 of them took a quarter second).
+            # Nothing run or saved yet: no key to build per case (100,000 of them held the UI thread).
             out[None] = len(cases)
         self._counts[path] = (stamp, out)
         return out

@@ -25,8 +25,8 @@ log = logging.getLogger(__name__)
 #: Runs the timeline keeps (newest first); older ones drop off.
 TIMELINE_LIMIT = 200
 #: While a run streams, tool latency is recomputed at most this often (seconds), and never for more than
-#: a twentieth of the time: it sorts every call so far per tool (300,000 calls took 0.38 s, on the UI
-#: thread, and the run panel asks on every tick).
+#: a twentieth of the time: it sorts every call so far per tool (on the UI thread, and the run panel
+#: asks on every tick).
 LATENCY_EVERY = 1.0
 
 

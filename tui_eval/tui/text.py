@@ -35,7 +35,7 @@ def one_line(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else cut_words(text, width)
 
 
-#: Characters of one text the turn view lays out at once: wrapping an 11 MB reply held the UI ~25 s.
+#: Characters of one text the turn view lays out at once: wrapping a huge reply whole froze the UI.
 CLIP_CHARS = 20_000
 
 

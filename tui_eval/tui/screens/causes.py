@@ -44,10 +44,7 @@ class CausesScreen(Screen[None]):
         Binding("e", "expand_all", "Expand all", id="causes.expand"),
     ]
 
-    DEFAULT_CSS = """
-    #causes-status { height: auto; padding: 0 1; background: $panel; }
-    #causes-tree { height: 1fr; border: round $accent; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="causes")
@@ -75,7 +72,7 @@ class CausesScreen(Screen[None]):
 
     def regroup(self) -> None:
         """Group the latest results again if they changed since the last time (in a thread: grouping
-        5,000 results takes a tenth of a second or more, and a run changes them continuously)."""
+        thousands of results takes long enough to feel, and a run changes them continuously)."""
         version = self._version()
         if version == self._shown_version:
             return

@@ -69,12 +69,7 @@ class CesHistoryScreen(Screen[None]):
 
     app: EvalApp
 
-    DEFAULT_CSS = """
-    CesHistoryScreen #ces-history-title { height: auto; padding: 0 1; background: $panel; }
-    CesHistoryScreen #ces-history-list { height: auto; max-height: 12; border: round $panel; }
-    CesHistoryScreen #ces-history-list:focus { border: round $accent; }
-    CesHistoryScreen #ces-history-body { border: round $panel; padding: 0 1; }
-    """
+    CSS_PATH = "../views.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="ces_history.back"),
     ]

@@ -105,9 +105,7 @@ class DiffScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="diff.back"),
     ]
 
-    DEFAULT_CSS = """
-    #diff-body { border: round $accent; padding: 0 1; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, path: Path, *, title: str = "Code diff") -> None:
         super().__init__(id="diff")

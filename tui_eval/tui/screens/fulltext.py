@@ -12,7 +12,7 @@ from textual.widgets import Log
 from ..text import literal
 from ..widgets.footer import KeyFooter
 
-#: Characters of one screen line: a single 11 MB line is cut into lines this long (never wrapped whole).
+#: Characters of one screen line: a single line of megabytes is cut into lines this long (never wrapped whole).
 LINE_CHARS = 2000
 
 
@@ -35,9 +35,7 @@ class FullTextScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="fulltext.back"),
     ]
 
-    DEFAULT_CSS = """
-    #fulltext-body { border: round $accent; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, title: str, blocks: list[tuple[str, str]]) -> None:
         super().__init__(id="fulltext")

@@ -99,7 +99,7 @@ def _status_text(app: Any, status: EvalStatus | None) -> Text:
 class _RunsScreen(Screen[None]):
     """What the history and the compare screens share: their stylesheet and the app they read."""
 
-    CSS_PATH = "../history.tcss"
+    CSS_PATH = "../views.tcss"
 
     app: EvalApp
 

@@ -76,9 +76,7 @@ class RunsDiffScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="runs_diff.back"),
     ]
 
-    DEFAULT_CSS = """
-    #runs-diff-body { border: round $accent; padding: 0 1; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, before: Path, after: Path, eval_id: str, title: str) -> None:
         super().__init__(id="runs-diff")

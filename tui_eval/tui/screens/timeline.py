@@ -45,9 +45,7 @@ class TimelineScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="timeline.back"),
     ]
 
-    DEFAULT_CSS = """
-    #timeline-body { border: round $accent; padding: 0 1; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, catalog: CaseListing) -> None:
         super().__init__(id="timeline")

@@ -56,10 +56,7 @@ class WhatIfScreen(Screen[None]):
         Binding("enter", "open_case", "Show case", id="whatif.show_case", priority=True, show=False),
     ]
 
-    DEFAULT_CSS = """
-    #whatif-status { height: auto; padding: 0 1; background: $panel; }
-    #whatif-table { height: 1fr; border: round $accent; }
-    """
+    CSS_PATH = "../views.tcss"
 
     def __init__(self, catalog: CaseListing, state: WhatIfState) -> None:
         super().__init__(id="whatif")

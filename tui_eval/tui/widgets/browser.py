@@ -15,6 +15,7 @@ from textual.widgets.tree import TreeNode
 
 from ...schema.status import CASE_STATUSES, EvalStatus
 from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, literal, one_line
+from ..textual_private import add_tree_nodes, tree_node_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...schema.ces.caseview import CesMarker
@@ -204,20 +205,11 @@ class EvalBrowser(Tree[Entry]):
         self._add_page(parent, entry.path, entry.start)
 
     def _add_nodes(self, parent: TreeNode[Entry], items: Sequence[tuple[Text, Entry, bool]]) -> list[TreeNode[Entry]]:
-        """Add many children at once. Tree.add invalidates the whole tree per node (5,000 cases took
-        0.8 s); with Textual pinned, build the nodes with the Tree's own helper and invalidate once."""
-        add_node = getattr(self, "_add_node", None)
-        children = getattr(parent, "_children", None)
-        if add_node is None or not isinstance(children, list) or len(items) < 64:
+        """Add many children at once. Tree.add invalidates the whole tree per node (slow for thousands
+        of cases); with Textual pinned, build the nodes with the Tree's own helper and invalidate once."""
+        nodes = add_tree_nodes(self, parent, items) if len(items) >= 64 else None
+        if nodes is None:
             return [parent.add(label, data, allow_expand=expand) for label, data, expand in items]
-        nodes = []
-        for label, data, expand in items:
-            node = add_node(parent, label, data)
-            node._allow_expand = expand
-            nodes.append(node)
-        children.extend(nodes)
-        parent._updates += 1
-        self._invalidate()
         return nodes
 
     def _populate_case(self, node: TreeNode[Entry]) -> None:
@@ -252,8 +244,8 @@ class EvalBrowser(Tree[Entry]):
 
     def refresh_keys(self, keys: Iterable[CaseKey]) -> None:
         """Repaint the lines of these cases (and their files and turns) after new results."""
-        # Per key only a set insert of the file's string: a Path per key cost most of a tick at 4,000
-        # results a tick.
+        # Per key only a set insert of the file's string: a Path per key cost most of a tick when
+        # thousands of results arrive a tick.
         files: set[str] = set()
         for key in keys:
             files.add(key.eval_file)
@@ -346,9 +338,9 @@ class EvalBrowser(Tree[Entry]):
             label = Text(f"… {entry.total - entry.start:,} more cases: enter shows {shown:,}",
                          self._style("browser--muted"))
         else:
-            label = node._label.copy()
+            label = tree_node_label(node).copy()
         label.stylize(style)
-        if node._allow_expand:
+        if node.allow_expand:
             icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
             return Text.assemble((icon, base_style + Style(bold=True)), label)
         return label

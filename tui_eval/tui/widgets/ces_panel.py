@@ -19,12 +19,6 @@ from ...schema.ces.caseview import CES_KEY  # (the light module: it imports no C
 class CesTurnPanel(Vertical):
     """Title and body of a case's CES result; `display` is False for a case that did not come from CES."""
 
-    DEFAULT_CSS = """
-    CesTurnPanel { height: auto; display: none; }
-    CesTurnPanel > #ces-turn-title { margin-top: 1; }
-    CesTurnPanel > #ces-turn-result { height: auto; }
-    """
-
     def compose(self) -> ComposeResult:
         yield Static(id="ces-turn-title")
         yield Static(id="ces-turn-result")

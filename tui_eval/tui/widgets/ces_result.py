@@ -241,10 +241,6 @@ def result_lines(result: EvaluationResult, turn: int | None = None) -> list[Cont
 class CesResultView(Static):
     """One CES result (or a note that there is none); the turn view and the CES history screen show it."""
 
-    DEFAULT_CSS = """
-    CesResultView { height: auto; }
-    """
-
     def show(self, result: EvaluationResult | None, turn: int | None = None, *, empty: str = "") -> None:
         if result is None:
             self.update(Content.styled(empty or "no CES result", _MUTED))

@@ -2,11 +2,11 @@
 
 Textual's Footer rebuilds all its keys (a dozen widgets, each styled anew) on every bindings refresh of
 its screen, and a screen refreshes its bindings on each focus change, screen resume and binding-bound
-reactive, whether or not a key, label or enabled state changed. At start-up three rebuilds came within
-200 ms of the first frame, all showing the same keys, while the folder's loader thread waited for the
+reactive, whether or not a key, label or enabled state changed. At start-up three rebuilds came right
+after the first frame, all showing the same keys, while the folder's loader thread waited for the
 GIL behind them. Here a burst of refreshes rebuilds at most once, and not at all if the keys are the
-same; and a rebuild takes 16-18 ms instead of 42-48 ms (the main screen's footer, 120x40, on the 2-core
-machine), because its keys are created with the footer's `compact` already set rather than bound to it.
+same; and a rebuild takes a fraction of the time (bench/README.md), because its keys are created with
+the footer's `compact` already set rather than bound to it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+
+from ..textual_private import FooterKey, FooterLabel, KeyGroup
 
 
 _FIRST = ("app.help", "app.quit")
@@ -32,9 +33,11 @@ class KeyFooter(Footer):
         super().__init__(**kwargs)
         self._drawn: Hashable | None = None
         self._pending = False
+        # Footer's own flag for this is private (`_bindings_ready`); compose below reads this one.
+        self._keys_ready = False
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        self._bindings_ready = True
+        self._keys_ready = True
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen and not self._pending:
@@ -54,7 +57,7 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         """What Footer.compose yields, but each key is created with the footer's `compact` set: bound
         to it instead (as Footer does), every key restyled itself twice while mounting."""
-        if not self._bindings_ready:
+        if not self._keys_ready:
             return
         active = self.screen.active_bindings
         by_action: dict[str, tuple[Binding, bool, str]] = {}
@@ -83,7 +86,7 @@ class KeyFooter(Footer):
                                 binding.action, classes="-command-palette", disabled=not enabled,
                                 tooltip=binding.tooltip or binding.description)
 
-    def _watch_compact(self, compact: bool) -> None:
+    def watch_compact(self, compact: bool) -> None:
         for key in self.query(FooterKey):
             if not key.has_class("-command-palette"):
                 key.compact = compact

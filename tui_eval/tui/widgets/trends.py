@@ -137,12 +137,8 @@ class _Row:
 
 class CaseTrendRow(Sparkline):
     """A trend row of the case summary as ONE widget (TrendRow is four): the summary's rows are redrawn on
-    every cursor move, and four widgets a row doubled a move's CPU (layout and repaint of 18 widgets)."""
+    every cursor move, and four widgets a row made each move lay out and repaint all of them."""
 
-    DEFAULT_CSS = """
-    CaseTrendRow { width: 1fr; }
-    CaseTrendRow > .case-trend-row--tail { color: $text-muted; }
-    """
     COMPONENT_CLASSES = Sparkline.COMPONENT_CLASSES | {"case-trend-row--tail"}
 
     def __init__(self) -> None:
@@ -177,13 +173,6 @@ def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> Tren
 
 class CaseTrends(Vertical):
     """Shown under the summary: the highlighted case's (or eval set's) trend over its saved runs."""
-
-    DEFAULT_CSS = """
-    CaseTrends { height: auto; margin-top: 1; }
-    CaseTrends .trend-row { height: 1; }
-    CaseTrends .trend-name { width: auto; }
-    CaseTrends .trend-tail { width: 1fr; }
-    """
 
     def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -251,7 +240,7 @@ class CaseTrends(Vertical):
         self._loading.add(path)
 
         # Eval files often share one history folder: it is listed once per generation, not once per file
-        # (listing parses every record: ~0.7 s CPU for a 5,000-case one).
+        # (listing parses every record, which is slow for a big one).
         cached = self._listings.get(history)
         listed = cached[1] if cached is not None and cached[0] == generation else None
 

@@ -1,4 +1,5 @@
-"""Issue 9, dashboard side: results survive partial runs, honest badges, no stale screens, 80x24, scale."""
+"""The dashboard keeps older results through partial runs, says what it did not evaluate, never shows a stale
+screen, fits 80x24 and pages huge files (first filed as issue 9, dashboard side)."""
 
 from __future__ import annotations
 
