@@ -24,39 +24,36 @@ _PHASE_WORDS = {
 
 
 class MetricBar(Horizontal):
-    """One metric's name and a bar that fills as its invocations are scored."""
+    """One metric's name and a bar that fills as its invocations are scored.
+
+    The bar and the note are made with the widget, so `set_progress` lands on them at once, whether the
+    widget has mounted yet or not (the run panel makes a bar and sets its progress in one go; the bar used to
+    keep that aside until its Mount handler ran, and looked empty until then).
+    """
 
     def __init__(self, metric: str) -> None:
         super().__init__(classes="metric-bar")
         self.metric = metric
-        self._progress = (0, 1)
         self.not_evaluated = False
+        # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
+        #: The bar itself (its progress and total are the metric's, from the first `set_progress` on).
+        self.bar = ProgressBar(total=1, show_eta=False)
+        self._note = Label(Content.styled("not evaluated", "$text-warning"), classes="metric-note")
+        self._note.display = False
 
     def compose(self) -> ComposeResult:
         yield Label(plain(self.metric), classes="metric-name")
-        # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
-        yield ProgressBar(total=1, show_eta=False)
-        yield Label(Content.styled("not evaluated", "$text-warning"), classes="metric-note")
-
-    def on_mount(self) -> None:
-        self._apply()
+        yield self.bar
+        yield self._note
 
     def set_progress(self, done: int, total: int, *, evaluated: int = 1) -> None:
         total = max(total, 1)
-        self._progress = (min(done, total), total)
+        self.bar.update(total=total, progress=min(done, total))
         #: Scored invocations but not one verdict (a judge without credentials): not `100%`.
         self.not_evaluated = done > 0 and evaluated == 0
-        if self.is_mounted and self.children:
-            self._apply()
-
-    def _apply(self) -> None:
-        done, total = self._progress
-        bar = self.query_one(ProgressBar)
-        bar.update(total=total, progress=done)
         self.set_class(self.not_evaluated, "-not-evaluated")
-        note = self.query_one(".metric-note", Label)
-        note.display = self.not_evaluated
-        bar.display = not self.not_evaluated
+        self._note.display = self.not_evaluated
+        self.bar.display = not self.not_evaluated
 
 
 class RunPanel(Vertical):
