@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hostile_agent import hostile_case, hostile_folder, run_cli, saved_cases, tool_log
+from tests.support.cli_run import run_cli, saved_cases
+from tests.support.hostile_agent import hostile_case, hostile_folder, tool_log
 
 ROOT = str(Path(__file__).resolve().parents[2])
 

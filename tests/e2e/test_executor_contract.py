@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hostile_agent import AGENT, hostile_case, hostile_folder, run_cli, saved_cases
+from tests.support.cli_run import run_cli, saved_cases
+from tests.support.hostile_agent import AGENT, hostile_case, hostile_folder
 from tests.support.ray_head import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

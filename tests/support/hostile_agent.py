@@ -4,8 +4,6 @@ what only the local pool promises)."""
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 
 from tests.support.evalfiles import case, turn, write_set
@@ -82,18 +80,3 @@ def hostile_folder(tmp_path: Path, *cases: dict) -> tuple[Path, Path]:
 def tool_log(tmp_path: Path) -> Path:
     """Where the tool writes a line per call that returned: what, start, end, pid, poison=..., cwd."""
     return tmp_path / "tools.log"
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    """`tui-eval ARGS` in this process: exit code, stdout, stderr."""
-    from tui_eval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def saved_cases(folder: Path) -> dict[str, dict]:
-    """The cases of the one run saved beside the folder's eval set, by eval id."""
-    (path,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
-    return {c["eval_id"]: c for c in json.loads(path.read_text())["cases"]}
