@@ -31,7 +31,9 @@ from ...schema.details import (
     JudgeSample,
     MetricDetails,
     RubricDetails,
+    ResponseMatchJudgeDetails,
     RubricScore,
+    SafetyDetails,
     SimulatorTurnDetails,
     TokenUsage,
     Votes,
@@ -327,6 +329,18 @@ def invocation_result(score: float | None, crit: Criterion, details: MetricDetai
                       reason: str | None = None) -> InvocationMetricResult:
     return InvocationMetricResult(score=score, status=status_for(score, crit.threshold), reason=reason,
                                   details=details)
+
+
+def verdict_result(ballot: Ballot[Any], details: ResponseMatchJudgeDetails | SafetyDetails, crit: Criterion,
+                   words: tuple[str, str]) -> InvocationMetricResult:
+    """A yes / no judge's turn: NOT_EVALUATED when no sample voted, else 1 or 0, with the winning side's word
+    (`words` is (yes, no)) and one rationale from that side."""
+    outcome = ballot.outcome
+    if outcome is None:
+        return not_evaluated(ballot.failure, details)
+    details.verdict = words[0] if outcome else words[1]
+    details.rationale = next(r.rationale for r in details.samples if r.verdict == details.verdict)
+    return invocation_result(1.0 if outcome else 0.0, crit, details)
 
 
 def usage_of(result: InvocationMetricResult) -> TokenUsage:

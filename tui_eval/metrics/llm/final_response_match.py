@@ -10,7 +10,7 @@ from ...schema.model import content_text
 from ...schema.details import ResponseMatchJudgeDetails
 from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
-from .common import ask_and_vote, case_result, invocation_result, not_evaluated, response_text, score_invocations
+from .common import ask_and_vote, case_result, response_text, score_invocations, verdict_result
 
 NAME = "final_response_match_v2"
 
@@ -78,12 +78,6 @@ async def evaluate(inp: MetricInput) -> MetricResult:
         records = [s.record(verdict=s.parsed.verdict, rationale=s.parsed.reasoning) if s.parsed is not None
                    else s.record() for s in ballot.samples]
         details = ballot.details(ResponseMatchJudgeDetails, records)
-        outcome = ballot.outcome
-        if outcome is None:
-            return not_evaluated(ballot.failure, details)
-        details.verdict = "valid" if outcome else "invalid"
-        # The rationale shown first is one from the winning side.
-        details.rationale = next(r.rationale for r in records if r.verdict == details.verdict)
-        return invocation_result(1.0 if outcome else 0.0, crit, details)
+        return verdict_result(ballot, details, crit, ("valid", "invalid"))
 
     return case_result(inp, await score_invocations(inp, score_one))

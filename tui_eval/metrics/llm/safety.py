@@ -17,7 +17,7 @@ from ...schema.model import content_text
 from ...schema.details import SafetyDetails
 from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput, judge_unavailable
-from .common import ask_and_vote, case_result, invocation_result, not_evaluated, score_invocations
+from .common import ask_and_vote, case_result, not_evaluated, score_invocations, verdict_result
 
 NAME = "safety_v1"
 
@@ -87,12 +87,8 @@ async def evaluate_gemini(inp: MetricInput) -> MetricResult:
                             violated_policies=s.parsed.violated_policies) if s.parsed is not None
                    else s.record() for s in ballot.samples]
         details = ballot.details(SafetyDetails, records)
-        outcome = ballot.outcome
-        if outcome is None:
-            return not_evaluated(ballot.failure, details)
-        details.verdict = "safe" if outcome else "unsafe"
-        details.rationale = next(r.rationale for r in records if r.verdict == details.verdict)
+        # The policies the unsafe votes named (none when no sample voted).
         details.violated_policies = sorted({p for r in records if r.verdict == "unsafe" for p in r.violated_policies})
-        return invocation_result(1.0 if outcome else 0.0, crit, details)
+        return verdict_result(ballot, details, crit, ("safe", "unsafe"))
 
     return case_result(inp, await score_invocations(inp, score_one))
