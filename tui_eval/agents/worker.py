@@ -25,7 +25,7 @@ import socket
 import struct
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from .base import Agent, AgentError
 from .conversation import CaseJob, Inference, error_text, run_conversation
@@ -73,6 +73,18 @@ def start_child(parser: argparse.ArgumentParser, argv: list[str] | None) -> tupl
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return args, socket.socket(fileno=args.fd)
+
+
+async def take_commands(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        handle: Callable[[tuple[Any, ...]], Awaitable[None]]) -> None:
+    """Hand each message from the engine to `handle` until it says `stop` or goes; what `handle` sent is on its
+    way before the next message is read."""
+    while True:
+        message = await read_frame(reader)
+        if message is None or message[0] == "stop":
+            return
+        await handle(message)
+        await writer.drain()
 
 
 async def close_writer(writer: asyncio.StreamWriter) -> None:
@@ -219,10 +231,8 @@ async def serve(sock: socket.socket) -> None:
     _warm_up()
     reader, writer = await asyncio.open_connection(sock=sock)
     worker = _Worker(writer)
-    while True:
-        message = await read_frame(reader)
-        if message is None or message[0] == "stop":
-            break
+
+    async def handle(message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "job":
             job_id, job = message[1], message[2]
@@ -233,7 +243,8 @@ async def serve(sock: socket.socket) -> None:
                 task.cancel()
         elif kind == "load":
             worker.load(message[1])
-        await writer.drain()
+
+    await take_commands(reader, writer, handle)
     await worker.close()
     await close_writer(writer)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import close_writer, frame, read_frame, start_child
+from ..agents.worker import close_writer, frame, start_child, take_commands
 
 log = logging.getLogger(__name__)
 
@@ -333,10 +333,9 @@ async def serve(sock: socket.socket) -> None:
     reader, writer = await asyncio.open_connection(sock=sock)
     driver = _Driver(writer)
     loading: asyncio.Task[None] | None = None
-    while True:
-        message = await read_frame(reader)
-        if message is None or message[0] == "stop":
-            break
+
+    async def handle(message: tuple[Any, ...]) -> None:
+        nonlocal loading
         kind = message[0]
         if kind == "job":
             if loading is not None:
@@ -350,7 +349,8 @@ async def serve(sock: socket.socket) -> None:
             if loading is not None:
                 await loading
             loading = asyncio.create_task(driver.load(None, None))
-        await writer.drain()
+
+    await take_commands(reader, writer, handle)
     await driver.close()
     await close_writer(writer)
 
