@@ -14,8 +14,8 @@ SESSION = "this session"
 
 
 def bars(app) -> dict[str, tuple[float, float | None]]:
-    return {bar.metric: (bar.query_one(ProgressBar).progress, bar.query_one(ProgressBar).total)
-            for bar in app.main.query(MetricBar)}
+    """Each metric bar's progress and total (on its ProgressBar, mounted or about to be)."""
+    return {bar.metric: (bar.bar.progress, bar.bar.total) for bar in app.main.query(MetricBar)}
 
 
 async def test_run_everything_fills_one_bar_per_metric(workspace: Path, make_app) -> None:
@@ -138,3 +138,37 @@ async def test_a_misspelt_criterion_is_an_error_on_screen_not_a_dropped_metric(w
         assert app.run_state.cases_done == 0
         key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
         assert app.catalog.results.origin(key).startswith("saved")
+
+
+
+async def test_the_run_panel_bars_hold_the_progress_they_were_given_before_they_mount() -> None:
+    # The run panel makes a bar the first time a metric shows up in a snapshot and sets its progress at
+    # once. The bar used to keep that progress aside until its Mount handler ran; a test (or a screen) that
+    # looked in between, as `settle` could under load right after the last pull, saw an empty bar.
+    from textual.app import App, ComposeResult
+
+    from tui_eval.schema.results import EvalStatus
+    from tui_eval.tui.progress import RunSnapshot
+
+    snap = RunSnapshot(version=1, phase="finished", label="run all", cases_total=2, cases_done=2,
+                       counts={EvalStatus.PASSED: 2, EvalStatus.FAILED: 0, EvalStatus.NOT_EVALUATED: 0},
+                       metric_done={"m1": 2, "m2": 3}, metric_total={"m1": 5, "m2": 3},
+                       metric_evaluated={"m1": 2, "m2": 0}, running=set(), errors=[], saved=[])
+
+    class Panel(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RunPanel()
+
+    app = Panel()
+    async with app.run_test() as pilot:
+        panel = app.query_one(RunPanel)
+        panel.show(snap)
+        # Not one pause yet: the bars may not have mounted, their progress is there all the same.
+        made = {bar.metric: bar for bar in panel.query(MetricBar)}
+        assert {m: (b.bar.progress, b.bar.total) for m, b in made.items()} == {"m1": (2, 5), "m2": (3, 3)}
+        assert made["m2"].has_class("-not-evaluated") and not made["m1"].has_class("-not-evaluated")
+        await pilot.pause()
+        for bar in made.values():
+            assert bar.query_one(ProgressBar) is bar.bar
+        assert made["m2"].query_one(".metric-note").display and not made["m2"].bar.display
+        assert not made["m1"].query_one(".metric-note").display and made["m1"].bar.display

@@ -1,106 +1,25 @@
-"""The executor contract, held by both executors: the local pool of worker processes and Ray (a Ray instance
-this module starts on 127.0.0.1 once, for all its tests). Same results, a crashing case fails alone with its
+"""The executor contract, held by both executors: the local pool of worker processes and Ray (the session's
+Ray instance on 127.0.0.1, tests/e2e/conftest.py). Same results, a crashing case fails alone with its
 cause, a turn past the timeout fails its case, cancel keeps finished cases, turns arrive as they finish."""
 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.support.evalfiles import case, turn, write_set
-from tui_eval.cli import main
+from tests.support.cli_run import run_cli, saved_cases
+from tests.support.hostile_agent import AGENT, hostile_case, hostile_folder
+from tests.support.ray_head import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTORS = ["local", "ray"]
-
-AGENT = '''
-"""A native agent whose one tool does to its own process what the user message asks."""
-import os
-import re
-import signal
-import time
-
-from tui_eval.agents.native import NativeAgent
-
-
-def act(what: str) -> str:
-    """Do something."""
-    start = time.time()
-    if what == "exit":
-        os._exit(0)
-    if what == "segv":
-        os.kill(os.getpid(), signal.SIGSEGV)
-    if what == "regex":
-        re.match(r"(a+)+$", "a" * 64 + "b")  # C code that never lets go of the GIL
-    if what == "hang":
-        time.sleep(600)
-    if what == "sleep":
-        time.sleep(1.0)
-    with open(os.environ["TOOL_LOG"], "a") as f:
-        f.write(f"{what} {start} {time.time()} {os.getpid()}\\n")
-    return "done"
-
-
-def policy(turn):
-    if not turn.results:
-        return [("act", {"what": turn.user_text.split()[0]})]
-    return "done"
-
-
-root_agent = NativeAgent("contract", "Do as told.", tools=[act], policy=policy)
-'''
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[tuple[str, str]]:
-    """A Ray head on 127.0.0.1 for the whole session: (its GCS address, its Ray Client address)."""
-    port, client_port = _free_port(), _free_port()
-    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # Ray's socket paths must stay short
-    # A Ray Client connection waits for a server process of its own; on a loaded 2-core machine that can
-    # take longer than Ray's default 30 s.
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
-               RAY_USAGE_STATS_ENABLED="0", RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="120")
-    log = Path(temp) / "head.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
-             "--node-ip-address", "127.0.0.1", "--port", str(port), "--ray-client-server-port", str(client_port),
-             "--num-cpus", "4", "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", temp],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while b"Ray runtime started" not in log.read_bytes():
-            assert proc.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.2)
-        yield f"127.0.0.1:{port}", f"ray://127.0.0.1:{client_port}"
-    finally:
-        proc.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture
@@ -117,31 +36,6 @@ def executor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
-
-
-def _case(eval_id: str, *whats: str) -> dict:
-    return case(eval_id, *(turn(w, "done", [("act", {"what": w})]) for w in whats))
-
-
-def _folder(tmp_path: Path, *cases: dict) -> tuple[Path, Path]:
-    folder = tmp_path / "contract"
-    folder.mkdir()
-    (folder / "agent.py").write_text(AGENT)
-    (folder / "__init__.py").write_text("from . import agent\n")
-    # The folder's .env travels with it, to a Ray cluster too.
-    (folder / ".env").write_text(f"TOOL_LOG={tmp_path / 'tools.log'}\n")
-    return folder, write_set(folder / "contract.evalset.json", "contract", *cases)
-
-
-def _run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def _record(folder: Path) -> dict[str, dict]:
-    (path,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
-    return {c["eval_id"]: c for c in json.loads(path.read_text())["cases"]}
 
 
 def _essentials(out_json: Path) -> dict[str, object]:
@@ -171,7 +65,7 @@ def test_a_ray_run_scores_the_demo_agent_as_a_local_run_does(ray_cluster: tuple[
         monkeypatch.setenv("RAY_ADDRESS", ray_cluster[0])
         monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
         out_json = tmp_path / kind / "out.json"
-        code, out, err = _run("run", str(demo), str(demo / "hello_world.evalset.json"), "--executor", kind,
+        code, out, err = run_cli("run", str(demo), str(demo / "hello_world.evalset.json"), "--executor", kind,
                               "--json", str(out_json))
         assert code == 1, (out, err)  # the demo shows failures on purpose
         assert "Total: 4 passed, 5 failed, 0 not evaluated" in out, out
@@ -180,46 +74,50 @@ def test_a_ray_run_scores_the_demo_agent_as_a_local_run_does(ray_cluster: tuple[
     assert records["ray"] == records["local"]
 
 
+RAY_DIED = ("the agent process died during turn 1: it exited or was killed",
+            "the agent process died before any of its turns was heard of: it exited or was killed")
 CAUSES = {
     "local": {"exit": "the agent process exited with code 0 during turn 1",
-              "segv": "the agent process was killed by SIGSEGV during turn 1"},
+              "segv": "the agent process was killed by SIGSEGV during turn 1",
+              "sigkill": "the agent process was killed by SIGKILL"},
     # A Ray task that dies right after saying its turn started may take that word with it.
-    "ray": {"exit": ("the agent process died during turn 1: it exited or was killed",
-                     "the agent process died before any of its turns was heard of: it exited or was killed"),
-            "segv": ("the agent process died during turn 1: it exited or was killed",
-                     "the agent process died before any of its turns was heard of: it exited or was killed")},
+    "ray": {"exit": RAY_DIED, "segv": RAY_DIED, "sigkill": RAY_DIED},
 }
 
 
 @pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
 def test_a_case_that_takes_its_process_down_fails_alone_with_its_cause(executor: str, tmp_path: Path) -> None:
-    folder, evalset = _folder(tmp_path, _case("exit", "exit"), _case("segv", "segv"), _case("ok0", "ok"),
-                              _case("ok1", "ok", "ok"))
+    # An exit, a segfault and a SIGKILL (what the kernel's OOM killer sends) in one run: each fails only its
+    # own case, with its cause; the run goes on and its summary, history, --json and --junit are whole.
+    folder, evalset = hostile_folder(tmp_path, hostile_case("exit", "exit"), hostile_case("segv", "segv"),
+                                     hostile_case("sigkill", "sigkill"), hostile_case("ok0", "ok"),
+                                     hostile_case("ok1", "ok", "ok"))
     out_json, out_xml = tmp_path / "out.json", tmp_path / "out.xml"
-    code, out, err = _run("run", str(folder), str(evalset), "--executor", executor,
-                          "--json", str(out_json), "--junit", str(out_xml))
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", executor,
+                             "--json", str(out_json), "--junit", str(out_xml))
     assert code == 1, (out, err)
-    assert "Total: 2 passed, 2 failed, 0 not evaluated" in out, out
-    cases = _record(folder)
-    for what in ("exit", "segv"):
+    assert "Total: 2 passed, 3 failed, 0 not evaluated" in out, out
+    cases = saved_cases(folder)
+    for what in ("exit", "segv", "sigkill"):
         assert cases[what]["status"] == 2
         assert cases[what]["error"].startswith(CAUSES[executor][what]), cases[what]["error"]  # str or tuple
     assert cases["ok0"]["status"] == 1 and cases["ok1"]["status"] == 1
     assert len(cases["ok1"]["tool_timings"]) == 2
-    assert len(json.loads(out_json.read_text())[0]["eval_case_results"]) == 4
-    assert out_xml.read_text().count("<testcase") == 4
+    assert len(json.loads(out_json.read_text())[0]["eval_case_results"]) == 5
+    assert out_xml.read_text().count("<testcase") == 5
 
 
 @pytest.mark.parametrize("executor", EXECUTORS, indirect=True)
 def test_a_turn_past_the_timeout_fails_its_case_and_only_it(executor: str, tmp_path: Path) -> None:
     # A tool that sleeps (its worker's own timer fires) and one holding the GIL (its worker is killed).
-    folder, evalset = _folder(tmp_path, _case("hang", "hang"), _case("stuck", "regex"), _case("ok0", "ok"),
-                              _case("ok1", "ok", "ok"))
+    folder, evalset = hostile_folder(tmp_path, hostile_case("hang", "hang"), hostile_case("stuck", "regex"),
+                                     hostile_case("ok0", "ok"), hostile_case("ok1", "ok", "ok"))
     t0 = time.monotonic()
-    code, out, err = _run("run", str(folder), str(evalset), "--executor", executor, "--turn-timeout", "1")
-    assert time.monotonic() - t0 < 90
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", executor, "--turn-timeout", "1")
+    assert time.monotonic() - t0 < (60 if executor == "local" else 90)
     assert code == 1, (out, err)
-    cases = _record(folder)
+    assert "Total: 2 passed, 2 failed, 0 not evaluated" in out, out
+    cases = saved_cases(folder)
     assert cases["hang"]["error"] == "turn 1 timed out after 1 s"
     assert cases["stuck"]["error"].startswith("turn 1 timed out after 1 s (the agent process did not respond")
     assert "killed" in cases["stuck"]["error"]
@@ -234,7 +132,8 @@ def test_cancel_keeps_finished_cases_and_turns_arrive_as_they_finish(executor: s
     from tui_eval.engine.runner import Run
     from tui_eval.engine.store import ResultStore
 
-    folder, evalset = _folder(tmp_path, _case("steps", "sleep", "sleep", "sleep"), _case("hang", "hang"))
+    folder, evalset = hostile_folder(tmp_path, hostile_case("steps", "sleep", "sleep", "sleep"),
+                                     hostile_case("hang", "hang"))
     options = RunOptions(executor=executor, turn_timeout=120)
     prepared = prepare_run(str(folder), [str(evalset)], options=options)
     seen: list[tuple[float, object]] = []
@@ -273,19 +172,19 @@ def test_ray_client_address_runs_the_cases(ray_cluster: tuple[str, str], tmp_pat
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    folder, evalset = _folder(tmp_path, _case("ok0", "ok", "ok"), _case("exit", "exit"))
-    code, out, err = _run("run", str(folder), str(evalset), "--executor", ray_cluster[1])
+    folder, evalset = hostile_folder(tmp_path, hostile_case("ok0", "ok", "ok"), hostile_case("exit", "exit"))
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", ray_cluster[1])
     assert code == 1, (out, err)
-    cases = _record(folder)
+    cases = saved_cases(folder)
     assert cases["ok0"]["status"] == 1 and len(cases["ok0"]["tool_timings"]) == 2
     # Ray Client has no streaming: the turns of a case come back when it ends, so no turn is named.
     assert cases["exit"]["error"].startswith("the agent process died during the case"), cases["exit"]["error"]
 
 
 def test_an_unreachable_cluster_is_one_clear_error(tmp_path: Path) -> None:
-    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
-    port = _free_port()
-    code, out, err = _run("run", str(folder), str(evalset), "--executor", f"ray://127.0.0.1:{port}")
+    folder, evalset = hostile_folder(tmp_path, hostile_case("ok0", "ok"))
+    port = free_port()
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", f"ray://127.0.0.1:{port}")
     assert code == 2, (out, err)
     assert f"cannot reach the Ray cluster at ray://127.0.0.1:{port}" in err, err
     assert "Traceback" not in err
@@ -293,9 +192,9 @@ def test_an_unreachable_cluster_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_without_ray_installed_the_error_says_how_to_install_it(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
+    folder, evalset = hostile_folder(tmp_path, hostile_case("ok0", "ok"))
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` finds when Ray is not installed
-    code, out, err = _run("run", str(folder), str(evalset), "--executor", "ray")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray")
     assert code == 2, (out, err)
     assert "pip install 'tui-eval[ray]'" in err, err
 
@@ -316,7 +215,7 @@ def test_after_an_edit_a_restart_runs_the_new_code(executor: str, tmp_path: Path
     from tui_eval.engine.options import RunOptions
     from tui_eval.schema.load import load_eval_set
 
-    folder, evalset = _folder(tmp_path, _case("ok0", "ok"))
+    folder, evalset = hostile_folder(tmp_path, hostile_case("ok0", "ok"))
     agent = executor_for(str(folder), RunOptions(executor=executor), live=True)
     job = CaseJob(str(evalset), "ok0", load_eval_set(evalset).eval_cases[0], 30.0)
 
@@ -380,7 +279,7 @@ def test_a_scenario_case_plays_its_simulated_user_where_the_agent_runs(executor:
     (folder / "test_config.json").write_text(json.dumps(
         {"criteria": {"tool_trajectory_avg_score": 1.0}, "user_simulator_config": {"max_allowed_invocations": 5}}))
     out_json = tmp_path / "out.json"
-    code, out, err = _run("run", str(folder), str(evalset), "--executor", executor, "--json", str(out_json))
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", executor, "--json", str(out_json))
     assert code == 3, (out, err)  # incomplete: a reference metric on a scenario is not evaluated
     (result,) = json.loads(out_json.read_text())[0]["eval_case_results"]
     turns = [per["actual_invocation"] for per in result["eval_metric_result_per_invocation"]]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -10,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support.cli_run import run_cli, saved_cases
 from tests.support.evalfiles import case, turn, write_set
-from tui_eval.cli import main
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -111,26 +110,15 @@ def _folder(tmp_path: Path, name: str, source: str, *cases: dict) -> tuple[Path,
     return folder, evalset
 
 
-def _run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def _record(folder: Path) -> dict[str, dict]:
-    (path,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
-    return {c["eval_id"]: c for c in json.loads(path.read_text())["cases"]}
-
-
 def test_a_tool_calling_sys_exit_fails_its_case_and_the_run_goes_on(tmp_path: Path) -> None:
     folder, evalset = _folder(tmp_path, "exiter", EXITING,
                               case("c_quit", turn("please quit", "bye")), case("c_ok", turn("hi", "hello")))
     out_json = tmp_path / "out.json"
-    code, out, err = _run("run", str(folder), str(evalset), "--json", str(out_json), "--concurrency", "1")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--json", str(out_json), "--concurrency", "1")
     assert code == 1, (out, err)
     assert "Total: 1 passed, 1 failed, 0 not evaluated" in out
     assert "sys.exit(0)" in out
-    cases = _record(folder)
+    cases = saved_cases(folder)
     assert cases["c_ok"]["status"] == 1 and cases["c_quit"]["status"] == 2
     error = cases["c_quit"]["error"]
     assert "sys.exit(0)" in error and "Traceback" in error and "quit_now" in error
@@ -142,7 +130,7 @@ def test_a_turn_blocking_its_loop_times_out_and_later_cases_still_run(tmp_path: 
     folder, evalset = _folder(tmp_path, "blocker", MISBEHAVING,
                               case("c_block", turn("block", "hello")), case("c_ok", turn("hi", "hello")))
     t0 = time.monotonic()
-    code, out, err = _run("run", str(folder), str(evalset), "--turn-timeout", "1", "--concurrency", "1")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--turn-timeout", "1", "--concurrency", "1")
     assert time.monotonic() - t0 < 15, "the blocked turn held up the run"
     assert code == 1, (out, err)
     assert "Total: 1 passed, 1 failed, 0 not evaluated" in out
@@ -157,7 +145,7 @@ def test_junk_returns_and_agent_raised_cancel_or_interrupt_fail_their_cases_only
         case("c_unsaveable", turn("unsaveable", "hello")), case("c_ok", turn("hi", "hello")),
     )
     out_json = tmp_path / "out.json"
-    code, out, err = _run("run", str(folder), str(evalset), "--json", str(out_json))
+    code, out, err = run_cli("run", str(folder), str(evalset), "--json", str(out_json))
     assert code == 1, (out, err)
     total = next(line for line in out.splitlines() if line.startswith("Total:"))
     assert total == "Total: 1 passed, 5 failed, 0 not evaluated", out  # not "cancelled"
@@ -167,7 +155,7 @@ def test_junk_returns_and_agent_raised_cancel_or_interrupt_fail_their_cases_only
     assert "CancelledError" in out and "KeyboardInterrupt" in out
     results = json.loads(out_json.read_text())[0]["eval_case_results"]
     assert len(results) == 6
-    cases = _record(folder)
+    cases = saved_cases(folder)
     assert "Traceback" in cases["c_interrupt"]["error"]
 
 
@@ -270,7 +258,7 @@ def test_an_adk_sync_tool_that_blocks_times_out_and_the_next_case_runs(tmp_path:
         case("rome", turn("Look up Rome", "Rome looked up.", [("lookup", {"city": "Rome"})])),
     )
     t0 = time.monotonic()
-    code, out, err = _run("run", str(folder), str(evalset), "--turn-timeout", "2", "--concurrency", "1",
+    code, out, err = run_cli("run", str(folder), str(evalset), "--turn-timeout", "2", "--concurrency", "1",
                           "--no-save")
     assert time.monotonic() - t0 < 15, "the blocking sync tool held up the run"
     assert code == 1, (out, err)

@@ -4,23 +4,21 @@ Point the real google-genai client at it with
 `genai.Client(api_key="dummy", http_options=types.HttpOptions(base_url=server.base_url))`, or set
 `GOOGLE_GEMINI_BASE_URL=server.base_url` (plus `GOOGLE_API_KEY=dummy`) so ADK agents reach it too.
 
-Replies are taken, per request, from `server.responder(request)` when it returns something, else from
-the queue filled by `reply_*` / `fail`, else from `server.default` (when set), else a 500 that says no
-reply was scripted. Standard library only, so it adds no dependency.
+Replies are scripted as `tests/support/fake_server.py` says (a responder, a queue, a default); this module
+says what Gemini's requests and replies look like.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs
+
+from tests.support.fake_server import FakeServer, ReplyMakers, encode_body, serve_until_interrupted
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -203,226 +201,60 @@ def stream_reply(texts: Iterable[str], *, error: tuple[int, str] | None = None, 
 Responder = Callable[[RecordedRequest], "Reply | str | None"]
 
 
-class FakeGemini:
+class FakeGemini(FakeServer[RecordedRequest, Reply]):
     """The server. Use as a context manager or call start()/stop(); the pytest fixture does both."""
 
+    name = "fake_gemini"
+    makers = ReplyMakers(text_reply, json_reply, raw_reply, error_reply)
+
     def __init__(self, *, latency: float = 0.0, api_version: str = "v1beta") -> None:
-        self.requests: list[RecordedRequest] = []
-        self.replies: deque[Reply] = deque()
-        self.responder: Responder | None = None
-        # Answer when nothing else did; None means a 500 naming the unscripted request.
-        self.default: Reply | None = None
-        # Added to every reply: simulates a real model's latency.
-        self.latency = latency
+        super().__init__(latency=latency)
         self.api_version = api_version
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -----------------------------------------------------------------------------
-    def start(self, port: int = 0) -> FakeGemini:
-        """Listen on 127.0.0.1 (a free port unless `port` is given) in a background thread."""
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self._server.daemon_threads = True
-        # A slow reply that the client gave up on must not hold up shutdown.
-        self._server.block_on_close = False  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-gemini", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    # -- scripting -----------------------------------------------------------------------------
-    def enqueue(self, reply: Reply, times: int = 1) -> FakeGemini:
-        with self._lock:
-            for _ in range(times):
-                self.replies.append(reply)
-        return self
+    # -- the Gemini API --------------------------------------------------------------------------
+    def record(self, handler: BaseHTTPRequestHandler, url: SplitResult, body: Any, raw: bytes) -> RecordedRequest:
+        match = _PATH.match(url.path)
+        return RecordedRequest(
+            method=handler.command,
+            path=url.path,
+            query=parse_qs(url.query),
+            headers={k.lower(): v for k, v in handler.headers.items()},
+            body=body,
+            raw_body=raw,
+            model=match["model"] if match else None,
+            rpc=match["method"] if match else None,
+            received_at=time.monotonic(),
+        )
 
-    def reply_text(self, text: str, *, times: int = 1, **kw: Any) -> FakeGemini:
-        return self.enqueue(text_reply(text, **kw), times)
+    def refuse(self, request: RecordedRequest, handler: BaseHTTPRequestHandler, url: SplitResult) -> str | None:
+        if request.rpc not in ("generateContent", "streamGenerateContent"):
+            return f"fake_gemini does not serve {url.path}"
+        return None
 
-    def reply_json(self, obj: Any, *, times: int = 1, **kw: Any) -> FakeGemini:
-        return self.enqueue(json_reply(obj, **kw), times)
+    def wire(self, request: RecordedRequest, reply: Reply) -> tuple[bytes, str]:
+        if request.stream and "sse" in request.query.get("alt", []) and reply.status == 200:
+            chunks = reply.chunks if reply.chunks is not None else [reply.body]
+            return b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks), "text/event-stream"
+        return encode_body(reply.body), "application/json; charset=UTF-8"
 
-    def reply_function_call(self, name: str, args: dict[str, Any] | None = None, *, times: int = 1,
-                            **kw: Any) -> FakeGemini:
-        return self.enqueue(function_call_reply(name, args, **kw), times)
 
-    def reply_raw(self, body: str | bytes, status: int = 200, *, times: int = 1, **kw: Any) -> FakeGemini:
-        return self.enqueue(raw_reply(body, status, **kw), times)
-
-    def reply_stream(self, texts: Iterable[str], *, error: tuple[int, str] | None = None,
-                     times: int = 1) -> FakeGemini:
-        return self.enqueue(stream_reply(list(texts), error=error), times)
-
-    def fail(self, status: int, *, retry_after: float | None = None, message: str | None = None,
-             times: int = 1) -> FakeGemini:
-        return self.enqueue(error_reply(status, message, retry_after=retry_after), times)
-
-    def slow(self, delay: float, reply: Reply | None = None, *, times: int = 1) -> FakeGemini:
-        """A reply that arrives after `delay` seconds (past the client's timeout, typically)."""
-        r = reply or text_reply("too late")
-        return self.enqueue(Reply(r.status, r.body, dict(r.headers), delay, r.chunks), times)
-
-    def reset(self) -> None:
-        with self._lock:
-            self.requests.clear()
-            self.replies.clear()
-            self.max_in_flight = 0
-        self.responder = None
-        self.default = None
-
-    # -- inspection ----------------------------------------------------------------------------
     @property
     def calls(self) -> int:
         """Number of generate requests received."""
         return sum(1 for r in self.requests if r.rpc in ("generateContent", "streamGenerateContent"))
 
-    # -- internals -----------------------------------------------------------------------------
-    def _next_reply(self, request: RecordedRequest) -> Reply:
-        if self.responder is not None:
-            answer = self.responder(request)
-            if isinstance(answer, str):
-                return text_reply(answer)
-            if answer is not None:
-                return answer
-        with self._lock:
-            if self.replies:
-                return self.replies.popleft()
-        if self.default is not None:
-            return self.default
-        return error_reply(500, f"fake_gemini: no reply scripted for {request.path}")
+    # -- scripting what only Gemini has ---------------------------------------------------------
+    def reply_function_call(self, name: str, args: dict[str, Any] | None = None, *, times: int = 1,
+                            **kw: Any) -> FakeGemini:
+        return self.enqueue(function_call_reply(name, args, **kw), times)
 
-
-def _make_handler(server: FakeGemini) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def setup(self) -> None:
-            super().setup()
-            # Headers and body go out in separate writes; without this, Nagle plus delayed ACK adds
-            # ~40 ms to every keep-alive request.
-            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            pass  # keep test output clean
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._handle()
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._handle()
-
-        def _handle(self) -> None:
-            url = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            if url.path.startswith("/__fake__/"):
-                self._control(url.path)
-                return
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            match = _PATH.match(url.path)
-            request = RecordedRequest(
-                method=self.command,
-                path=url.path,
-                query=parse_qs(url.query),
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-                raw_body=raw,
-                model=match["model"] if match else None,
-                rpc=match["method"] if match else None,
-                received_at=time.monotonic(),
-            )
-            with server._lock:
-                server.requests.append(request)
-                server.in_flight += 1
-                server.max_in_flight = max(server.max_in_flight, server.in_flight)
-            try:
-                if request.rpc not in ("generateContent", "streamGenerateContent"):
-                    reply = error_reply(404, f"fake_gemini does not serve {url.path}")
-                else:
-                    reply = server._next_reply(request)
-                delay = reply.delay + server.latency
-                if delay > 0:
-                    time.sleep(delay)
-                self._send(request, reply)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout); nothing to answer
-            finally:
-                with server._lock:
-                    server.in_flight -= 1
-
-        def _control(self, path: str) -> None:
-            """Counters for a server running in another process (`python -m tests.support.fake_gemini`)."""
-            if path == "/__fake__/reset":
-                with server._lock:
-                    server.requests.clear()
-                    server.max_in_flight = 0
-            stats = {"calls": server.calls, "requests": len(server.requests),
-                     "in_flight": server.in_flight, "max_in_flight": server.max_in_flight}
-            payload = json.dumps(stats).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def _send(self, request: RecordedRequest, reply: Reply) -> None:
-            sse = request.stream and "sse" in request.query.get("alt", []) and reply.status == 200
-            if sse:
-                chunks = reply.chunks if reply.chunks is not None else [reply.body]
-                payload = b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks)
-                content_type = "text/event-stream"
-            elif isinstance(reply.body, (dict, list)):
-                payload = json.dumps(reply.body).encode()
-                content_type = "application/json; charset=UTF-8"
-            elif reply.body is None:
-                payload = b""
-                content_type = "application/json; charset=UTF-8"
-            else:
-                payload = reply.body if isinstance(reply.body, bytes) else str(reply.body).encode()
-                content_type = "application/json; charset=UTF-8"
-            self.send_response(reply.status)
-            headers = {"Content-Type": content_type} | reply.headers
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
-
-    return Handler
+    def reply_stream(self, texts: Iterable[str], *, error: tuple[int, str] | None = None,
+                     times: int = 1) -> FakeGemini:
+        return self.enqueue(stream_reply(list(texts), error=error), times)
 
 
 def _pick(choice: Any, about: str) -> Any:
@@ -511,13 +343,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.judge:
         server.responder = judge_responder()
     server.default = text_reply(args.text)
-    server.start(port=args.port)
-    print(server.base_url, flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
+    serve_until_interrupted(server, args.port)
 
 
 if __name__ == "__main__":

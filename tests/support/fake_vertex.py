@@ -16,9 +16,11 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Callable
+
+from tests.support.fake_server import LocalServer
 
 
 @dataclass
@@ -90,8 +92,10 @@ def _private_key_pem() -> str:
                              serialization.NoEncryption()).decode()
 
 
-class FakeVertex:
+class FakeVertex(LocalServer):
     """The server; `requests` holds every evaluateInstances request, `token_requests` counts refreshes."""
+
+    name = "fake_vertex"
 
     def __init__(self) -> None:
         self.requests: list[VertexRequest] = []
@@ -100,8 +104,7 @@ class FakeVertex:
         self.responder: Callable[[VertexRequest], VertexReply | None] | None = None
         self.default: VertexReply | None = None
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     @property
     def base_url(self) -> str:
@@ -137,7 +140,7 @@ class FakeVertex:
         return VertexReply(status=500, body={"error": {"code": 500, "message": "no reply scripted",
                                                        "status": "INTERNAL"}})
 
-    def start(self) -> FakeVertex:
+    def handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -170,14 +173,4 @@ class FakeVertex:
                 body = json.loads(raw) if raw else None
                 self._send(fake._answer(VertexRequest(path=self.path, headers=dict(self.headers), body=body)))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        return Handler

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 import pytest
 
@@ -81,6 +81,9 @@ class Env:
         self.write_eval()
         self.write_config({"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8})
         self.events: list[Any] = []
+        #: Every session a test opens; the fixture closes them (their workers stop at once, instead of the
+        #: event loop's teardown waiting for each to end).
+        self.sessions: list[LiveSession] = []
 
     def write_eval(self) -> None:
         self.eval_file.write_text(json.dumps({"eval_set_id": "bot", "eval_cases": self.cases}, indent=1))
@@ -96,7 +99,11 @@ class Env:
 
     def session(self, **kw: Any) -> LiveSession:
         kw.setdefault("options", RunOptions(turn_timeout=5, save=False))
-        return LiveSession(self.root, on_event=self.events.append, **kw)
+        return self.track(LiveSession(self.root, on_event=self.events.append, **kw))
+
+    def track(self, live: LiveSession) -> LiveSession:
+        self.sessions.append(live)
+        return live
 
     def of(self, kind: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]
@@ -106,9 +113,12 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+async def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Env]:
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
-    return Env(tmp_path)
+    made = Env(tmp_path)
+    yield made
+    for live in made.sessions:
+        await live.aclose()
 
 
 def status(live: LiveSession, env: Env, eval_id: str) -> EvalStatus:
@@ -347,7 +357,7 @@ async def test_a_failing_event_consumer_is_logged_and_reported_and_the_loop_goes
         if isinstance(event, CaseStarted) and event.key.eval_id == "b":
             raise ValueError("consumer bug")
 
-    live = LiveSession(env.root, on_event=consumer, options=RunOptions(turn_timeout=5, save=False))
+    live = env.track(LiveSession(env.root, on_event=consumer, options=RunOptions(turn_timeout=5, save=False)))
     with caplog.at_level("ERROR", logger="tui_eval.engine.events"):
         await live.start()
     assert all(status(live, env, i) == EvalStatus.PASSED for i in "abc")
@@ -365,7 +375,7 @@ async def test_a_vanished_watched_folder_is_reported_and_watched_again(env: Env,
     gone = tmp_path / "gone"
     root = gone / "ws"
     root.mkdir(parents=True)
-    live = LiveSession(root, on_event=env.events.append, debounce=0.05)
+    live = env.track(LiveSession(root, on_event=env.events.append, debounce=0.05))
     await live.start(run=False)
     root.rmdir()
     gone.rmdir()  # nothing left to watch
@@ -391,7 +401,7 @@ async def test_without_retry_a_vanished_folder_is_waited_for_not_raised(env: Env
 
     root = tmp_path / "gone" / "ws"
     root.mkdir(parents=True)
-    live = LiveSession(root, on_event=env.events.append, debounce=0.05)
+    live = env.track(LiveSession(root, on_event=env.events.append, debounce=0.05))
     await live.start(run=False)
     root.rmdir()
     root.parent.rmdir()

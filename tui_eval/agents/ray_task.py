@@ -25,8 +25,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
-from .base import AgentError
-from .conversation import CaseJob, Inference, error_text, run_conversation
+from .conversation import CaseJob, Inference, run_conversation
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base import Agent
@@ -98,22 +97,11 @@ def _agent(box: AgentBox) -> Agent | str:
         found = _agents.get(digest)
         if found is not None:
             return found
-        from .folder import load_agent_folder
+        from .worker import _warm_up, import_agent
 
         if not _agents:
-            from .worker import _warm_up
-
             _warm_up()  # the models' validators, built once per worker rather than on its first cases
-        try:
-            loaded = load_agent_folder(_unpacked(box))
-            loaded.warm_up()
-            agent: Agent | str = loaded
-        except AgentError as exc:
-            agent = str(exc)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit at import: the agent cannot load
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            agent = f"cannot import the agent: {error_text(exc).split(chr(10), 1)[0]}"
+        agent = import_agent(_unpacked(box))
         _agents[digest] = agent
         # The agent's .env, as loaded, is part of its environment; what a tool changes later is not.
         _home = (os.getcwd(), dict(os.environ))

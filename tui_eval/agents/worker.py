@@ -24,7 +24,8 @@ import signal
 import socket
 import struct
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Awaitable, Callable
 
 from .base import Agent, AgentError
 from .conversation import CaseJob, Inference, error_text, run_conversation
@@ -63,6 +64,54 @@ def _die_with_parent() -> None:
         log.debug("PR_SET_PDEATHSIG is not available here")
 
 
+def start_child(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, socket.socket]:
+    """What a child process of the engine (a pool worker, the Ray driver) does first: read `--fd` (its end of
+    the socket pair), ignore the terminal's Ctrl-C (the engine decides), die with the engine, log warnings."""
+    parser.add_argument("--fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return args, socket.socket(fileno=args.fd)
+
+
+async def take_commands(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        handle: Callable[[tuple[Any, ...]], Awaitable[None]]) -> None:
+    """Hand each message from the engine to `handle` until it says `stop` or goes; what `handle` sent is on its
+    way before the next message is read."""
+    while True:
+        message = await read_frame(reader)
+        if message is None or message[0] == "stop":
+            return
+        await handle(message)
+        await writer.drain()
+
+
+async def close_writer(writer: asyncio.StreamWriter) -> None:
+    """Send what is left and close the socket (the engine may have gone already)."""
+    try:
+        await writer.drain()
+        writer.close()
+    except (ConnectionError, RuntimeError):
+        log.debug("the engine's end of the socket had closed")
+
+
+def import_agent(folder: str | Path) -> Agent | str:
+    """The folder's agent, imported and warmed up, or why it cannot be loaded (one line)."""
+    from .folder import load_agent_folder
+
+    try:
+        agent = load_agent_folder(folder)
+        agent.warm_up()
+    except AgentError as exc:
+        return str(exc)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import: the agent cannot load
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return f"cannot import the agent: {error_text(exc).split(chr(10), 1)[0]}"
+    return agent
+
+
 class _Worker:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
@@ -78,19 +127,13 @@ class _Worker:
             self.writer.write(frame(message))
 
     def load(self, folder: str) -> None:
-        from .folder import load_agent_folder
-
+        loaded = import_agent(folder)
         name, error = "", None
-        try:
-            self.agent = load_agent_folder(folder)
-            self.agent.warm_up()
-            name = self.agent.name
-        except AgentError as exc:
-            error = str(exc)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit at import: the agent cannot load
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            error = f"cannot import the agent: {error_text(exc).split(chr(10), 1)[0]}"
+        if isinstance(loaded, str):
+            error = loaded
+        else:
+            self.agent = loaded
+            name = loaded.name
         self.cwd = os.getcwd()
         self.environ = dict(os.environ)  # the agent's .env, as loaded, is part of its environment
         self.send(("hello", name, error))
@@ -188,10 +231,8 @@ async def serve(sock: socket.socket) -> None:
     _warm_up()
     reader, writer = await asyncio.open_connection(sock=sock)
     worker = _Worker(writer)
-    while True:
-        message = await read_frame(reader)
-        if message is None or message[0] == "stop":
-            break
+
+    async def handle(message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "job":
             job_id, job = message[1], message[2]
@@ -202,13 +243,10 @@ async def serve(sock: socket.socket) -> None:
                 task.cancel()
         elif kind == "load":
             worker.load(message[1])
-        await writer.drain()
+
+    await take_commands(reader, writer, handle)
     await worker.close()
-    try:
-        await writer.drain()
-        writer.close()
-    except (ConnectionError, RuntimeError):
-        pass
+    await close_writer(writer)
 
 
 def _limit_memory(limit: int) -> None:
@@ -219,15 +257,10 @@ def _limit_memory(limit: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="tui_eval.agents.worker")
-    parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--memory-limit", type=int, default=None)
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args, sock = start_child(parser, argv)
     if args.memory_limit:
         _limit_memory(args.memory_limit)
-    sock = socket.socket(fileno=args.fd)
     try:
         asyncio.run(serve(sock))
     finally:

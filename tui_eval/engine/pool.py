@@ -21,16 +21,14 @@ import collections
 import itertools
 import logging
 import os
-import signal
-import socket
-import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import frame, read_frame
+from ..agents.worker import frame
+from .child import InFlight, child_env, output_lines, read_messages, signal_name, spawn_child
 from .executor import Executor, OnTurn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,15 +64,10 @@ class _WorkerLost(Exception):
         self.actual = actual
 
 
-@dataclass(slots=True, eq=False)
-class _Pending:
-    job: CaseJob
+@dataclass(slots=True, eq=False, kw_only=True)
+class _Pending(InFlight):
     worker: _Process
-    future: asyncio.Future[Inference]
-    on_turn: OnTurn | None
-    judge: Any
     solo: bool
-    actual: list[Invocation] = field(default_factory=list)
     #: The turn under way (-1: opening the session; None between turns of a simulated conversation).
     turn: int | None = -1
     deadline: float | None = None
@@ -102,23 +95,8 @@ class _Process:
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def spawn(self) -> None:
-        parent, child = socket.socketpair()
-        env = dict(os.environ)
-        # The worker imports tui_eval the way this process did, installed or from a source checkout.
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        args = [sys.executable, "-m", "tui_eval.agents.worker", "--fd", str(child.fileno())]
-        if self.pool.memory_limit:
-            args += ["--memory-limit", str(self.pool.memory_limit)]
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *args, pass_fds=[child.fileno()], stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                # Its own process group: the terminal's Ctrl-C reaches the engine, which decides.
-                start_new_session=True, env=env)
-        finally:
-            child.close()
-        reader, self.writer = await asyncio.open_connection(sock=parent)
+        args = ["--memory-limit", str(self.pool.memory_limit)] if self.pool.memory_limit else []
+        self.proc, reader, self.writer = await spawn_child("tui_eval.agents.worker", *args, env=child_env())
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self._tasks = [asyncio.create_task(self._read(reader)),
                        asyncio.create_task(self._output(self.proc.stdout, "stdout")),
@@ -138,29 +116,18 @@ class _Process:
 
     async def _output(self, stream: asyncio.StreamReader, what: str) -> None:
         """What agent code prints goes to the log (never to the run's output), within a budget."""
-        while True:
-            try:
-                line = await stream.readline()
-            except (ValueError, ConnectionError):  # a line longer than the stream's limit
-                line = b"(a line too long to show)\n"
-            if not line:
-                return
-            text = line.decode("utf-8", "replace").rstrip()
+        async for text in output_lines(stream):
             if what == "stderr" and text:
                 self.tail.append(text)
             if self._output_left > 0:
-                self._output_left -= len(line)
+                self._output_left -= len(text) + 1
                 agent_output.info("worker %d %s: %s", self.id, what, text[:2000])
                 if self._output_left <= 0:
                     agent_output.info("worker %d: further output is not logged", self.id)
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
-            while True:
-                message = await read_frame(reader)
-                if message is None:
-                    break
-                self._on_message(message)
+            await read_messages(reader, self._on_message)
         except Exception:  # a frame we cannot read: the worker is no use any more
             log.exception("worker %d sent something unreadable", self.id)
             self.kill("sent an unreadable message")
@@ -172,13 +139,10 @@ class _Process:
         if kind == "turn":
             pending = self.jobs.get(message[1])
             if pending is not None:
-                index, inv = message[2], message[3]
-                del pending.actual[index:]
-                pending.actual.append(inv)
+                index = message[2]
                 pending.turn = None if pending.job.case.is_scenario else index + 1
                 pending.deadline = None if pending.turn is None else self.pool.deadline(pending.job)
-                if pending.on_turn is not None:
-                    pending.on_turn(index, inv)
+                pending.took_turn(index, message[3])
         elif kind == "turn_start":
             pending = self.jobs.get(message[1])
             if pending is not None:
@@ -187,11 +151,7 @@ class _Process:
         elif kind == "done":
             pending = self.jobs.pop(message[1], None)
             if pending is not None:
-                inference: Inference = message[2]
-                inference.actual = pending.actual
-                _add_judge_stats(pending.judge, message[3])
-                if not pending.future.done():
-                    pending.future.set_result(inference)
+                pending.finish(message[2], message[3])
         elif kind == "hello":
             self.name = message[1]
             if not self.loaded.done():
@@ -238,10 +198,7 @@ class _Process:
         if code is None:
             return "the agent process ended"
         if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
+            name = signal_name(-code)
             text = f"the agent process was killed by {name}"
             if name == "SIGKILL":
                 text += " (out of memory?)"
@@ -267,16 +224,6 @@ class _Process:
         done, late = await asyncio.wait(self._tasks, timeout=STOP_GRACE)
         for task in late:
             task.cancel()
-
-
-def _add_judge_stats(judge: Any, delta: dict[str, float]) -> None:
-    """The worker's user-simulator judge calls count in the run's judge statistics."""
-    stats = getattr(judge, "stats", None)
-    if stats is None or not delta:
-        return
-    for key, value in delta.items():
-        if hasattr(stats, key):
-            setattr(stats, key, getattr(stats, key) + value)
 
 
 class ProcessPool(Executor):
@@ -455,7 +402,8 @@ class ProcessPool(Executor):
                       *, solo: bool) -> Inference:
         job_id = next(self._job_ids)
         future: asyncio.Future[Inference] = asyncio.get_running_loop().create_future()
-        pending = _Pending(job, worker, future, on_turn, judge, solo, deadline=self.deadline(job))
+        pending = _Pending(job=job, future=future, on_turn=on_turn, judge=judge, worker=worker, solo=solo,
+                           deadline=self.deadline(job))
         worker.jobs[job_id] = pending
         worker.send(("job", job_id, job))
         try:

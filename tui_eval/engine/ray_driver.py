@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import _die_with_parent, frame, read_frame
+from ..agents.worker import close_writer, frame, start_child, take_commands
 
 log = logging.getLogger(__name__)
 
@@ -334,10 +333,9 @@ async def serve(sock: socket.socket) -> None:
     reader, writer = await asyncio.open_connection(sock=sock)
     driver = _Driver(writer)
     loading: asyncio.Task[None] | None = None
-    while True:
-        message = await read_frame(reader)
-        if message is None or message[0] == "stop":
-            break
+
+    async def handle(message: tuple[Any, ...]) -> None:
+        nonlocal loading
         kind = message[0]
         if kind == "job":
             if loading is not None:
@@ -351,23 +349,14 @@ async def serve(sock: socket.socket) -> None:
             if loading is not None:
                 await loading
             loading = asyncio.create_task(driver.load(None, None))
-        await writer.drain()
+
+    await take_commands(reader, writer, handle)
     await driver.close()
-    try:
-        await writer.drain()
-        writer.close()
-    except (ConnectionError, RuntimeError):
-        pass
+    await close_writer(writer)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="tui_eval.engine.ray_driver")
-    parser.add_argument("--fd", type=int, required=True)
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    sock = socket.socket(fileno=args.fd)
+    _args, sock = start_child(argparse.ArgumentParser(prog="tui_eval.engine.ray_driver"), argv)
     try:
         asyncio.run(serve(sock))
     finally:

@@ -14,22 +14,15 @@ import collections
 import importlib.util
 import itertools
 import logging
-import os
-import signal
-import socket
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..agents.base import AgentError
 from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import frame, read_frame
+from ..agents.worker import frame
+from .child import InFlight, child_env, output_lines, read_messages, signal_name, spawn_child
 from .executor import Executor, OnTurn
-from .pool import _add_judge_stats
 from .ray_driver import is_loopback
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..schema.model import Invocation
 
 log = logging.getLogger(__name__)
 driver_output = logging.getLogger("tui_eval.ray_output")
@@ -59,7 +52,7 @@ class RayExecutor(Executor):
         self._writer: asyncio.StreamWriter | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._hello: asyncio.Future[str | None] | None = None
-        self._jobs: dict[int, _Pending] = {}
+        self._jobs: dict[int, InFlight] = {}
         self._ids = itertools.count(1)
         self._error: str | None = None
         self._lock: asyncio.Lock | None = None
@@ -96,7 +89,7 @@ class RayExecutor(Executor):
             return Inference(error=f"agent could not start a session: {error}")
         job_id = next(self._ids)
         future: asyncio.Future[Inference] = asyncio.get_running_loop().create_future()
-        self._jobs[job_id] = _Pending(job, future, on_turn, judge)
+        self._jobs[job_id] = InFlight(job, future, on_turn, judge)
         self._send(("job", job_id, job))
         try:
             return await future
@@ -125,25 +118,15 @@ class RayExecutor(Executor):
     # ---- the driver process ------------------------------------------------------------------
 
     async def _spawn(self) -> str | None:
-        parent, child = socket.socketpair()
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env = child_env()
         if is_loopback(self.address or env.get("RAY_ADDRESS")):
             # Ray otherwise names this machine by its network address, even for a local instance:
             # everything stays on 127.0.0.1.
             env.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tui_eval.engine.ray_driver", "--fd", str(child.fileno()),
-                pass_fds=[child.fileno()], stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, env=env)
+            self._proc, reader, self._writer = await spawn_child("tui_eval.engine.ray_driver", env=env)
         except OSError as exc:
             return f"cannot start the Ray driver process: {exc}"
-        finally:
-            child.close()
-        reader, self._writer = await asyncio.open_connection(sock=parent)
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._hello = None
         self._tasks = [asyncio.create_task(self._read(reader)),
@@ -165,14 +148,7 @@ class RayExecutor(Executor):
 
     async def _output(self, stream: asyncio.StreamReader, what: str) -> None:
         """What the driver (Ray) prints goes to the log, never to the run's output."""
-        while True:
-            try:
-                line = await stream.readline()
-            except (ValueError, ConnectionError):  # a line longer than the stream's limit
-                continue
-            if not line:
-                return
-            text = line.decode("utf-8", "replace").rstrip()
+        async for text in output_lines(stream):
             if text:
                 if what == "stderr":
                     self._tail.append(text)
@@ -180,11 +156,7 @@ class RayExecutor(Executor):
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
-            while True:
-                message = await read_frame(reader)
-                if message is None:
-                    break
-                self._on_message(message)
+            await read_messages(reader, self._on_message)
         except Exception:  # a frame we cannot read: the driver is no use any more
             log.exception("the Ray driver sent something unreadable")
             if self._proc is not None and self._proc.returncode is None:
@@ -197,19 +169,11 @@ class RayExecutor(Executor):
         if kind == "turn":
             pending = self._jobs.get(message[1])
             if pending is not None:
-                index, inv = message[2], message[3]
-                del pending.actual[index:]
-                pending.actual.append(inv)
-                if pending.on_turn is not None:
-                    pending.on_turn(index, inv)
+                pending.took_turn(message[2], message[3])
         elif kind == "done":
             pending = self._jobs.pop(message[1], None)
             if pending is not None:
-                inference: Inference = message[2]
-                inference.actual = pending.actual
-                _add_judge_stats(pending.judge, message[3])
-                if not pending.future.done():
-                    pending.future.set_result(inference)
+                pending.finish(message[2], message[3])
         elif kind == "hello":
             if message[1]:
                 self.name = message[1]
@@ -228,10 +192,7 @@ class RayExecutor(Executor):
                 code = await proc.wait()
         cause = "the Ray driver process ended"
         if code is not None and code < 0:
-            try:
-                cause += f" (killed by {signal.Signals(-code).name})"
-            except ValueError:
-                cause += f" (signal {-code})"
+            cause += f" (killed by {signal_name(-code)})"
         elif code:
             cause += f" (exit code {code})"
         if self._tail:
@@ -246,14 +207,3 @@ class RayExecutor(Executor):
                                                     error=f"{cause} during turn {turn + 1}"))
         self._writer = None
 
-
-class _Pending:
-    __slots__ = ("job", "future", "on_turn", "judge", "actual")
-
-    def __init__(self, job: CaseJob, future: asyncio.Future[Inference], on_turn: OnTurn | None,
-                 judge: Any) -> None:
-        self.job = job
-        self.future = future
-        self.on_turn = on_turn
-        self.judge = judge
-        self.actual: list[Invocation] = []

@@ -19,6 +19,7 @@ from .service import (
     NO_CREDENTIALS,
     JudgeCallError,
     JudgeParseError,
+    LazyClient,
     ProviderAnswer,
     TokenUsage,
     _classify,
@@ -103,7 +104,7 @@ def _messages(contents: Any, system_instruction: str | None) -> list[dict[str, s
     return messages
 
 
-class OpenAIProvider:
+class OpenAIProvider(LazyClient):
     """Chat completions on one endpoint. $OPENAI_API_KEY authenticates; the endpoint is the one the
     judge_model names, else $OPENAI_BASE_URL, else OpenAI's."""
 
@@ -203,17 +204,8 @@ class OpenAIProvider:
             return _Failure(f"connection error: {type(cause).__name__}: {cause}".rstrip(": "), True)
         return _classify(exc)
 
-    def reset(self) -> None:
-        self._client = None
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is None:
-            return
-        try:
-            await client.close()
-        except Exception as exc:  # closing is best effort: the run's results are already in
-            logger.debug("closing the openai judge client failed: %s: %s", type(exc).__name__, exc)
+    async def _close(self, client: Any) -> None:
+        await client.close()
 
 
 def _error_message(exc: Any) -> str:

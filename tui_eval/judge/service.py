@@ -311,7 +311,28 @@ class JudgeProvider(Protocol):
     async def aclose(self) -> None: ...
 
 
-class GeminiProvider:
+class LazyClient:
+    """A provider's SDK client, made on its first call: `reset` forgets it, `aclose` closes it."""
+
+    _client: Any = None
+
+    def reset(self) -> None:
+        self._client = None
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            await self._close(client)
+        except Exception as exc:  # closing is best effort: the run's results are already in
+            logger.debug("closing the %s judge client failed: %s: %s", type(self).__name__, type(exc).__name__, exc)
+
+    async def _close(self, client: Any) -> None:
+        raise NotImplementedError
+
+
+class GeminiProvider(LazyClient):
     """google-genai: the Gemini API or Vertex AI, as ADK's judges."""
 
     name: JudgeProviderName = "gemini"
@@ -390,17 +411,8 @@ class GeminiProvider:
             return JudgeParseError(invalid)
         return _classify(exc)
 
-    def reset(self) -> None:
-        self._client = None
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is None:
-            return
-        try:
-            await client.aio.aclose()
-        except Exception as exc:  # closing is best effort: the run's results are already in
-            logger.debug("closing the judge client failed: %s: %s", type(exc).__name__, exc)
+    async def _close(self, client: Any) -> None:
+        await client.aio.aclose()
 
 
 class JudgeService:

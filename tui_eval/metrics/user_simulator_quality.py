@@ -22,12 +22,11 @@ from ..schema.details import (
     SimulatorTurnDetails,
     StopSignalVerdict,
     TokenUsage,
-    Votes,
 )
 from ..schema.model import Invocation
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from .base import MetricInput, builtin
-from .llm.common import ask_samples, failure_reason, judge_identity, majority, sum_usage
+from .llm.common import ask_and_vote, judge_identity
 
 NAME = "per_turn_user_simulator_quality_v1"
 
@@ -132,33 +131,25 @@ def _first_turn(inp: MetricInput) -> InvocationMetricResult:
 
 async def _judge_turn(inp: MetricInput, history: list[Invocation], user_text: str,
                       kind: Literal["user_message", "stop_signal"]) -> InvocationMetricResult:
-    opts = inp.criterion.judge
-    samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=_prompt(inp, history, user_text),
-                                schema=TurnVerdict, config=opts.judge_model_config, num_samples=opts.num_samples)
-    votes = Votes()
+    ballot = await ask_and_vote(inp.judge, inp.criterion.judge, _prompt(inp, history, user_text), TurnVerdict,
+                                lambda answer: answer.is_valid)
     records: list[SimulatorSample] = []
-    for s in samples:
+    for s in ballot.samples:
         base = s.record()
         record = SimulatorSample(sample=base.sample, cached=base.cached, latency=base.latency, usage=base.usage,
                                  error=base.error, raw_text=base.raw_text)
         if s.parsed is not None:
-            if s.parsed.is_valid:
-                votes.yes += 1
-            else:
-                votes.no += 1
             record.is_valid = s.parsed.is_valid
             record.criteria = [SimulatorCriterionVerdict(name=c.name, reasoning=c.reasoning, passes=c.passes)
                                for c in s.parsed.criteria]
         records.append(record)
-    details = SimulatorTurnDetails(user_text=user_text, turn_kind=kind, judged=True, samples=records, votes=votes,
-                                   errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
-                                   token_usage=sum_usage(samples))
-    verdict = majority(votes.yes, votes.no)
+    details = ballot.details(SimulatorTurnDetails, records, user_text=user_text, turn_kind=kind, judged=True)
+    verdict = ballot.outcome
     if verdict is None:
-        return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                      reason=failure_reason(s.error for s in samples if s.error), details=details)
+        return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=ballot.failure,
+                                      details=details)
     # The rationale shown is that of a sample that voted with the majority: its failed criteria first.
-    winner = next(s.parsed for s in samples if s.parsed is not None and s.parsed.is_valid == verdict)
+    winner = next(s.parsed for s in ballot.samples if s.parsed is not None and s.parsed.is_valid == verdict)
     failed = [c for c in winner.criteria if not c.passes]
     shown = failed or winner.criteria
     details.verdict = verdict

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from ...schema.calls import pair_calls as pair_calls  # shared with mocked tools
 from ...schema.config import Criterion
+from ...schema.criteria import JudgeModelOptions
 from ...schema.judge_model import parse_judge_model
 from ...schema.model import (
     AppDetails,
@@ -30,14 +31,18 @@ from ...schema.details import (
     JudgeSample,
     MetricDetails,
     RubricDetails,
+    ResponseMatchJudgeDetails,
     RubricScore,
+    SafetyDetails,
     SimulatorTurnDetails,
     TokenUsage,
+    Votes,
 )
 from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from ..base import MetricInput
 
 T = TypeVar("T", bound=BaseModel)
+D = TypeVar("D", bound=BaseModel)
 logger = logging.getLogger(__name__)
 
 
@@ -123,6 +128,52 @@ def majority(positive: int, negative: int) -> bool | None:
     if positive == 0 and negative == 0:
         return None
     return positive > negative
+
+
+@dataclass(slots=True)
+class Ballot(Generic[T]):
+    """One prompt's samples and their yes / no votes (a sample that was dropped does not vote)."""
+
+    samples: list[Sample[T]]
+    votes: Votes
+
+    @property
+    def outcome(self) -> bool | None:
+        """The majority (a tie is no); None when no sample voted."""
+        return majority(self.votes.yes, self.votes.no)
+
+    @property
+    def errors(self) -> list[str]:
+        """One line per dropped sample, as the details keep them."""
+        return [f"sample {s.index}: {s.error}" for s in self.samples if s.error]
+
+    @property
+    def failure(self) -> str:
+        """The NOT_EVALUATED reason when no sample voted."""
+        return failure_reason(s.error for s in self.samples if s.error)
+
+    @property
+    def token_usage(self) -> TokenUsage:
+        return sum_usage(self.samples)
+
+    def details(self, kind: type[D], records: list[Any], **fields: Any) -> D:
+        """A turn's details of `kind`: the samples' records, the votes, dropped samples and tokens."""
+        return kind(samples=records, votes=self.votes, errors=self.errors, token_usage=self.token_usage, **fields)
+
+
+async def ask_and_vote(judge: Any, opts: JudgeModelOptions, prompt: str, schema: type[T],
+                       says_yes: Callable[[T], bool]) -> Ballot[T]:
+    """Ask `opts.num_samples` samples of one prompt; each parsed answer votes yes when `says_yes(answer)`."""
+    samples = await ask_samples(judge, model=opts.judge_model, prompt=prompt, schema=schema,
+                                config=opts.judge_model_config, num_samples=opts.num_samples)
+    votes = Votes()
+    for s in samples:
+        if s.parsed is not None:
+            if says_yes(s.parsed):
+                votes.yes += 1
+            else:
+                votes.no += 1
+    return Ballot(samples, votes)
 
 
 # -- the judge's view of an invocation -------------------------------------------------------------
@@ -278,6 +329,18 @@ def invocation_result(score: float | None, crit: Criterion, details: MetricDetai
                       reason: str | None = None) -> InvocationMetricResult:
     return InvocationMetricResult(score=score, status=status_for(score, crit.threshold), reason=reason,
                                   details=details)
+
+
+def verdict_result(ballot: Ballot[Any], details: ResponseMatchJudgeDetails | SafetyDetails, crit: Criterion,
+                   words: tuple[str, str]) -> InvocationMetricResult:
+    """A yes / no judge's turn: NOT_EVALUATED when no sample voted, else 1 or 0, with the winning side's word
+    (`words` is (yes, no)) and one rationale from that side."""
+    outcome = ballot.outcome
+    if outcome is None:
+        return not_evaluated(ballot.failure, details)
+    details.verdict = words[0] if outcome else words[1]
+    details.rationale = next(r.rationale for r in details.samples if r.verdict == details.verdict)
+    return invocation_result(1.0 if outcome else 0.0, crit, details)
 
 
 def usage_of(result: InvocationMetricResult) -> TokenUsage:

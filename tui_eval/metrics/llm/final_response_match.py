@@ -7,20 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ...schema.model import content_text
-from ...schema.details import JudgeSample, ResponseMatchJudgeDetails, Votes
+from ...schema.details import ResponseMatchJudgeDetails
 from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
-from .common import (
-    ask_samples,
-    case_result,
-    failure_reason,
-    invocation_result,
-    majority,
-    not_evaluated,
-    response_text,
-    score_invocations,
-    sum_usage,
-)
+from .common import ask_and_vote, case_result, response_text, score_invocations, verdict_result
 
 NAME = "final_response_match_v2"
 
@@ -83,31 +73,11 @@ async def evaluate(inp: MetricInput) -> MetricResult:
             response=response_text(actual, include),
             reference=response_text(reference_inv, include),
         )
-        samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=prompt, schema=ResponseMatchVerdict,
-                                    config=opts.judge_model_config, num_samples=opts.num_samples)
-        votes = Votes()
-        records: list[JudgeSample] = []
-        for s in samples:
-            if s.parsed is not None:
-                if s.parsed.verdict == "valid":
-                    votes.yes += 1
-                else:
-                    votes.no += 1
-                records.append(s.record(verdict=s.parsed.verdict, rationale=s.parsed.reasoning))
-            else:
-                records.append(s.record())
-        details = ResponseMatchJudgeDetails(
-            samples=records,
-            votes=votes,
-            errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
-            token_usage=sum_usage(samples),
-        )
-        outcome = majority(votes.yes, votes.no)
-        if outcome is None:
-            return not_evaluated(failure_reason(s.error for s in samples if s.error), details)
-        details.verdict = "valid" if outcome else "invalid"
-        # The rationale shown first is one from the winning side.
-        details.rationale = next(r.rationale for r in records if r.verdict == details.verdict)
-        return invocation_result(1.0 if outcome else 0.0, crit, details)
+        ballot = await ask_and_vote(inp.judge, opts, prompt, ResponseMatchVerdict,
+                                    lambda answer: answer.verdict == "valid")
+        records = [s.record(verdict=s.parsed.verdict, rationale=s.parsed.reasoning) if s.parsed is not None
+                   else s.record() for s in ballot.samples]
+        details = ballot.details(ResponseMatchJudgeDetails, records)
+        return verdict_result(ballot, details, crit, ("valid", "invalid"))
 
     return case_result(inp, await score_invocations(inp, score_one))

@@ -53,6 +53,21 @@ class ToolUseRubricVerdicts(BaseModel):
     verdicts: list[ToolUseRubricVerdict]
 
 
+#: What both rubric judges are shown of the turn: the tools it had, the user's prompt, its calls and responses.
+_TURN = """\
+<available_tools>
+{tools}
+</available_tools>
+
+<user_prompt>
+{user_prompt}
+</user_prompt>
+
+<tool_calls_and_responses>
+{steps}
+</tool_calls_and_responses>
+"""
+
 FINAL_RESPONSE_PROMPT = """\
 You assess the final answer of an AI agent against a list of properties. For EVERY property give a
 verdict:
@@ -78,18 +93,7 @@ Answer only about the properties listed; do not invent new ones. Copy each prope
 {instructions}
 </developer_instructions>
 
-<available_tools>
-{tools}
-</available_tools>
-
-<user_prompt>
-{user_prompt}
-</user_prompt>
-
-<tool_calls_and_responses>
-{steps}
-</tool_calls_and_responses>
-
+""" + _TURN + """
 <final_answer>
 {final_answer}
 </final_answer>
@@ -114,18 +118,7 @@ responses would satisfy it, check the agent's calls against that one by one, the
 from the tool declarations, the user prompt and the calls and responses shown. Answer only about the
 properties listed; do not invent new ones. Copy each property's id exactly.
 
-<available_tools>
-{tools}
-</available_tools>
-
-<user_prompt>
-{user_prompt}
-</user_prompt>
-
-<tool_calls_and_responses>
-{steps}
-</tool_calls_and_responses>
-
+""" + _TURN + """
 <properties>
 {rubrics}
 </properties>

@@ -24,21 +24,27 @@ _PHASE_WORDS = {
 
 
 class MetricBar(Horizontal):
-    """One metric's name and a bar that fills as its invocations are scored."""
+    """One metric's name and a bar that fills as its invocations are scored.
+
+    The bar and the note are made with the widget, so `set_progress` lands on them at once, whether the
+    widget has mounted yet or not (the run panel makes a bar and sets its progress in one go; the bar used to
+    keep that aside until its Mount handler ran, and looked empty until then).
+    """
 
     def __init__(self, metric: str) -> None:
         super().__init__(classes="metric-bar")
         self.metric = metric
-        self._progress = (0, 1)
         self.not_evaluated = False
         # No ETA: it is a clock, and the bar must never be indeterminate (total is always set).
-        self._bar = ProgressBar(total=1, show_eta=False)
+        #: The bar itself (its progress and total are the metric's, from the first `set_progress` on).
+        self.bar = ProgressBar(total=1, show_eta=False)
+        self._progress = (0, 1)
         self._note = Label(Content.styled("not evaluated", "$text-warning"), classes="metric-note")
         self._note.display = False
 
     def compose(self) -> ComposeResult:
         yield Label(plain(self.metric), classes="metric-name")
-        yield self._bar
+        yield self.bar
         yield self._note
 
     def set_progress(self, done: int, total: int, *, evaluated: int = 1) -> None:
@@ -49,12 +55,12 @@ class MetricBar(Horizontal):
         not_evaluated = done > 0 and evaluated == 0
         if progress != self._progress:
             self._progress = progress
-            self._bar.update(total=total, progress=progress[0])
+            self.bar.update(total=total, progress=progress[0])
         if not_evaluated != self.not_evaluated:
             self.not_evaluated = not_evaluated
             self.set_class(not_evaluated, "-not-evaluated")
             self._note.display = not_evaluated
-            self._bar.display = not not_evaluated
+            self.bar.display = not not_evaluated
 
 
 class RunPanel(Vertical):
