@@ -245,3 +245,47 @@ def test_files_the_loader_reads_reach_the_catalog_and_the_engines_reloads_are_as
     changes = m.pull(None)
     assert changes.files.reloaded == [resolved] and catalog.case(catalog.key(resolved, "c2")) is None
     assert catalog.key(resolved, "c1") in changes.dirty
+
+
+def test_a_batch_of_finished_cases_folds_as_its_cases_one_by_one_would() -> None:
+    one, _ = model()
+    batch, _ = model()
+    records = [done("a", P), done("b", F, turn_statuses=(P, F), score=0.2), done("c", N, score=0.0)]
+    for m, finished in ((one, records), (batch, [feed.cases_done(records)])):
+        state = m.new_run("Run")
+        assert state is not None
+        m.inbox.put_many([feed.RunBegan("Run"), ev.RunStarted("r", 3, {"m": 3}), *finished,
+                          feed.MetricsScored({"m": 3}), feed.RunEnded(state.ticket)])
+        m.pull(None)
+    for m in (one, batch):
+        snap = m.current.drain() if m.current is not None else None
+        assert snap is not None and snap.cases_done == 3 and snap.counts[1] == 1 and snap.counts[2] == 1
+        assert snap.metric_evaluated == {"m": 2}  # c was not evaluated
+    for eval_id in "abc":
+        key = CaseKey(FILE, eval_id)
+        assert batch.catalog.results.summary(key) == one.catalog.results.summary(key)
+        assert batch.catalog.results.origin(key) == SESSION
+    assert batch.catalog.results.turn_status(CaseKey(FILE, "b"), 1) == 2
+
+
+def test_the_engine_sends_a_batch_s_finished_cases_as_one_record_and_drops_starts_they_overtook() -> None:
+    from tui_eval.engine.feed import EngineConfig
+    from tui_eval.engine.service import EngineService
+
+    sent: list[list[object]] = []
+    service = EngineService(EngineConfig("/f", None, None, None, 1, False, False, False), sent.append)
+    a, b, c = (CaseKey(FILE, i) for i in "abc")
+    service.put(feed.CaseBegun(a))  # told in a batch of its own
+    service.flush()
+    for record in (feed.CaseBegun(b), done("a", P), done("b", F), feed.CaseBegun(c), feed.CaseBegun(a)):
+        service.put(record)
+    service.flush()
+    assert sent[0] == [feed.CaseBegun(a)]
+    second = sent[1]
+    assert [type(r).__name__ for r in second] == ["CasesDone", "CaseBegun", "CaseBegun"]
+    folded = second[0]
+    assert isinstance(folded, feed.CasesDone)
+    assert folded.keys == ((FILE, "a"), (FILE, "b")) and folded.ended == (a,)  # b's start was never told
+    assert folded.counts == {1: 1, 2: 1} and folded.repetitions == (1, 1)
+    assert [r.key for r in second[1:]] == [c, a]  # a started again (its next repetition): still told
+    assert feed.summary_of(folded.summaries[1]) == feed.summarize(ENGINE[(b, 1)])

@@ -125,6 +125,46 @@ class CaseDone(NamedTuple):
     repetition: int = 1
 
 
+class CasesDone(NamedTuple):
+    """The cases a batch finished, as one record (the engine folds a batch's CaseDone records into it):
+    each case's key and summary as plain tuples (`summary_of` makes the summary again; plain tuples load
+    several times faster than named ones) and its repetition; and what the run panel counts (cases by
+    status, verdicts per metric), so a face takes thousands of finished cases in one step and stores them
+    later, a slice at a time. `ended`: the cases among them whose start was told before (CaseBegun)."""
+
+    keys: tuple[tuple[str, str], ...]
+    summaries: tuple[tuple[Any, ...], ...]
+    repetitions: tuple[int, ...]
+    counts: dict[int, int]
+    evaluated: dict[str, int]
+    ended: tuple[CaseKey, ...]
+
+
+def cases_done(records: list[CaseDone], ended: tuple[CaseKey, ...] = ()) -> CasesDone:
+    """Fold CaseDone records into one CasesDone."""
+    counts: dict[int, int] = {}
+    evaluated: dict[str, int] = {}
+    summaries = []
+    for r in records:
+        s = r.summary
+        counts[s.status] = counts.get(s.status, 0) + 1
+        for m in s.metrics:
+            # A judge with no credentials fills its bar all the same: count what it decided.
+            evaluated[m.name] = evaluated.get(m.name, 0) + (m.status != EvalStatus.NOT_EVALUATED)
+        summaries.append((s.status, tuple(tuple(m) for m in s.metrics), *s[2:]))
+    return CasesDone(tuple((r.key.eval_file, r.key.eval_id) for r in records), tuple(summaries),
+                     tuple(r.repetition for r in records), counts, evaluated, ended)
+
+
+_new = tuple.__new__
+
+
+def summary_of(plain: tuple[Any, ...]) -> CaseSummary:
+    """A CasesDone summary as a CaseSummary again (tuple.__new__: no Python call per field)."""
+    metrics = tuple([_new(MetricSummary, m) for m in plain[1]])
+    return _new(CaseSummary, (plain[0], metrics, *plain[2:]))
+
+
 #: Which result a face wants: a case, and the repetition of the run that made it (1 without --num-runs).
 Wanted = tuple[CaseKey, int]
 

@@ -51,6 +51,7 @@ from .feed import (
     SetModes,
     WatchReady,
     Wanted,
+    cases_done,
     pack,
     summarize,
 )
@@ -101,6 +102,8 @@ class EngineService:
         # Each case's results in the latest run that finished it: (that run's number, repetition -> result).
         # Written on the loop; read by the command thread (`fetch`): single dict operations only.
         self._kept: dict[ev.CaseKey, tuple[int, dict[int, CaseResult]]] = {}
+        # Cases whose start went up and whose end has not.
+        self._started: set[ev.CaseKey] = set()
         self._run_number = 0
 
     # ---- records up (loop thread) --------------------------------------------------------------
@@ -174,7 +177,7 @@ class EngineService:
         if not self._out or self._gone:
             self._out.clear()
             return
-        batch, self._out = self._out, []
+        batch, self._out = self._fold_finished(self._out), []
         self._oldest = time.monotonic()
         try:
             self._send(batch)
@@ -182,6 +185,37 @@ class EngineService:
             log.info("the dashboard went away (%s): closing", exc)
             self._gone = True
             self.close()
+
+    def _fold_finished(self, out: list[Any]) -> list[Any]:
+        """The batch's finished cases as one CasesDone (where the first of them stood), without the starts
+        of cases that finish later in the same batch: a face folds thousands of them in one step."""
+        done = [r for r in out if type(r) is CaseDone]
+        if not done:
+            self._started.update(r.key for r in out if type(r) is CaseBegun)
+            return out
+        # A start is told only if the case has not finished again by the end of the batch.
+        finishing: set[ev.CaseKey] = set()
+        told = [True] * len(out)
+        for i in range(len(out) - 1, -1, -1):
+            kind = type(out[i])
+            if kind is CaseDone:
+                finishing.add(out[i].key)
+            elif kind is CaseBegun and out[i].key in finishing:
+                told[i] = False
+        ended = tuple(key for key in finishing if key in self._started)
+        self._started.difference_update(ended)
+        folded: list[Any] = []
+        for record, keep in zip(out, told):
+            kind = type(record)
+            if kind is CaseDone:
+                if done:
+                    folded.append(cases_done(done, ended))
+                    done = []
+            elif keep:
+                if kind is CaseBegun:
+                    self._started.add(record.key)
+                folded.append(record)
+        return folded
 
     async def _ticker(self) -> None:
         while True:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..engine import events as ev
-from ..engine.feed import CaseBegun, CaseDone, MetricsScored, summarize
+from ..engine.feed import CaseBegun, CaseDone, CasesDone, MetricsScored, summarize
 from ..schema.status import CASE_STATUSES, EvalStatus
 
 
@@ -89,6 +89,13 @@ class RunState:
                 for m in summary.metrics:
                     # A judge with no credentials fills its bar all the same: count what it decided.
                     self._metric_evaluated[m.name] += m.status != EvalStatus.NOT_EVALUATED
+            elif kind is CasesDone:
+                self.running.difference_update(event.ended)
+                self.cases_done += len(event.keys)
+                for status, n in event.counts.items():
+                    self.counts[status] += n
+                for name, n in event.evaluated.items():
+                    self._metric_evaluated[name] += n
             elif isinstance(event, ev.MetricProgress):
                 name = event.metric_name
                 self._metric_done[name] += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from itertools import repeat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -36,6 +37,12 @@ FOLD_CHUNK = 200
 #: Records the screen should show at once rather than at the next tick (a run starting, stopping).
 URGENT = (feed.RunBegan, feed.RunOver, feed.RunEnded, feed.EngineGone, ev.CasesStopped, ev.RunFinished,
           ev.RunStarted)
+
+
+def _stored(item: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A case of a CasesDone as the store takes it: ("run", CaseKey, Finished, repetition)."""
+    _run, (eval_file, eval_id), summary, repetition = item
+    return "run", ev.CaseKey(eval_file, eval_id), Finished(feed.summary_of(summary), held(repetition)), repetition
 
 
 class Inbox:
@@ -210,7 +217,7 @@ class ReadModel:
             if runs_only:
                 keep = [item for item in chunk if item[0] != "run"]
                 chunk = [item for item in chunk if item[0] == "run"]
-            runs = [item for item in chunk if item[0] == "run"]
+            runs = [item if type(item[1]) is not tuple else _stored(item) for item in chunk if item[0] == "run"]
             if runs:
                 # Before the results are stored: the book reads the results they replace (broke / fixed).
                 book.feed([(key, finished) for _k, key, finished, _r in runs], [rep for *_x, rep in runs],
@@ -244,6 +251,13 @@ class ReadModel:
             self._backlog.append(("run", record.key, Finished(record.summary, held(record.repetition)),
                                   record.repetition))
             self._runs_in_backlog += 1
+        elif kind is feed.CasesDone:
+            state = self.current
+            if state is not None:
+                state.apply(record)
+            # Plain keys and summaries until stored (`_stored`): taking a batch costs no Python call per case.
+            self._backlog.extend(zip(repeat("run"), record.keys, record.summaries, record.repetitions))
+            self._runs_in_backlog += len(record.keys)
         elif kind is feed.CaseBegun or kind is feed.MetricsScored:
             if self.current is not None:
                 self.current.apply(record)
