@@ -38,7 +38,8 @@ from .textsafe import safe_line, safe_text, xml_safe
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.gate import BaselineReport, Outcome
-    from .engine.pricing import CostEstimate, TokenUsage
+    from .engine.pricing import CostEstimate
+    from .schema.usage import TokenUsage
     from .engine.runner import RunRecord
 
 # XML 1.0 forbids most control characters; agent text and ids may carry escape sequences.
@@ -149,8 +150,8 @@ def case_lines(case: CaseResult, label: str) -> list[str]:
 
 
 def usage_text(usage: TokenUsage) -> str:
-    cached = f" ({count_text(usage.cached)} cached)" if usage.cached else ""
-    return f"{count_text(usage.prompt)} prompt{cached}, {count_text(usage.output)} output"
+    cached = f" ({count_text(usage.cached_tokens)} cached)" if usage.cached_tokens else ""
+    return f"{count_text(usage.prompt_tokens)} prompt{cached}, {count_text(usage.output_tokens)} output"
 
 
 def cost_lines(cost: CostEstimate | None) -> list[str]:
@@ -254,10 +255,10 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     if efficiency is not None:
         print(f"efficiency: {efficiency}", file=out)
     judge = record.judge_stats
-    if judge.get("requests"):
+    if judge.requests:
         print(
-            f"Judge: {judge['requests']} answer(s), {judge['calls']} call(s), {judge['cache_hits']} from cache, "
-            f"{judge['retries']} retried, {judge['failures']} failed, {judge['total_tokens']} tokens",
+            f"Judge: {judge.requests} answer(s), {judge.calls} call(s), {judge.cache_hits} from cache, "
+            f"{judge.retries} retried, {judge.failures} failed, {judge.total_tokens} tokens",
             file=out,
         )
     for line in insight_lines(record):

@@ -24,6 +24,7 @@ from .engine.codestate import CodeState
 from .engine.insight import RunInsight
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
 from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record, read_record_head, scan_history
+from .judge.client import JudgeStats
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
 from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
@@ -59,7 +60,7 @@ class SharedRun:
     cancelled: bool = False
     insight: RunInsight | None = None
     code_state: CodeState | None = None
-    judge_stats: dict[str, Any] = field(default_factory=dict)
+    judge_stats: JudgeStats = field(default_factory=JudgeStats)
     #: What produced the run (engine.store.provenance): an agent folder or a replay, models, credentials.
     source: dict[str, Any] | None = None
     #: The run's exit code and why (None: read from the results, as `tui-eval report` does).
@@ -76,7 +77,7 @@ class SharedRun:
            baseline: BaselineReport | None = None) -> SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
-                   record.insight, record.code_state, dict(record.judge_stats), record.source,
+                   record.insight, record.code_state, record.judge_stats.copy(), record.source,
                    outcome, baseline)
 
     def verdict(self) -> Outcome:
@@ -388,8 +389,8 @@ def _cost_md(run: SharedRun) -> list[str]:
                 "| --- | --- | ---: | ---: | ---: | ---: |"]
         for line in insight.cost.lines:
             cost = "unknown" if line.cost_usd is None else f"{line.cost_usd:.4f}"
-            out.append(f"| {line.who} | {md(line.model)} | {count_text(line.usage.prompt)} | {count_text(line.usage.cached)} | "
-                       f"{count_text(line.usage.output)} | {cost} |")
+            out.append(f"| {line.who} | {md(line.model)} | {count_text(line.usage.prompt_tokens)} | "
+                       f"{count_text(line.usage.cached_tokens)} | {count_text(line.usage.output_tokens)} | {cost} |")
         out += ["", f"{md(insight.cost.text())}; prices: {md('; '.join(insight.cost.sources))}", ""]
     if insight is not None and insight.tool_latency:
         out += ["### Tool latency", "", "| tool | calls | ok | failed | mean | p95 |",
@@ -465,8 +466,8 @@ def render_html(run: SharedRun) -> str:
                      "<th>cached</th><th>output</th><th>est. cost (USD)</th></tr>")
         for line in insight.cost.lines:
             cost = "unknown" if line.cost_usd is None else f"{line.cost_usd:.4f}"
-            parts.append(f"<tr><td>{line.who}</td><td>{e(safe_line(line.model))}</td><td>{line.usage.prompt}</td>"
-                         f"<td>{line.usage.cached}</td><td>{line.usage.output}</td><td>{cost}</td></tr>")
+            parts.append(f"<tr><td>{line.who}</td><td>{e(safe_line(line.model))}</td><td>{line.usage.prompt_tokens}</td>"
+                         f"<td>{line.usage.cached_tokens}</td><td>{line.usage.output_tokens}</td><td>{cost}</td></tr>")
         parts.append(f"</table><p>{e(safe_line(insight.cost.text()))}</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

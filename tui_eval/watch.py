@@ -10,18 +10,20 @@ import time
 from pathlib import Path
 from typing import TextIO, cast
 
-from .engine.events import Event, Log, RunError, RunNotice
-from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_OK
-from .engine.live import (
+from .engine.events import (
     AgentReloaded,
     AgentStale,
     CasesRemoved,
+    Event,
     FileProblem,
-    LiveEvent,
     LiveRunFinished,
-    LiveSession,
+    Log,
+    RunError,
+    RunNotice,
     WatchFailed,
 )
+from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from .engine.live import LiveSession
 from .engine.options import run_options_from_flags
 from .engine.runner import RunRecord
 from .engine.signals import ReaderMayLeave, stop_on_signals
@@ -73,7 +75,7 @@ class _Printer:
         # Every line carries file names, ids, agent errors or reasons: each is printed as one literal line.
         print(safe_line(text), file=stream or self.out, flush=True)
 
-    def __call__(self, event: Event | LiveEvent) -> None:
+    def __call__(self, event: Event) -> None:
         stamp = time.strftime("%H:%M:%S")
         if isinstance(event, FileProblem):
             tail = " (keeping its last good version)" if event.stale else ""

@@ -95,7 +95,7 @@ async def settle(pilot: Any, *, timeout: float = 20.0) -> None:
     await pilot.pause()
 
 
-async def wait_until(pilot: Any, condition: Callable[[], bool], timeout: float = 15.0) -> None:
+async def wait_until(pilot: Any, condition: Callable[[], object], timeout: float = 15.0) -> None:
     """Pause until a condition holds (for the file watcher, which is not a worker)."""
     deadline = time.monotonic() + timeout
     while not condition():

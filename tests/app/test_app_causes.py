@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 from textual.widgets import Tree
 
 from tests.app.conftest import settle, wait_until
@@ -83,7 +84,8 @@ async def test_the_view_is_in_the_help_and_the_palette(judged_demo: Path, make_a
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
         assert commands["Failures by cause"] == "w · causes.open"
         browser = dict(binding_sections())["Browser"]
-        assert any(getattr(b, "id", None) == "causes.open" and b.description == "Failures by cause" for b in browser)
+        assert any(isinstance(b, Binding) and b.id == "causes.open" and b.description == "Failures by cause"
+                   for b in browser)
         await pilot.press("question_mark")
         await pilot.pause()
         from textual.widgets import Static

@@ -129,7 +129,7 @@ def test_the_engine_does_not_outlive_a_killed_dashboard(tmp_path: Path) -> None:
                 engine = int(children[0]) if children else None
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        assert _wait_gone(engine, 15), "the engine process outlived the dashboard"
+        assert engine is not None and _wait_gone(engine, 15), "the engine process outlived the dashboard"
     finally:
         os.close(fd)
         try:

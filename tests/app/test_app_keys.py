@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.binding import Binding
+from textual.dom import DOMNode
 
 from tests.app.conftest import settle
 from tui_eval.tui.app import EvalApp
@@ -17,11 +18,11 @@ from tui_eval.tui.screens.turn import TurnScreen
 from tui_eval.tui.theme import default_theme
 from tui_eval.tui.widgets.browser import EvalBrowser
 
-OWNERS = [EvalApp, MainScreen, TurnScreen, HistoryScreen, CompareScreen, HelpScreen, ConfirmScreen, EvalBrowser]
+OWNERS: list[type[DOMNode]] = [EvalApp, MainScreen, TurnScreen, HistoryScreen, CompareScreen, HelpScreen, ConfirmScreen, EvalBrowser]
 
 
 @pytest.mark.parametrize("owner", OWNERS, ids=lambda o: o.__name__)
-def test_every_binding_has_a_description_and_an_id(owner: type) -> None:
+def test_every_binding_has_a_description_and_an_id(owner: type[DOMNode]) -> None:
     ids = []
     for binding in owner.BINDINGS:
         assert isinstance(binding, Binding)
@@ -32,7 +33,9 @@ def test_every_binding_has_a_description_and_an_id(owner: type) -> None:
 
 
 def test_binding_ids_are_unique_across_screens() -> None:
-    ids = [b.id for owner in OWNERS for b in owner.BINDINGS]
+    bindings = [b for owner in OWNERS for b in owner.BINDINGS]
+    assert all(isinstance(b, Binding) for b in bindings)
+    ids = [b.id for b in bindings if isinstance(b, Binding)]
     assert len(ids) == len(set(ids))
 
 

@@ -48,7 +48,7 @@ class FaultyApp(EvalApp):
     def on_boom(self, message: Boom) -> None:
         raise RuntimeError(message.text)
 
-    def _fold(self, main, budget=None) -> None:  # type: ignore[no-untyped-def]
+    def _fold(self, main, budget=None) -> None:
         if self.fold_failures:
             self.fold_failures -= 1
             raise ValueError("state could not be folded")

@@ -91,6 +91,7 @@ async def test_hallucination_labels_inline_with_selected_rationale(workspace: Pa
         await settle(pilot)
         screen = await open_turn(app, pilot, "weather_paris")
         content = screen.query_one("#turn-hallucinations", Static).render()
+        assert isinstance(content, Content)
         plain = str(content)
         assert "✘ score 0.33" in plain
         styles = {plain[s.start:s.end]: str(s.style) for s in content.spans}

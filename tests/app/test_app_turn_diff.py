@@ -57,7 +57,7 @@ async def test_turn_view_says_a_clean_run_saved_no_diff_and_opens_a_dirty_runs_d
         diff = text_of(app, "#diff-text")
         assert "+" + MARKER in diff and "agent.py" in diff
         run_id = next(p.name for p in (root / "flaky" / ".adk" / "eval_history").glob("*.code.diff"))
-        assert app.screen.path.name == run_id
+        assert isinstance(app.screen, DiffScreen) and app.screen.path.name == run_id
         await pilot.press("escape")
         assert isinstance(app.screen, TurnScreen)
 

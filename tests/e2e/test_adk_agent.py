@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.evalfiles import turns_of
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, function_call_reply, text_reply
 from tui_eval.cli import main
 
@@ -172,7 +173,7 @@ async def test_adk_session_records_tool_timings(
     eval_set = load_eval_set(eval_file)
     case = eval_set.eval_cases[0]
     session = await agent.new_session(case, CaseContext(eval_set, eval_file))
-    inv = await session.turn(case.conversation[0].user_content, 0)
+    inv = await session.turn(turns_of(case)[0].user_content, 0)
     await session.close()
     assert [(t.name, t.call_id) for t in inv.tool_timings] == [("get_weather", "call-w"), ("get_time", "call-t")]
     assert all(t.seconds >= 0 for t in inv.tool_timings)
@@ -210,7 +211,7 @@ async def test_app_and_agent_factory_entries(
     eval_set = load_eval_set(eval_file)
     case = eval_set.eval_cases[1]
     session = await agent.new_session(case, CaseContext(eval_set, eval_file))
-    inv = await session.turn(case.conversation[0].user_content, 0)
+    inv = await session.turn(turns_of(case)[0].user_content, 0)
     await session.close()
     await agent.aclose()
     assert [c.name for c in inv.tool_calls] == ["get_time"]

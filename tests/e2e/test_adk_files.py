@@ -40,7 +40,7 @@ def test_adk_coercions_hold() -> None:
     }})
     assert config.criteria["response_match_score"].threshold == 1.0
     trajectory = config.criteria["tool_trajectory_avg_score"]
-    assert trajectory.threshold == 0.5 and trajectory.ignore_args is True  # type: ignore[attr-defined]
+    assert trajectory.threshold == 0.5 and trajectory.ignore_args is True
     eval_set, _ = parse_eval_set(json.dumps(_set(creation_timestamp="1700000000.5")).encode(), "s.evalset.json")
     assert eval_set.creation_timestamp == 1700000000.5
     legacy = [{"query": "what time is it", "reference": "noon",

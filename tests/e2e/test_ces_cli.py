@@ -234,7 +234,7 @@ def test_server_side_etag_check_is_reported_as_a_conflict(ces: tuple[str, FakeCe
     url, state = ces
     name = f"{APP}/evaluations/weather-golden"
 
-    async def work(client):  # type: ignore[no-untyped-def]
+    async def work(client):
         evaluation = (await client.get_evaluation(name)).to_json_dict()
         evaluation["etag"] = "etag-stale"
         evaluation["description"] = "mine"

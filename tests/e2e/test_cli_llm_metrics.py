@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from google.adk.evaluation.eval_metrics import EvalMetricResult
+from google.adk.evaluation.eval_rubrics import RubricScore
 
 from tests.support.fake_gemini import FakeGemini, judge_responder
 from tui_eval.cli import main
@@ -23,6 +25,12 @@ APP = {"agent_details": {"weather_agent": {
 
 # Reported on every eval (status 4), never passed or failed.
 INFORMATIONAL = {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"}
+
+
+def rubric_scores(result: EvalMetricResult) -> list[RubricScore]:
+    """The rubric scores ADK reads from one metric result."""
+    assert result.details is not None and result.details.rubric_scores is not None, result
+    return result.details.rubric_scores
 
 
 def _turn(prompt: str, answer: str, city: str, rubrics: list | None = None) -> dict:
@@ -109,12 +117,12 @@ def test_all_llm_metrics_through_the_cli(gemini_env: FakeGemini, tmp_path: Path)
             assert metrics[name].eval_status.value == 1, (c.eval_id, name, metrics[name])
             assert metrics[name].score == 1.0
     paris = {m.metric_name: m for m in cases["paris"].overall_eval_metric_results}
-    final_ids = [r.rubric_id for r in paris["rubric_based_final_response_quality_v1"].details.rubric_scores]
-    tool_ids = [r.rubric_id for r in paris["rubric_based_tool_use_quality_v1"].details.rubric_scores]
+    final_ids = [r.rubric_id for r in rubric_scores(paris["rubric_based_final_response_quality_v1"])]
+    tool_ids = [r.rubric_id for r in rubric_scores(paris["rubric_based_tool_use_quality_v1"])]
     assert final_ids == ["answers", "sky"] and tool_ids == ["city_arg", "one_call"]
     per_inv = cases["paris"].eval_metric_result_per_invocation[0].eval_metric_results
     rubric_inv = next(m for m in per_inv if m.metric_name == "rubric_based_final_response_quality_v1")
-    assert rubric_inv.details.rubric_scores[0].rationale == "[bold]literal[/] markup"
+    assert rubric_scores(rubric_inv)[0].rationale == "[bold]literal[/] markup"
     assert len(cases["rome"].eval_metric_result_per_invocation) == 2
 
     calls = gemini_env.calls

@@ -48,11 +48,13 @@ def test_run_replay_summary_json_junit_and_exit_code(dice, tmp_path: Path):
     assert len(by_id["c_two"].eval_metric_result_per_invocation) == 2
 
     suite = ET.parse(out_xml).getroot().find("testsuite")
+    assert suite is not None
     assert suite.get("name") == "golden" and suite.get("tests") == "4" and suite.get("failures") == "3"
     failures = {tc.get("name"): tc.find("failure") for tc in suite.iter("testcase")}
     assert failures["c_pass"] is None
-    assert "tool_trajectory_avg_score" in failures["c_args"].get("message")
-    assert "response_match_score" in failures["c_words"].text
+    args_failure, words_failure = failures["c_args"], failures["c_words"]
+    assert args_failure is not None and "tool_trajectory_avg_score" in (args_failure.get("message") or "")
+    assert words_failure is not None and "response_match_score" in (words_failure.text or "")
 
 
 def test_scores_equal_google_adk_evaluators(dice, tmp_path: Path):
@@ -72,10 +74,11 @@ def test_scores_equal_google_adk_evaluators(dice, tmp_path: Path):
     traj = TrajectoryEvaluator(threshold=1.0)
     rouge = RougeEvaluator(EvalMetric(metric_name="response_match_score", threshold=0.8))
     for c in exp.eval_cases:
-        a = act[c.eval_id].conversation
-        assert ours[c.eval_id]["tool_trajectory_avg_score"] == traj.evaluate_invocations(a, c.conversation).overall_score
+        a, e = act[c.eval_id].conversation, c.conversation
+        assert a is not None and e is not None
+        assert ours[c.eval_id]["tool_trajectory_avg_score"] == traj.evaluate_invocations(a, e).overall_score
         assert ours[c.eval_id]["response_match_score"] == pytest.approx(
-            rouge.evaluate_invocations(a, c.conversation).overall_score, abs=1e-9)
+            rouge.evaluate_invocations(a, e).overall_score, abs=1e-9)
 
 
 def test_id_filter_runs_only_named_cases(dice):
@@ -185,10 +188,13 @@ def test_migrate_writes_the_new_schema(tmp_path: Path):
     code, out, _ = run_cli("migrate", str(legacy))
     assert code == 0 and "1 case(s), 1 turn(s)" in out
     new = tmp_path / "dice.evalset.json"
+    from google.adk.evaluation.eval_case import IntermediateData
     from google.adk.evaluation.eval_set import EvalSet
 
     adk = EvalSet.model_validate_json(new.read_text())
-    assert adk.eval_cases[0].conversation[0].intermediate_data.tool_uses[0].args == {"sides": 6}
+    adk_turns = adk.eval_cases[0].conversation
+    assert adk_turns is not None and isinstance(adk_turns[0].intermediate_data, IntermediateData)
+    assert adk_turns[0].intermediate_data.tool_uses[0].args == {"sides": 6}
     code, _, err = run_cli("migrate", str(legacy))
     assert code == 2 and "--force" in err
     code, out, _ = run_cli("migrate", str(new))

@@ -126,8 +126,10 @@ def test_token_counts_equal_what_the_server_returned(
     turn2 = _tokens(script.sent[2])
     assert [t["token_usage_v1"].score for t in per_turn] == [turn1, turn2]
     assert overall["token_usage_v1"].score == (turn1 + turn2) / 2
-    details = per_turn[1]["token_usage_v1"].details.token_usage_details
-    assert details.cached_tokens == 64 and details.reasoning_tokens == 3
+    turn_details = per_turn[1]["token_usage_v1"].details
+    assert turn_details is not None
+    details = turn_details.token_usage_details
+    assert details is not None and details.cached_tokens == 64 and details.reasoning_tokens == 3
     assert details.prompt_tokens == script.sent[2]["promptTokenCount"]
     assert [t["inference_call_count_v1"].score for t in per_turn] == [2.0, 1.0]
     assert [t["tool_call_count_v1"].score for t in per_turn] == [1.0, 0.0]
@@ -135,8 +137,9 @@ def test_token_counts_equal_what_the_server_returned(
         assert overall[name].eval_status.value == 4 and overall[name].threshold is None
     durations = [t["invocation_duration_v1"] for t in per_turn]
     assert all(d.score is not None and d.score >= 0 for d in durations)
+    assert durations[0].details is not None
     split = durations[0].details.duration_details
-    assert split.model_seconds is not None and split.tool_seconds is not None
+    assert split is not None and split.model_seconds is not None and split.tool_seconds is not None
 
     # ADK's own evaluators on the very invocations we recorded give the same values.
     actual = [inv.actual_invocation for inv in case.eval_metric_result_per_invocation]

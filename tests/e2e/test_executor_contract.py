@@ -76,7 +76,7 @@ def test_a_ray_run_scores_the_demo_agent_as_a_local_run_does(ray_cluster: tuple[
 
 RAY_DIED = ("the agent process died during turn 1: it exited or was killed",
             "the agent process died before any of its turns was heard of: it exited or was killed")
-CAUSES = {
+CAUSES: dict[str, dict[str, str | tuple[str, ...]]] = {
     "local": {"exit": "the agent process exited with code 0 during turn 1",
               "segv": "the agent process was killed by SIGSEGV during turn 1",
               "sigkill": "the agent process was killed by SIGKILL"},
@@ -255,12 +255,12 @@ def test_a_scenario_case_plays_its_simulated_user_where_the_agent_runs(executor:
                                                                       gemini_env: object) -> None:
     # The user simulator calls the judge (here the fake Gemini server on 127.0.0.1) from the agent's
     # process: on Ray the engine's GOOGLE_* variables went with the job.
-    from tests.support.fake_gemini import FakeGemini, RecordedRequest, text_reply
+    from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, text_reply
 
     assert isinstance(gemini_env, FakeGemini)
     script = ["How long do refunds take?", "Thanks! </finished>"]
 
-    def respond(request: RecordedRequest) -> object:
+    def respond(request: RecordedRequest) -> Reply | None:
         if "You play the user in a conversation" in request.prompt_text:
             asked = sum("You play the user" in r.prompt_text for r in gemini_env.requests)
             return text_reply(script[min(asked, len(script)) - 1])

@@ -78,7 +78,9 @@ def test_exit_3_when_a_metric_was_not_evaluated_and_strict_makes_it_1(tmp_path: 
     assert code == 3, out + err
     why = "nothing failed, but 3 metrics not evaluated: no judge credentials"
     assert f"Result: exit 3 (incomplete): {why}" in out
-    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().find("testsuite/properties")}
+    found = ET.parse(xml).getroot().find("testsuite/properties")
+    assert found is not None
+    props = {p.get("name"): p.get("value") for p in found}
     assert props == {"tui_eval.exit_code": "3", "tui_eval.outcome": f"exit 3 (incomplete): {why}"}
     assert f"**Exit 3 (incomplete)**: {why}" in md.read_text()
     code, out, err = run_cli("run", str(DEMO / "support"), RETURN_CASE, "--no-save", "--strict")

@@ -183,7 +183,9 @@ def _quality_judge(votes: dict[str, list[bool]], seen: list[str]):
         text = request.prompt_text
         if JUDGE_MARK not in text:
             return None
-        generated = re.search(r"# Generated User Response\n(.*?)\n\nAnswer in JSON", text, re.S).group(1).strip()
+        found = re.search(r"# Generated User Response\n(.*?)\n\nAnswer in JSON", text, re.S)
+        assert found is not None, text
+        generated = found.group(1).strip()
         seen.append(generated)
         n = counters.get(generated, 0)
         counters[generated] = n + 1

@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.test_cli_llm_metrics import _write as write_llm_set
 from tests.support.evalfiles import case, dice_pair, turn, write_set
-from tests.support.fake_gemini import FakeGemini, error_reply, judge_responder
+from tests.support.fake_gemini import FakeGemini, Reply, error_reply, judge_responder
 from tui_eval.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,11 @@ def test_trajectory_reasons_in_summary_and_junit(tmp_path: Path) -> None:
     assert "missing escalate_to_human(...)" in out
     assert "extra lookup_order(...)" in out
     assert "b(...) out of order" in out and "missing b(...)" not in out
-    bodies = {tc.get("name"): (tc.find("failure").text or "") for tc in ET.parse(xml).getroot().iter("testcase")}
+    bodies: dict[str | None, str] = {}
+    for tc in ET.parse(xml).getroot().iter("testcase"):
+        failure = tc.find("failure")
+        assert failure is not None, tc.get("name")
+        bodies[tc.get("name")] = failure.text or ""
     assert "sides 12 → 6" in bodies["args"]
     assert "missing escalate_to_human(...)" in bodies["missing"]
     assert "extra lookup_order(...)" in bodies["extra"]
@@ -208,10 +212,10 @@ def test_judge_timeout_reaches_the_judge_service_per_call(gemini_env: FakeGemini
     answer = judge_responder()
     seen = {"n": 0}
 
-    def respond(request):  # type: ignore[no-untyped-def]
+    def respond(request):
         reply = answer(request)
         seen["n"] += 1
-        if seen["n"] == 1 and reply is not None:
+        if seen["n"] == 1 and isinstance(reply, Reply):
             reply.delay = 2.0
         return reply
 

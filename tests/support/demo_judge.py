@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import re
 
-from tests.support.fake_gemini import RecordedRequest, Reply, json_reply, judge_responder
+from tests.support.fake_gemini import RecordedRequest, Reply, Responder, json_reply, judge_responder
 
 UNSUPPORTED = ("60 days",)
 
 
-def demo_judge() -> object:
+def demo_judge() -> Responder:
     """A responder for FakeGemini (`server.responder = demo_judge()`)."""
     positive = judge_responder()
     invalid = judge_responder(verdict="invalid")
 
-    def respond(request: RecordedRequest) -> Reply | None:
+    def respond(request: RecordedRequest) -> Reply | str | None:
         schema = request.response_schema
         if not isinstance(schema, dict):
             return None

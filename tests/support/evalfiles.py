@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
+from tui_eval.schema.model import EvalCase, Invocation
 
-def turn(prompt: str, response: str, calls: list[tuple[str, dict[str, Any]]] = (), inv_id: str = "t") -> dict:
+
+def turn(prompt: str, response: str, calls: Sequence[tuple[str, dict[str, Any]]] = (), inv_id: str = "t") -> dict:
     return {
         "invocation_id": inv_id,
         "user_content": {"role": "user", "parts": [{"text": prompt}]},
@@ -58,3 +61,9 @@ def dice_pair(folder: Path) -> tuple[Path, Path]:
         ),
     )
     return golden, recorded
+
+
+def turns_of(case: EvalCase) -> list[Invocation]:
+    """A conversation case's reference turns (a scenario case has none: the test is wrong to ask)."""
+    assert case.conversation is not None, f"{case.eval_id} is a scenario case"
+    return case.conversation

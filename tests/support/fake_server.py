@@ -66,7 +66,7 @@ class LocalServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self.handler())
         self._server.daemon_threads = True
         # A slow reply that the client gave up on must not hold up shutdown.
-        self._server.block_on_close = False  # type: ignore[attr-defined]
+        self._server.block_on_close = False
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name=self.name.replace("_", "-"),
             daemon=True,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Sequence
+from typing import Sequence, TypeVar
+
+from pydantic import BaseModel
 
 from tui_eval.metrics import response_match as rm
 from tui_eval.metrics.alignment import TrajectoryAlignment, align_all, any_order_match, exact_match, in_order_match
 from tui_eval.schema.criteria import MatchType
 from tui_eval.schema.model import FunctionCall
+from tui_eval.schema.results import CaseResult, InvocationMetricResult, MetricResult
 
 
 def tokens_per_character(text: str) -> list[str]:
@@ -42,3 +45,19 @@ def align_all_match_types(
     """How EXACT, IN_ORDER and ANY_ORDER would each judge the same turn, keyed by match type name."""
     exact, in_order, any_order = align_all(expected, actual, ignore_args)
     return {"EXACT": exact, "IN_ORDER": in_order, "ANY_ORDER": any_order}
+
+
+D = TypeVar("D", bound=BaseModel)
+
+
+def details_as(result: MetricResult | InvocationMetricResult, kind: type[D]) -> D:
+    """A result's details, checked to be of the class its metric writes."""
+    assert isinstance(result.details, kind), f"{type(result.details).__name__} is not {kind.__name__}"
+    return result.details
+
+
+def metric_of(case: CaseResult, name: str) -> MetricResult:
+    """A case result's verdict by one metric (the case must have it)."""
+    found = case.metric(name)
+    assert found is not None, f"{case.eval_id} has no result of {name}"
+    return found

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tui_eval.agents import load_agent
-from tui_eval.agents.base import AgentError
+from tui_eval.agents.base import Agent, AgentError
 from tui_eval.agents.folder import ADK_EXTRA_HINT, load_agent_folder
 from tui_eval.agents.native import NativeAgent
 
@@ -29,9 +29,11 @@ def _write(folder: Path, answer: str = "one", init: bool = True) -> Path:
     return folder
 
 
-def _answer(agent: NativeAgent) -> str:
-    assert agent.policy is not None
-    return agent.policy(None)  # type: ignore[arg-type]
+def _answer(agent: Agent) -> str:
+    assert isinstance(agent, NativeAgent) and agent.policy is not None
+    answer = agent.policy(None)  # type: ignore[arg-type]  # these policies never read their turn
+    assert isinstance(answer, str)
+    return answer
 
 
 def test_loads_native_agent_and_binds_folder(tmp_path: Path) -> None:

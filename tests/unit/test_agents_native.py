@@ -10,7 +10,15 @@ import pytest
 
 from tests.support.fake_gemini import FakeGemini, function_call_reply, text_reply
 from tui_eval.agents.base import AgentError, CaseContext
-from tui_eval.agents.native import NativeAgent, PolicyTurn, Step, ToolContext, declaration_for
+from tui_eval.agents.native import (
+    NativeAgent,
+    NativeSession,
+    PolicyResult,
+    PolicyTurn,
+    Step,
+    ToolContext,
+    declaration_for,
+)
 from tui_eval.engine.plan import EvalTarget, RunPlan
 from tui_eval.engine.runner import Run, RunOptions
 from tui_eval.schema.config import read_eval_config
@@ -61,7 +69,7 @@ def test_declaration_from_signature_and_docstring() -> None:
     assert "parameters" not in declaration_for(broken)
 
 
-def policy(turn: PolicyTurn) -> Step | str:
+def policy(turn: PolicyTurn) -> PolicyResult:
     if turn.last("add") is None:
         return Step(calls=[("add", {"a": 2, "b": 3}), ("tag", {"words": ["x"]})], text="Working on it.")
     if "broken" in turn.user_text and turn.last("broken") is None:
@@ -91,13 +99,15 @@ async def test_offline_turn_records_everything(monkeypatch: pytest.MonkeyPatch) 
     assert inv.final_response.role == "model"
     assert [(t.name, t.call_id) for t in inv.tool_timings] == [("add", "call-1-1-1"), ("tag", "call-1-1-2")]
     assert inv.duration is not None and inv.duration >= sum(t.seconds for t in inv.tool_timings)
+    assert inv.app_details is not None
     details = inv.app_details.agent_details["calc"]
     assert details.instructions == "You add."
     assert [d["name"] for d in details.tool_declarations[0]["function_declarations"]] == ["add", "tag", "broken"]
     # session state starts from session_input.state and is the tool's to change
-    assert session.tool_ctx.state["adds"] == 11
+    assert isinstance(session, NativeSession) and session.tool_ctx.state["adds"] == 11
     # the second turn sees the first in its history; a tool error goes back to the policy as a response
     inv2 = await session.turn(Content.from_text("broken too"), 1)
+    assert inv2.final_response is not None
     assert "broken={'error': 'ValueError: no luck'}" in inv2.final_response.text
     assert "(history 2)" in inv2.final_response.text
     assert isinstance(inv.intermediate_data, IntermediateData)
@@ -158,9 +168,10 @@ async def test_gemini_mode_manual_function_calling(fake_gemini: FakeGemini, monk
     assert [(c.name, c.args, c.id) for c in inv.tool_calls] == [("add", {"a": 4, "b": 5}, "fc-1")]
     assert [(r.name, r.response, r.id) for r in inv.tool_responses] == [("add", {"sum": 9}, "fc-1")]
     assert inv.intermediate_texts == [("calc", "Let me add.")]
-    assert inv.final_response.text == "4 + 5 = 9"
+    assert inv.final_response is not None and inv.final_response.text == "4 + 5 = 9"
     assert [t.call_id for t in inv.tool_timings] == ["fc-1"]
     inv2 = await session.turn(Content.from_text("thanks"), 1)
+    assert inv2.final_response is not None
     assert inv2.final_response.text == "You're welcome" and inv2.tool_calls == []
 
     first, second, third = fake_gemini.requests
@@ -190,7 +201,9 @@ def test_each_loops_gemini_client_is_closed_on_that_loop_without_warnings(
     async def run_once() -> str:
         # As a run does: open a session, answer, close the agent on the loop that used it.
         session = await agent.new_session(_case(), CaseContext(EvalSet(eval_set_id="s", eval_cases=[]), Path("x")))
-        text = (await session.turn(Content.from_text("hello"), 0)).final_response.text
+        answer = (await session.turn(Content.from_text("hello"), 0)).final_response
+        assert answer is not None
+        text = answer.text
         await agent.aclose()
         await agent.aclose()  # closed already: nothing left to close
         return text

@@ -6,6 +6,7 @@ import copy
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -174,10 +175,14 @@ def test_a_cases_results_are_validated_once_per_loaded_case(monkeypatch: pytest.
     from tui_eval.schema.ces import caseview
     from tui_eval.schema.ces.model import EvaluationResult
 
-    calls = []
+    calls: list[int] = []
     validate = EvaluationResult.model_validate
-    monkeypatch.setattr(EvaluationResult, "model_validate",
-                        classmethod(lambda cls, raw, **kw: calls.append(1) or validate(raw, **kw)))
+
+    def counted(cls: type[EvaluationResult], raw: object, **kw: Any) -> EvaluationResult:
+        calls.append(1)
+        return validate(raw, **kw)
+
+    monkeypatch.setattr(EvaluationResult, "model_validate", classmethod(counted))
     extra = {"ces": {"evaluation": golden_evaluation()}}
     first = caseview.results_of(extra)
     assert first is not None and first.last is not None and calls

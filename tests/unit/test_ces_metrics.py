@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Sequence
 
 import orjson
 import pytest
@@ -70,7 +70,7 @@ def eval_set(*evaluations: dict[str, Any], plain: list[dict[str, Any]] | None = 
 
 
 def acted(text: str, *calls: tuple[str, dict[str, Any]], reply: str | None = None, seconds: float | None = None,
-          timings: list[tuple[str, float]] = ()) -> Invocation:
+          timings: Sequence[tuple[str, float]] = ()) -> Invocation:
     return Invocation(
         user_content=Content.from_text(text),
         final_response=Content.from_text(reply, role="model") if reply is not None else None,

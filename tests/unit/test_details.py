@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
@@ -16,8 +17,10 @@ from pydantic import TypeAdapter, ValidationError
 from tui_eval.engine.store import RECORD_FORMAT, load_record, record_json
 from tui_eval.report import detail_lines, print_detailed
 from tui_eval.schema.details import (
+    ActualStatus,
     Alignment,
     CheckedResponse,
+    ExpectedStatus,
     HallucinationDetails,
     JudgeCaseDetails,
     JudgeSample,
@@ -35,18 +38,19 @@ from tui_eval.schema.details import (
     SimulatorSample,
     SimulatorTurnDetails,
     StopSignalVerdict,
-    TokenUsage,
     TrajectoryDetails,
     Votes,
 )
 from tui_eval.schema.model import Content, FunctionCall, IntermediateData, Invocation
 from tui_eval.schema.results import CaseResult, EvalSetResult, EvalStatus, InvocationMetricResult, MetricResult
+from tui_eval.schema.usage import TokenUsage
 
 A = {"index": 0, "name": "a", "status": "matched", "actual_index": 0}
 A_ACT = {"index": 0, "name": "a", "status": "matched", "expected_index": 0}
 
 
-def _alignment(passed: bool, exp_status: str = "matched", act_status: str = "matched") -> Alignment:
+def _alignment(passed: bool, exp_status: ExpectedStatus = "matched",
+               act_status: ActualStatus = "matched") -> Alignment:
     return {"passed": passed,
             "expected": [{"index": 0, "name": "a", "status": exp_status,
                           "actual_index": 0 if exp_status == "matched" else None}],
@@ -116,7 +120,7 @@ def _write_record(tmp_path: Path, case: CaseResult) -> Path:
     """A run record as ResultStore.save_run writes it (same keys, same serialisation)."""
     path = tmp_path / "app_set_1.tui-eval.json"
     assert json.loads(record_json({"case": case.as_record()}))["case"] == case.to_record()  # the fast writer
-    record = {"format": RECORD_FORMAT, "run_id": "r", "name": "app_set_1", "adk_file": None, "app_name": "app",
+    record: dict[str, Any] = {"format": RECORD_FORMAT, "run_id": "r", "name": "app_set_1", "adk_file": None, "app_name": "app",
               "agent": None, "eval_file": "set.evalset.json", "eval_set_id": "set", "creation_timestamp": 1.0,
               "cancelled": False, "criteria": {}, "config_source": None, "counts": {}, "cases": [case.as_record()]}
     path.write_bytes(record_json(record))
@@ -148,7 +152,7 @@ def test_every_kind_round_trips_through_the_record_into_its_own_class(tmp_path: 
 
 
 def test_an_unknown_kind_is_an_error_not_a_guess() -> None:
-    adapter: TypeAdapter[MetricDetails] = TypeAdapter(MetricDetails)  # type: ignore[arg-type]
+    adapter: TypeAdapter[MetricDetails] = TypeAdapter(MetricDetails)
     with pytest.raises(ValidationError):
         adapter.validate_python({"kind": "votes", "votes": {"yes": 1}})
     with pytest.raises(ValidationError):  # a kind names its class: fields of another kind do not load
@@ -182,7 +186,9 @@ def test_record_keeps_adk_rubric_scores_and_tool_timings_out_of_the_adk_shape() 
                       expected=[_turn([])], session_id="x")
     adk = EvalSetResult(eval_set_result_id="s_1", eval_set_id="s", creation_timestamp=1.0, case_results=[case]).to_adk()
     parsed = AdkEvalSetResult.model_validate(adk)
-    assert parsed.eval_case_results[0].overall_eval_metric_results[0].details.rubric_scores[0].rubric_id == "r1"
+    adk_details = parsed.eval_case_results[0].overall_eval_metric_results[0].details
+    assert adk_details is not None and adk_details.rubric_scores is not None
+    assert adk_details.rubric_scores[0].rubric_id == "r1"
 
 
 def test_status_vocabulary_comes_from_the_enum() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.evalfiles import turns_of
 from tui_eval.schema.edits import EditError, accept_case, accept_turn, delete_case, delete_turn
 from tui_eval.schema.load import load_eval_set
 from tui_eval.schema.model import Content, FunctionCall, IntermediateData, Invocation
@@ -66,8 +67,9 @@ def test_accept_turn_replaces_only_response_and_tool_calls(tmp_path: Path) -> No
     assert data["eval_cases"][0]["conversation"][1]["invocation_id"] == "a2"
     # Still a valid eval set, and the new expectation is what the loader reads.
     loaded = load_eval_set(path)
-    assert loaded.eval_cases[0].conversation[0].final_response.text == "new answer"
-    assert [c.name for c in loaded.eval_cases[0].conversation[0].tool_calls] == ["tool"]
+    first = turns_of(loaded.eval_cases[0])[0]
+    assert first.final_response is not None and first.final_response.text == "new answer"
+    assert [c.name for c in first.tool_calls] == ["tool"]
 
 
 def test_accept_refuses_a_turn_changed_on_disk(tmp_path: Path) -> None:
@@ -87,8 +89,8 @@ def test_accept_case_needs_matching_turn_counts(tmp_path: Path) -> None:
     with pytest.raises(EditError, match="accept turns one by one"):
         accept_case(path, "a", [actual_turn()], expected_turns=2)
     accept_case(path, "a", [actual_turn("one"), actual_turn("two")], expected_turns=2)
-    conv = load_eval_set(path).eval_cases[0].conversation
-    assert [t.final_response.text for t in conv] == ["one", "two"]
+    conv = turns_of(load_eval_set(path).eval_cases[0])
+    assert [t.final_response.text if t.final_response else None for t in conv] == ["one", "two"]
     assert [t.invocation_id for t in conv] == ["a1", "a2"]
 
 

@@ -110,9 +110,11 @@ def test_every_efficiency_metric_equals_adk(actual: list[Invocation]) -> None:
     _same_scores(ours, theirs)
     if actual:
         assert isinstance(ours.details, TokenUsageDetails)
+        assert theirs.overall_token_usage_details is not None
         assert ours.details.to_adk() == theirs.overall_token_usage_details.model_dump()
         for mine, adk_inv in zip(ours.per_invocation, theirs.per_invocation_results):
             assert isinstance(mine.details, TokenUsageDetails)
+            assert adk_inv.token_usage_details is not None
             assert mine.details.to_adk() == adk_inv.token_usage_details.model_dump()
 
     ours = efficiency.invocation_duration_result(actual)
@@ -120,9 +122,11 @@ def test_every_efficiency_metric_equals_adk(actual: list[Invocation]) -> None:
     _same_scores(ours, theirs)
     if actual:
         assert isinstance(ours.details, DurationDetails)
+        assert theirs.overall_duration_details is not None
         assert ours.details.to_adk() == theirs.overall_duration_details.model_dump()
         for mine, adk_inv in zip(ours.per_invocation, theirs.per_invocation_results):
             assert isinstance(mine.details, DurationDetails)
+            assert adk_inv.duration_details is not None
             assert mine.details.to_adk() == adk_inv.duration_details.model_dump()
 
 
@@ -165,7 +169,8 @@ def test_not_available_is_none_never_zero() -> None:
     assert results["tool_call_count_v1"].score == 0.0
     for name in ("inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"):
         assert results[name].score is None and results[name].status is EvalStatus.INFORMATIONAL
-        assert results[name].reason is not None and results[name].reason.startswith("n/a")
+        reason = results[name].reason
+        assert reason is not None and reason.startswith("n/a")
 
 
 def test_informational_never_passes_or_fails_a_case() -> None:
@@ -201,8 +206,11 @@ def test_adk_json_shape_validates_with_adk() -> None:
     overall = {m.metric_name: m for m in parsed.eval_case_results[0].overall_eval_metric_results}
     tokens = overall["token_usage_v1"]
     assert tokens.threshold is None and tokens.criterion is None and tokens.eval_status.value == 4
+    assert tokens.details is not None and tokens.details.token_usage_details is not None
     assert tokens.details.token_usage_details.total_tokens == 127
     assert tokens.details.token_usage_details.reasoning_tokens == 5
-    assert overall["invocation_duration_v1"].details.duration_details.model_seconds == 1.0
+    duration = overall["invocation_duration_v1"].details
+    assert duration is not None and duration.duration_details is not None
+    assert duration.duration_details.model_seconds == 1.0
     per_inv = parsed.eval_case_results[0].eval_metric_result_per_invocation[0].eval_metric_results
     assert {m.metric_name: m.score for m in per_inv}["inference_call_count_v1"] == 2.0

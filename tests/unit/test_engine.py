@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.evalfiles import case, dice_pair, turn, write_set
+from tests.support.evalfiles import case, dice_pair, turn, turns_of, write_set
 from tui_eval.agents.base import Agent, AgentSession, CaseContext
 from tui_eval.agents.replay import ReplayAgent
-from tui_eval.engine.events import CaseFinished, CaseKey, MetricProgress, RunFinished, RunStarted
+from tui_eval.engine.events import CaseFinished, CaseKey, Event, MetricProgress, RunFinished, RunStarted
 from tui_eval.engine.plan import plan_run
 from tui_eval.engine.runner import Run, RunOptions
 from tui_eval.engine.store import ResultStore, compare_results, list_history, load_record
@@ -44,7 +44,7 @@ class ScriptedAgent(Agent):
                     await asyncio.sleep(agent.delay)
                     if agent.fail_on and agent.fail_on in user_content.text:
                         raise RuntimeError("tool exploded")
-                    expected = case.conversation[index]
+                    expected = turns_of(case)[index]
                     return Invocation(user_content=user_content, final_response=expected.final_response,
                                       intermediate_data=expected.intermediate_data)
                 finally:
@@ -60,7 +60,7 @@ def _many(tmp_path: Path, n: int) -> Path:
 
 async def test_statuses_events_and_progress(tmp_path: Path):
     golden, recorded = dice_pair(tmp_path)
-    events = []
+    events: list[Event] = []
     record = await Run(plan_run([str(golden)]), ReplayAgent(recorded), on_event=events.append).execute()
     statuses = {c.eval_id: c.status for c in record.results[0].case_results}
     assert statuses == {"c_pass": EvalStatus.PASSED, "c_args": EvalStatus.FAILED,
@@ -78,7 +78,7 @@ async def test_statuses_events_and_progress(tmp_path: Path):
 
 async def test_agent_error_fails_the_case_with_the_error_kept(tmp_path: Path):
     golden, _ = dice_pair(tmp_path)
-    events = []
+    events: list[Event] = []
     record = await Run(plan_run([str(golden)]), ScriptedAgent(fail_on="prime"), on_event=events.append).execute()
     by_id = {c.eval_id: c for c in record.results[0].case_results}
     failed = by_id["c_words"]
@@ -86,9 +86,10 @@ async def test_agent_error_fails_the_case_with_the_error_kept(tmp_path: Path):
     last = {e.metric_name: (e.done, e.total) for e in events if isinstance(e, MetricProgress)}
     assert all(done == total == 5 for done, total in last.values())
     # The reason on the first line, the agent's traceback kept below it.
-    assert failed.status == EvalStatus.FAILED and failed.error.splitlines()[0] == "RuntimeError: tool exploded"
+    assert failed.status == EvalStatus.FAILED and failed.error is not None
+    assert failed.error.splitlines()[0] == "RuntimeError: tool exploded"
     assert "Traceback" in failed.error and 'raise RuntimeError("tool exploded")' in failed.error
-    assert all(m.status == EvalStatus.NOT_EVALUATED and "the agent failed" in m.reason for m in failed.metrics)
+    assert all(m.status == EvalStatus.NOT_EVALUATED and "the agent failed" in (m.reason or "") for m in failed.metrics)
     assert by_id["c_pass"].status == EvalStatus.PASSED  # one crash sinks only its own case
 
 
@@ -97,7 +98,7 @@ async def test_turn_timeout_fails_the_case(tmp_path: Path):
     plan = plan_run([f"{golden}:c_pass"])
     record = await Run(plan, ScriptedAgent(delay=5), options=RunOptions(turn_timeout=0.05)).execute()
     result = record.results[0].case_results[0]
-    assert result.status == EvalStatus.FAILED and "turn 1 timed out after 0.05 s" in result.error
+    assert result.status == EvalStatus.FAILED and "turn 1 timed out after 0.05 s" in (result.error or "")
 
 
 async def test_turn_count_mismatch_and_missing_judge_are_not_evaluated_with_reasons(tmp_path: Path):
@@ -111,8 +112,8 @@ async def test_turn_count_mismatch_and_missing_judge_are_not_evaluated_with_reas
     # Score stored output that has one turn more than expected (as a live re-score would).
     plan = plan_run([str(golden)])
     stored = ReplayAgent(recorded)._cases
-    inferences = {CaseKey(str(golden), i): stored[i].conversation for i in ("c", "same")}
-    events = []
+    inferences = {CaseKey(str(golden), i): turns_of(stored[i]) for i in ("c", "same")}
+    events: list[Event] = []
     record = await Run(plan, None, inferences=inferences, on_event=events.append).execute()
     by_id = {c.eval_id: c for c in record.results[0].case_results}
     # Progress bars finish exactly full, sized by the stored turns (3 + 1), not the expected ones.
@@ -124,8 +125,9 @@ async def test_turn_count_mismatch_and_missing_judge_are_not_evaluated_with_reas
         assert metrics[name].reason == "actual and expected turn counts differ (3 vs 2)"
     assert by_id["c"].status == EvalStatus.NOT_EVALUATED  # never a silent pass
     judge = by_id["same"].metric("final_response_match_v2")
-    assert judge.status == EvalStatus.NOT_EVALUATED and judge.reason == "no judge credentials"
-    assert by_id["same"].metric("tool_trajectory_avg_score").status == EvalStatus.PASSED
+    assert judge is not None and judge.status == EvalStatus.NOT_EVALUATED and judge.reason == "no judge credentials"
+    trajectory = by_id["same"].metric("tool_trajectory_avg_score")
+    assert trajectory is not None and trajectory.status == EvalStatus.PASSED
     assert by_id["same"].status == EvalStatus.PASSED
 
 

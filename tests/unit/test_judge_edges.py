@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from tests.support.evalfiles import dice_pair
 from tests.support.fake_gemini import FakeGemini, json_reply
@@ -15,7 +16,7 @@ from tui_eval.agents.replay import ReplayAgent
 from tui_eval.engine.events import Event, RunNotice, RunStarted
 from tui_eval.engine.plan import plan_run
 from tui_eval.engine.runner import Run, RunOptions, make_judge
-from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
+from tui_eval.judge import JudgeOptions, JudgeReply, JudgeService, create_judge_service
 from tui_eval.report import detail_lines
 from tui_eval.schema.details import RubricDetails
 from tui_eval.schema.results import EvalStatus
@@ -31,7 +32,7 @@ async def test_cache_key_includes_the_endpoint(fake_gemini: FakeGemini, tmp_path
     with FakeGemini() as other:
         other.default = json_reply({"answer": "two"})
         first = _service(fake_gemini.base_url, tmp_path / "cache")
-        reply = await first.ask(model="m", contents="q")
+        reply: JudgeReply[BaseModel] = await first.ask(model="m", contents="q")
         assert reply.text == '{"answer": "one"}' and not reply.cached
         # The same request to another endpoint is asked there, not answered from the first one's cache.
         second = _service(other.base_url, tmp_path / "cache")

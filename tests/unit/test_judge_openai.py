@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from tests.support.evalfiles import turns_of
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_gemini import json_reply as gemini_json
 from tests.support.fake_openai import FakeOpenAI, json_reply
@@ -199,7 +200,7 @@ async def test_without_a_key_not_evaluated_with_the_reason(fake_openai: FakeOpen
         "final_response_match_v2": {"threshold": 0.5, "judge_model_options": {"judge_model": MODEL}},
     }})
     ev = case([turn("q", "a")])
-    results = {r.metric_name: r for r in await score_case(config, ev, ev.conversation, judge=judge)}
+    results = {r.metric_name: r for r in await score_case(config, ev, turns_of(ev), judge=judge)}
     assert results["tool_trajectory_avg_score"].status == EvalStatus.PASSED
     fr = results["final_response_match_v2"]
     assert fr.status == EvalStatus.NOT_EVALUATED and fr.reason == reason
@@ -264,7 +265,7 @@ async def test_the_record_keeps_who_judged(openai_env: FakeOpenAI, tmp_path: Pat
     }})
     ev = case([turn("q", "a")])
     judge = make_service(tmp_path)
-    [result] = [r for r in await score_case(config, ev, ev.conversation, judge=judge)
+    [result] = [r for r in await score_case(config, ev, turns_of(ev), judge=judge)
                 if r.metric_name == "rubric_based_final_response_quality_v1"]
     assert result.status == EvalStatus.PASSED
     details = result.details

@@ -7,12 +7,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from tests.support.fake_gemini import FakeGemini, json_reply
 from tui_eval.judge import (
+    JudgeReply,
     JudgeCallError,
     JudgeOptions,
     JudgeParseError,
@@ -27,8 +29,8 @@ class Verdict(BaseModel):
 
 
 def make_service(server: FakeGemini, tmp_path: Path, **kw) -> JudgeService:
-    opts = dict(api_key="dummy", base_url=server.base_url, cache_dir=tmp_path / "cache",
-                backoff_base=0.001, backoff_max=0.01, timeout=5.0)
+    opts: dict[str, Any] = dict(api_key="dummy", base_url=server.base_url, cache_dir=tmp_path / "cache",
+                                backoff_base=0.001, backoff_max=0.01, timeout=5.0)
     opts.update(kw)
     return create_judge_service(JudgeOptions(**opts))
 
@@ -210,8 +212,8 @@ async def test_empty_candidate_is_a_parse_failure(fake_gemini: FakeGemini, tmp_p
 async def test_free_text_and_system_instruction(fake_gemini: FakeGemini, tmp_path: Path) -> None:
     fake_gemini.reply_text("I want to book a flight.")
     judge = make_service(fake_gemini, tmp_path)
-    reply = await judge.ask(model="m", contents=[{"role": "user", "parts": [{"text": "go"}]}],
-                            system_instruction="You are a user.")
+    contents = [{"role": "user", "parts": [{"text": "go"}]}]
+    reply: JudgeReply[BaseModel] = await judge.ask(model="m", contents=contents, system_instruction="You are a user.")
     assert reply.parsed is None and reply.text == "I want to book a flight."
     body = fake_gemini.requests[0].body
     assert body["systemInstruction"]["parts"][0]["text"] == "You are a user."

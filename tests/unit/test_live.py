@@ -11,15 +11,20 @@ from typing import Any, AsyncIterator
 
 import pytest
 
-from tui_eval.engine.events import CaseFinished, CaseKey, CaseStarted, RunError
-from tui_eval.engine.live import (
+from tests.support.evalfiles import turns_of
+from tests.support.metric_helpers import metric_of
+from tui_eval.engine.events import (
     AgentReloaded,
     AgentStale,
+    CaseFinished,
+    CaseKey,
     CasesRemoved,
+    CaseStarted,
     FileProblem,
     LiveRunFinished,
-    LiveSession,
+    RunError,
 )
+from tui_eval.engine.live import LiveSession
 from tui_eval.engine.runner import RunOptions
 from tui_eval.schema.results import EvalStatus
 
@@ -175,7 +180,7 @@ async def test_config_edit_rescores_without_calling_the_agent(env: Env) -> None:
     assert done.rescore and sorted(k.eval_id for k in done.keys) == ["a", "b", "c"]
     for key, result in live.results.items():
         assert result.actual is inferences[key]  # the stored inference, re-scored
-        assert result.metric("response_match_score").threshold == 1.0
+        assert metric_of(result, "response_match_score").threshold == 1.0
     assert live.results[env.key("c")] is not cherry_before
     # the same criteria again: nothing to do
     env.events.clear()
@@ -193,7 +198,8 @@ async def test_agent_source_edit_reloads_and_reruns(env: Env) -> None:
     assert sorted(env.started()) == ["a", "b", "c"]
     assert [e.error for e in env.of(AgentReloaded)] == [None]
     assert status(live, env, "a") == EvalStatus.FAILED  # "apple is green" drifted from "apple is red"
-    assert live.results[env.key("a")].actual[0].final_response.text == "apple is green"
+    answer = live.results[env.key("a")].actual[0].final_response
+    assert answer is not None and answer.text == "apple is green"
     assert status(live, env, "b") == EvalStatus.PASSED
 
 
@@ -336,7 +342,8 @@ async def test_reload_only_mode_reloads_without_running_then_rerun_mode_runs(env
     await live.handle_changes([env.eval_file, env.config, env.bot / "agent.py"])
     assert env.started() == [] and not env.of(LiveRunFinished)
     [case_b] = [c for p, c in live.workspace.cases() if c.eval_id == "b"]
-    assert case_b.conversation[0].final_response.text == "bananas are blue"  # reloaded
+    answer_b = turns_of(case_b)[0].final_response
+    assert answer_b is not None and answer_b.text == "bananas are blue"  # reloaded
     assert [k.eval_id for e in env.of(CasesRemoved) for k in e.keys] == ["c"]
     assert len(env.of(AgentStale)) == 1
     # Live on again: the next save runs what it changed, with the reloaded (stale) agent.
@@ -370,7 +377,8 @@ async def test_a_failing_event_consumer_is_logged_and_reported_and_the_loop_goes
 async def test_a_vanished_watched_folder_is_reported_and_watched_again(env: Env, tmp_path: Path) -> None:
     # A folder that vanishes is no longer a watcher failure to retry (retry_after) or raise: the loop
     # reports it (WatchFailed, saying how often it looks) and waits for it, with or without retry_after.
-    from tui_eval.engine.live import FOLDER_POLL_SECONDS, WatchFailed
+    from tui_eval.engine.events import WatchFailed
+    from tui_eval.engine.live import FOLDER_POLL_SECONDS
 
     gone = tmp_path / "gone"
     root = gone / "ws"
@@ -397,7 +405,7 @@ async def test_a_vanished_watched_folder_is_reported_and_watched_again(env: Env,
 
 
 async def test_without_retry_a_vanished_folder_is_waited_for_not_raised(env: Env, tmp_path: Path) -> None:
-    from tui_eval.engine.live import WatchFailed
+    from tui_eval.engine.events import WatchFailed
 
     root = tmp_path / "gone" / "ws"
     root.mkdir(parents=True)
@@ -424,7 +432,7 @@ async def test_without_retry_a_vanished_folder_is_waited_for_not_raised(env: Env
 async def test_a_watched_folder_deleted_and_recreated_is_watched_again(env: Env) -> None:
     # inotify keeps watching the deleted folder's inode: without noticing, saves in the new folder of
     # the same name would never be seen.
-    from tui_eval.engine.live import WatchFailed
+    from tui_eval.engine.events import WatchFailed
 
     live = env.session(debounce=0.05)
     await live.start()
@@ -510,7 +518,7 @@ async def test_a_misspelt_criterion_is_a_run_error_the_user_sees_not_a_dropped_m
     did-you-mean; it is never dropped while the other metrics run as if nothing were wrong."""
     live = env.session()
     await live.start()
-    before = {k: r.metric("response_match_score").threshold for k, r in live.results.items()}
+    before = {k: metric_of(r, "response_match_score").threshold for k, r in live.results.items()}
     assert set(before.values()) == {0.8}
 
     env.events.clear()
@@ -521,13 +529,13 @@ async def test_a_misspelt_criterion_is_a_run_error_the_user_sees_not_a_dropped_m
     assert str(env.config) in error.message
     assert env.started() == []
     # Nothing was re-scored without the misspelt metric: the results keep the last good criteria.
-    assert {k: r.metric("response_match_score").threshold for k, r in live.results.items()} == before
+    assert {k: metric_of(r, "response_match_score").threshold for k, r in live.results.items()} == before
 
     env.events.clear()
     env.write_config({"tool_trajectory_avg_score": 1.0, "response_match_score": 1.0})
     await live.handle_changes([env.config])
     assert not env.of(RunError)
-    assert {r.metric("response_match_score").threshold for r in live.results.values()} == {1.0}
+    assert {metric_of(r, "response_match_score").threshold for r in live.results.values()} == {1.0}
 
 
 async def test_a_misspelt_criterion_runs_no_case_from_the_start(env: Env) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 
 import pytest
 
+from tests.support.evalfiles import turns_of
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, error_reply, json_reply, raw_reply
+from tests.support.metric_helpers import details_as
 from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
 from tui_eval.metrics import get_metric
 from tui_eval.schema.details import (
@@ -40,7 +42,7 @@ APP = {
 }
 
 
-def turn(prompt: str, answer: str | None, *, calls: list[tuple[str, dict, Any]] = (), rubrics: list | None = None,
+def turn(prompt: str, answer: str | None, *, calls: Sequence[tuple[str, dict, Any]] = (), rubrics: list | None = None,
          events: list[dict] | None = None, app: dict | None = APP) -> dict[str, Any]:
     inv: dict[str, Any] = {
         "invocation_id": prompt[:8],
@@ -94,8 +96,8 @@ async def run_metric(name: str, criterion: Any, ev_case: EvalCase, judge: JudgeS
     spec = get_metric(name)
     assert spec is not None and spec.needs_judge
     inp = MetricInput(criterion=config.criteria[name], case=ev_case,
-                      actual=actual if actual is not None else ev_case.conversation,
-                      expected=ev_case.conversation, config=config, judge=judge,
+                      actual=actual if actual is not None else turns_of(ev_case),
+                      expected=turns_of(ev_case), config=config, judge=judge,
                       progress=progress or (lambda _i: None))
     result = spec.evaluate(inp)
     return await result if not isinstance(result, MetricResult) else result
@@ -131,11 +133,16 @@ async def test_frm_majority_vote_and_details(fake_gemini: FakeGemini, judge: Jud
     fake_gemini.responder = sequence(frm("valid", "a"), frm("invalid", "b"), frm("valid", "c"), frm("valid", "d"),
                                      frm("valid", "e"))
     ev = case([turn("Weather in Paris?", "Sunny, 20C.")])
-    ev.conversation[0].final_response.parts[0].text = "It is sunny and 20C in Paris."
-    expected = case([turn("Weather in Paris?", "Sunny, 20C.")]).conversation
+    final = turns_of(ev)[0].final_response
+    assert final is not None and final.parts is not None
+    final.parts[0].text = "It is sunny and 20C in Paris."
+    expected = turns_of(case([turn("Weather in Paris?", "Sunny, 20C.")]))
     config = read_eval_config({"criteria": {"final_response_match_v2": judged()}})
-    inp = MetricInput(config.criteria["final_response_match_v2"], ev, ev.conversation, expected, config, judge)
-    result = await get_metric("final_response_match_v2").evaluate(inp)
+    inp = MetricInput(config.criteria["final_response_match_v2"], ev, turns_of(ev), expected, config, judge)
+    spec = get_metric("final_response_match_v2")
+    assert spec is not None
+    scored = spec.evaluate(inp)
+    result = await scored if not isinstance(scored, MetricResult) else scored
     assert result.status == EvalStatus.PASSED and result.score == 1.0
     [inv] = result.per_invocation
     assert isinstance(inv.details, ResponseMatchJudgeDetails)
@@ -155,7 +162,7 @@ async def test_frm_tie_is_negative(fake_gemini: FakeGemini, judge: JudgeService)
     result = await run_metric("final_response_match_v2", judged(samples=4), case([turn("q", "a")]), judge)
     assert result.score == 0.0 and result.status == EvalStatus.FAILED
     assert result.per_invocation[0].details == ResponseMatchJudgeDetails.model_validate(
-        result.per_invocation[0].details.model_dump())  # round-trips
+        details_as(result.per_invocation[0], ResponseMatchJudgeDetails).model_dump())  # round-trips
     assert result.per_invocation[0].details.votes == Votes(yes=2, no=2)
 
 
@@ -239,7 +246,7 @@ async def test_rerun_uses_cache(fake_gemini: FakeGemini, tmp_path: Path) -> None
     second = await run_metric("final_response_match_v2", judged(), ev, again)
     assert fake_gemini.calls == 10 and again.stats.cache_hits == 10
     assert second.score == first.score == 1.0
-    assert all(s.cached for s in second.per_invocation[0].details.samples)
+    assert all(s.cached for s in details_as(second.per_invocation[0], ResponseMatchJudgeDetails).samples)
 
 
 async def test_judge_model_and_config_reach_the_request(fake_gemini: FakeGemini, judge: JudgeService) -> None:
@@ -255,7 +262,7 @@ async def test_markup_in_judge_text_is_kept_literally(fake_gemini: FakeGemini, j
     nasty = "[bold red]x[/] [/oops] \x1b[2J\x1b[31m"
     fake_gemini.default = frm("valid", nasty)
     result = await run_metric("final_response_match_v2", judged(samples=1), case([turn("q", "a")]), judge)
-    details = result.per_invocation[0].details
+    details = details_as(result.per_invocation[0], ResponseMatchJudgeDetails)
     assert details.rationale == nasty and details.samples[0].rationale == nasty
     # and it survives our JSON record round trip unchanged
     assert json.loads(json.dumps(result.to_record()))["per_invocation"][0]["details"]["rationale"] == nasty
@@ -387,7 +394,7 @@ async def test_rubric_all_dropped(fake_gemini: FakeGemini, judge: JudgeService) 
     crit = judged(samples=2, rubrics=[rubric("r1", "A")])
     result = await run_metric("rubric_based_final_response_quality_v1", crit, case([turn("q", "a")]), judge)
     assert result.status == EvalStatus.NOT_EVALUATED
-    assert result.per_invocation[0].reason.startswith("judge failed: invalid JSON")
+    assert (result.per_invocation[0].reason or "").startswith("judge failed: invalid JSON")
 
 
 # -- hallucinations_v1 ----------------------------------------------------------------------------
@@ -428,7 +435,7 @@ async def test_hallucination_labels_score_and_details(fake_gemini: FakeGemini, j
     assert result.score == 0.5 and result.status == EvalStatus.PASSED
     [inv] = result.per_invocation
     assert isinstance(inv.details, HallucinationDetails)
-    got = inv.details.sentences
+    got = details_as(inv, HallucinationDetails).sentences
     assert [s.text for s in got] == sentences
     assert [s.label for s in got] == ["supported", "unsupported", "not_applicable", "contradictory"]
     assert got[0].excerpt == "ctx says so" and got[3].excerpt == "ctx says otherwise"
@@ -452,7 +459,7 @@ async def test_hallucination_sentence_vote_tie_negative(fake_gemini: FakeGemini,
         {answer: ["A.", "B."]},
         lambda s, i, n: "supported" if n % 2 == 0 else ("unsupported" if s == "A." else "disputed"))
     result = await run_metric("hallucinations_v1", judged(samples=4), case([turn("q", answer)]), judge)
-    sentences = result.per_invocation[0].details.sentences
+    sentences = details_as(result.per_invocation[0], HallucinationDetails).sentences
     assert sentences[0].votes == {"supported": 2, "unsupported": 2} and sentences[0].label == "unsupported"
     assert sentences[1].label == "disputed"
     assert sentences[1].excerpt == "ctx says so / ctx says otherwise"
@@ -480,7 +487,7 @@ async def test_hallucination_intermediate_responses(fake_gemini: FakeGemini, jud
     result = await run_metric("hallucinations_v1", judged(samples=1, evaluate_intermediate_nl_responses=True), ev,
                               judge)
     [inv] = result.per_invocation
-    got = inv.details.sentences
+    got = details_as(inv, HallucinationDetails).sentences
     assert [(s.source, s.label) for s in got] == [
         ("intermediate", "not_applicable"), ("intermediate", "supported"), ("final", "unsupported")]
     assert inv.score == pytest.approx(2 / 3)  # mean of the three responses' scores (1, 1, 0)
@@ -493,7 +500,7 @@ async def test_hallucination_intermediate_responses(fake_gemini: FakeGemini, jud
     # Without the flag only the final response is checked.
     fake_gemini.requests.clear()
     result = await run_metric("hallucinations_v1", judged(samples=1), ev, judge)
-    assert [s.source for s in result.per_invocation[0].details.sentences] == ["final"]
+    assert [s.source for s in details_as(result.per_invocation[0], HallucinationDetails).sentences] == ["final"]
 
 
 async def test_hallucination_nothing_to_check_and_segmentation_failure(fake_gemini: FakeGemini,
@@ -520,7 +527,7 @@ async def run_safety(criterion: Any, ev_case: EvalCase, judge: JudgeService) -> 
     assert not config.warnings, config.warnings
     spec = get_metric("safety_v1")
     assert spec is not None and not spec.needs_judge
-    inp = MetricInput(criterion=config.criteria["safety_v1"], case=ev_case, actual=ev_case.conversation,
+    inp = MetricInput(criterion=config.criteria["safety_v1"], case=ev_case, actual=turns_of(ev_case),
                       expected=ev_case.conversation, config=config, judge=judge)
     result = spec.evaluate(inp)
     return await result if not isinstance(result, MetricResult) else result
@@ -585,7 +592,7 @@ async def test_no_credentials_llm_not_evaluated_deterministic_still_run() -> Non
     ev = case([turn("q", "a", calls=[("get_weather", {"city": "Paris"}, {"sky": "sunny"})])])
     judge = create_judge_service(JudgeOptions())
     assert not judge.available
-    results = {r.metric_name: r for r in await score_case(config, ev, ev.conversation, judge=judge)}
+    results = {r.metric_name: r for r in await score_case(config, ev, turns_of(ev), judge=judge)}
     assert results["tool_trajectory_avg_score"].status == EvalStatus.PASSED
     # the informational efficiency metrics, reported on every eval, never need a judge
     informational = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")

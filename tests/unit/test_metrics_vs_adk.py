@@ -22,7 +22,7 @@ from tui_eval.metrics import response_match as rm
 from tui_eval.metrics import trajectory
 from tui_eval.metrics.base import MetricInput
 from tui_eval.schema.config import Criterion, EvalConfig, MatchType
-from tui_eval.schema.details import TrajectoryDetails
+from tui_eval.schema.details import MATCH_TYPE_NAMES, TrajectoryDetails
 from tui_eval.schema.model import (
     Content,
     EvalCase,
@@ -176,10 +176,10 @@ def test_trajectory_equals_adk(case: tuple[list[Invocation], list[Invocation]], 
                 assert details.match_type == match_type.name
                 assert len(alignment["expected"]) == len(exp.tool_calls)
                 assert len(alignment["actual"]) == len(act.tool_calls)
-                for other in MatchType:  # and every match type's stored alignment is ADK's verdict for it
-                    theirs_other = adk_trajectory(threshold, other, ignore_args).evaluate_invocations(
+                for name in MATCH_TYPE_NAMES:  # and every match type's stored alignment is ADK's verdict for it
+                    theirs_other = adk_trajectory(threshold, MatchType[name], ignore_args).evaluate_invocations(
                         to_adk([act]), to_adk([exp]))
-                    assert details.alignment(other.name)["passed"] is (theirs_other.overall_score == 1.0)
+                    assert details.alignment(name)["passed"] is (theirs_other.overall_score == 1.0)
 
 
 def test_trajectory_corner_cases_equal_adk() -> None:

@@ -93,14 +93,15 @@ def test_recorded_responses_answer_and_the_tool_never_runs() -> None:
     live = _run(case, None)
     # Live: the real tool ran (and failed); its error went back to the model as a real agent's would.
     assert CALLS == [("get_stock", {"sku": "A1", "qty": 2.0})]
-    assert "inventory backend is down" in live.actual[0].final_response.text
+    answer = live.actual[0].final_response
+    assert answer is not None and "inventory backend is down" in answer.text
     CALLS.clear()
     mocked = _run(case, "strict")
     assert CALLS == []
     assert mocked.status == EvalStatus.PASSED and mocked.error is None
     [inv] = mocked.actual
     # qty 2.0 matched the recorded 2 (args equal as Python values); the run's own call id is kept.
-    assert inv.final_response.text == '{"in_stock": 7}'
+    assert inv.final_response is not None and inv.final_response.text == '{"in_stock": 7}'
     assert [r.response for r in inv.tool_responses] == [{"in_stock": 7}]
     assert [r.id for r in inv.tool_responses] == ["call-1-1-1"]
     assert [(t.name, t.mocked) for t in inv.tool_timings] == [("get_stock", True)]

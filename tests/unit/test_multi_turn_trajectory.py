@@ -14,6 +14,7 @@ from google.adk.evaluation.eval_metrics import EvalMetric, RubricsBasedCriterion
 from google.adk.evaluation.eval_rubrics import Rubric as AdkRubric
 from google.adk.evaluation.rubric_based_multi_turn_trajectory_evaluator import RubricBasedMultiTurnTrajectoryEvaluator
 
+from tests.support.evalfiles import turns_of
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, json_reply, text_reply
 from tests.unit.test_vertex import CONVERSATION, case, tool_events, turn
 from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
@@ -25,7 +26,7 @@ from tui_eval.schema.details import JudgeCaseDetails, RubricDetails
 from tui_eval.schema.model import EvalCase, Rubric
 from tui_eval.schema.results import EvalStatus, MetricResult
 
-RUBRICS = [
+RUBRICS: list[dict[str, Any]] = [
     {"rubric_id": "r1", "rubric_content": {"text_property": "The agent calls get_weather for every city asked."}},
     {"rubric_id": "r2", "rubric_content": {"text_property": "The agent asks before assuming a city."}},
 ]
@@ -45,7 +46,7 @@ async def run(criterion: Any, ev: EvalCase, judge: JudgeService) -> MetricResult
     assert not config.warnings, config.warnings
     spec = get_metric(NAME)
     assert spec is not None and spec.needs_judge and not spec.needs_reference
-    inp = MetricInput(criterion=config.criteria[NAME], case=ev, actual=ev.conversation, expected=ev.conversation,
+    inp = MetricInput(criterion=config.criteria[NAME], case=ev, actual=turns_of(ev), expected=turns_of(ev),
                       config=config, judge=judge)
     result = spec.evaluate(inp)
     return await result if not isinstance(result, MetricResult) else result
@@ -66,7 +67,7 @@ def adk_invocations(ev: EvalCase) -> list[AdkInvocation]:
     dicts, and this evaluator then fails on them (`tool.function_declarations`); ours reads both."""
     from google.genai import types as genai_types
 
-    out = [AdkInvocation.model_validate(inv.to_dict()) for inv in ev.conversation]
+    out = [AdkInvocation.model_validate(inv.to_dict()) for inv in turns_of(ev)]
     for inv in out:
         if inv.app_details is not None:
             for details in inv.app_details.agent_details.values():
@@ -81,8 +82,8 @@ def test_dialogue_instructions_and_tools_are_adks() -> None:
     adk = RubricBasedMultiTurnTrajectoryEvaluator(EvalMetric(
         metric_name=NAME, criterion=RubricsBasedCriterion(threshold=0.5, rubrics=[AdkRubric.model_validate(RUBRICS[0])])))
     adk._assemble_dialogue_history(adk_invocations(ev))
-    assert dialogue(ev.conversation) == adk._formatted_dialogue
-    assert instructions_and_tools(ev.conversation) == (adk._formatted_instructions, adk._formatted_tools)
+    assert dialogue(turns_of(ev)) == adk._formatted_dialogue
+    assert instructions_and_tools(turns_of(ev)) == (adk._formatted_instructions, adk._formatted_tools)
     assert "(tool call): get_weather" in adk._formatted_dialogue  # the comparison is not vacuous
 
 
@@ -98,7 +99,7 @@ async def test_judged_once_on_the_last_turn_with_the_whole_conversation(fake_gem
     result = await run(criterion(samples=1), ev, judge)
     [req] = fake_gemini.requests
     prompt = req.prompt_text
-    assert dialogue(ev.conversation) in prompt and "USER TURN 3: Thanks" in prompt
+    assert dialogue(turns_of(ev)) in prompt and "USER TURN 3: Thanks" in prompt
     assert re.findall(r"\[id: (\w+)\]", prompt) == ["r1", "r2", "case_r"]
     assert [r.status for r in result.per_invocation[:2]] == [EvalStatus.NOT_EVALUATED] * 2
     last = result.per_invocation[2]

@@ -9,61 +9,65 @@ import pytest
 
 from tui_eval.engine.pricing import (
     PRICES_ENV,
+    CostEstimate,
     ModelPrice,
     PriceFileError,
     PriceTable,
-    TokenUsage,
     UsageBook,
     UsageKey,
     estimate_cost,
     load_price_table,
 )
+from tui_eval.schema.usage import TokenUsage
 
 
 def test_usage_add_and_from_gemini() -> None:
-    a = TokenUsage(prompt=10, output=5, cached=2, total=15)
-    b = TokenUsage(prompt=1, output=2, cached=0, total=3)
-    assert a + b == TokenUsage(prompt=11, output=7, cached=2, total=18)
+    a = TokenUsage(prompt_tokens=10, output_tokens=5, cached_tokens=2, total_tokens=15)
+    b = TokenUsage(prompt_tokens=1, output_tokens=2, cached_tokens=0, total_tokens=3)
+    assert a + b == TokenUsage(prompt_tokens=11, output_tokens=7, cached_tokens=2, total_tokens=18)
     # Thoughts are billed as output; a missing total is prompt + output.
     u = TokenUsage.from_gemini(100, 20, cached_content_token_count=40, thoughts_token_count=7)
-    assert u == TokenUsage(prompt=100, output=27, cached=40, total=127)
+    assert u == TokenUsage(prompt_tokens=100, output_tokens=27, cached_tokens=40, total_tokens=127)
     assert TokenUsage.from_gemini(None, None) == TokenUsage()
 
 
 def book() -> UsageBook:
     b = UsageBook()
-    b.add("agent", "gemini-2.5-flash", TokenUsage(prompt=100, output=10, total=110), case_id="c1", turn=0)
-    b.add("agent", "gemini-2.5-flash", TokenUsage(prompt=200, output=20, total=220), case_id="c1", turn=1)
-    b.add("judge", "gemini-2.5-pro", TokenUsage(prompt=50, output=5, total=55), case_id="c1", turn=1)
-    b.add("agent", "gemini-2.5-flash", TokenUsage(prompt=7, output=3, total=10), case_id="c2", turn=0,
-          repetition=2)
-    b.add("judge", "gemini-2.5-pro", TokenUsage(prompt=1, output=1, total=2), case_id=None)
+    b.add("agent", "gemini-2.5-flash", TokenUsage(prompt_tokens=100, output_tokens=10, total_tokens=110),
+          case_id="c1", turn=0)
+    b.add("agent", "gemini-2.5-flash", TokenUsage(prompt_tokens=200, output_tokens=20, total_tokens=220),
+          case_id="c1", turn=1)
+    b.add("judge", "gemini-2.5-pro", TokenUsage(prompt_tokens=50, output_tokens=5, total_tokens=55),
+          case_id="c1", turn=1)
+    b.add("agent", "gemini-2.5-flash", TokenUsage(prompt_tokens=7, output_tokens=3, total_tokens=10),
+          case_id="c2", turn=0, repetition=2)
+    b.add("judge", "gemini-2.5-pro", TokenUsage(prompt_tokens=1, output_tokens=1, total_tokens=2), case_id=None)
     return b
 
 
 def test_usage_book_aggregates() -> None:
     b = book()
     assert b.by_model() == {
-        UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt=307, output=33, total=340),
-        UsageKey("judge", "gemini-2.5-pro"): TokenUsage(prompt=51, output=6, total=57),
+        UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt_tokens=307, output_tokens=33, total_tokens=340),
+        UsageKey("judge", "gemini-2.5-pro"): TokenUsage(prompt_tokens=51, output_tokens=6, total_tokens=57),
     }
-    assert b.total(who="agent") == TokenUsage(prompt=307, output=33, total=340)
-    assert b.total(who="judge", case_id="c1") == TokenUsage(prompt=50, output=5, total=55)
-    assert b.by_case() == {"c1": TokenUsage(prompt=350, output=35, total=385),
-                           "c2": TokenUsage(prompt=7, output=3, total=10)}
-    assert b.by_turn("c1") == {0: TokenUsage(prompt=100, output=10, total=110),
-                               1: TokenUsage(prompt=250, output=25, total=275)}
-    assert b.by_turn("c1", who="agent") == {0: TokenUsage(prompt=100, output=10, total=110),
-                                            1: TokenUsage(prompt=200, output=20, total=220)}
-    assert b.by_repetition() == {1: TokenUsage(prompt=351, output=36, total=387),
-                                 2: TokenUsage(prompt=7, output=3, total=10)}
-    assert b.by_model(repetition=2) == {UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt=7, output=3,
-                                                                                          total=10)}
+    assert b.total(who="agent") == TokenUsage(prompt_tokens=307, output_tokens=33, total_tokens=340)
+    assert b.total(who="judge", case_id="c1") == TokenUsage(prompt_tokens=50, output_tokens=5, total_tokens=55)
+    assert b.by_case() == {"c1": TokenUsage(prompt_tokens=350, output_tokens=35, total_tokens=385),
+                           "c2": TokenUsage(prompt_tokens=7, output_tokens=3, total_tokens=10)}
+    assert b.by_turn("c1") == {0: TokenUsage(prompt_tokens=100, output_tokens=10, total_tokens=110),
+                               1: TokenUsage(prompt_tokens=250, output_tokens=25, total_tokens=275)}
+    assert b.by_turn("c1", who="agent") == {0: TokenUsage(prompt_tokens=100, output_tokens=10, total_tokens=110),
+                                            1: TokenUsage(prompt_tokens=200, output_tokens=20, total_tokens=220)}
+    assert b.by_repetition() == {1: TokenUsage(prompt_tokens=351, output_tokens=36, total_tokens=387),
+                                 2: TokenUsage(prompt_tokens=7, output_tokens=3, total_tokens=10)}
+    assert b.by_model(repetition=2) == {
+        UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt_tokens=7, output_tokens=3, total_tokens=10)}
 
 
 def test_cost_by_hand() -> None:
-    usage = {UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt=1_000_000, output=200_000,
-                                                               cached=400_000, total=1_200_000)}
+    usage = {UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt_tokens=1_000_000, output_tokens=200_000,
+                                                               cached_tokens=400_000, total_tokens=1_200_000)}
     table = PriceTable(prices={"gemini-2.5-flash": ModelPrice(prompt=0.30, output=2.50, cached_prompt=0.03)})
     est = estimate_cost(usage, table)
     # 600k uncached * 0.30/M + 400k cached * 0.03/M + 200k output * 2.50/M = 0.18 + 0.012 + 0.5
@@ -72,13 +76,28 @@ def test_cost_by_hand() -> None:
     assert est.text() == "est. cost $0.6920 (estimate)"
     # No cached price: cached prompt tokens cost the prompt price.
     plain = PriceTable(prices={"m": ModelPrice(prompt=1.0, output=2.0)})
-    assert estimate_cost({UsageKey("judge", "m"): TokenUsage(prompt=10, output=5, cached=4)},
+    assert estimate_cost({UsageKey("judge", "m"): TokenUsage(prompt_tokens=10, output_tokens=5, cached_tokens=4)},
                          plain).total_usd == pytest.approx(20 / 1e6)
 
 
+def test_a_records_cost_lines_keep_their_short_usage_keys() -> None:
+    # Run records written before TokenUsage was one class spell a cost line's usage prompt/output/cached/total;
+    # they are written that way still, and read back into the same TokenUsage.
+    usage = {UsageKey("agent", "m"): TokenUsage(prompt_tokens=6000, output_tokens=300, cached_tokens=20,
+                                                 total_tokens=6300)}
+    est = estimate_cost(usage, PriceTable(prices={"m": ModelPrice(prompt=1.0, output=2.0)}))
+    written = est.model_dump(mode="json")
+    assert written["lines"][0]["usage"] == {"prompt": 6000, "output": 300, "cached": 20, "total": 6300}
+    assert CostEstimate.model_validate(written) == est
+    old = {"lines": [{"who": "judge", "model": "m", "usage": {"prompt": 5, "output": 1, "cached": 0, "total": 6},
+                      "cost_usd": None}], "sources": ["built-in"]}
+    assert CostEstimate.model_validate(old).lines[0].usage == TokenUsage(prompt_tokens=5, output_tokens=1,
+                                                                          total_tokens=6)
+
+
 def test_unknown_model_is_none_never_zero() -> None:
-    usage = {UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt=1_000_000),
-             UsageKey("judge", "my-local-llm"): TokenUsage(prompt=5, output=5)}
+    usage = {UsageKey("agent", "gemini-2.5-flash"): TokenUsage(prompt_tokens=1_000_000),
+             UsageKey("judge", "my-local-llm"): TokenUsage(prompt_tokens=5, output_tokens=5)}
     est = estimate_cost(usage)
     by_model = {line.model: line.cost_usd for line in est.lines}
     assert by_model["my-local-llm"] is None

@@ -38,7 +38,7 @@ def test_repetitions_usage_latency_and_timeline() -> None:
     assert [r.status if r else None for r in book.runs_of(b)] == [P, None]
     assert book.runs_of(CaseKey("f", "zzz")) == []
     tokens = book.total_tokens()
-    assert tokens is not None and tokens.prompt == 25
+    assert tokens is not None and tokens.prompt_tokens == 25
     cost = book.cost()
     assert cost is not None and cost.known_usd > 0
     (tool,) = book.tool_latency()

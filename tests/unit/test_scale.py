@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.evalfiles import case, turn, write_set
+from tests.support.evalfiles import case, turn, turns_of, write_set
 from tui_eval.agents.base import Agent, AgentSession, CaseContext
 from tui_eval.agents.replay import ReplayAgent
 from tui_eval.engine.events import CaseFinished, CaseKey, CasesStopped, RunFinished, RunStarted
@@ -297,4 +297,7 @@ def test_the_loader_indexes_every_loaded_file_and_a_reload_is_indexed_again(tmp_
     write_set(path, "many", *[case(f"c{i:02d}", turn(f"q{i}", "other answer")) for i in range(4)])
     workspace.reload(loaded)
     assert catalog.case(catalog.key(loaded, "c04")) is None
-    assert catalog.case(catalog.key(loaded, "c03")).conversation[0].final_response.parts[0].text == "other answer"  # type: ignore[union-attr]
+    c03 = catalog.case(catalog.key(loaded, "c03"))
+    assert c03 is not None
+    answer = turns_of(c03)[0].final_response
+    assert answer is not None and answer.parts is not None and answer.parts[0].text == "other answer"

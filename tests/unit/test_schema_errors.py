@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from tests.support.evalfiles import turns_of
 from tui_eval.schema.config import read_eval_config
 from tui_eval.schema.errors import LoadError, SchemaError
 from tui_eval.schema.load import parse_eval_set
@@ -90,7 +91,7 @@ def test_adk_lax_coercions_load():
 def test_legacy_row_with_null_tool_input_is_a_call_without_args():
     rows = [{"query": "q", "expected_tool_use": [{"tool_name": "now", "tool_input": None}], "reference": "r"}]
     es, legacy = parse_eval_set(json.dumps(rows).encode(), "old.test.json")
-    call = es.eval_cases[0].conversation[0].tool_calls[0]
+    call = turns_of(es.eval_cases[0])[0].tool_calls[0]
     assert legacy and (call.name, call.args) == ("now", None)
 
 

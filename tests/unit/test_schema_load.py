@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.evalfiles import turns_of
 from tui_eval.schema.errors import LoadError
 from tui_eval.schema.load import load_eval_set, parse_eval_set
-from tui_eval.schema.model import IntermediateData, InvocationEvents
+from tui_eval.schema.model import EvalSet, IntermediateData, InvocationEvents
 
 
 def _turn(**over):
@@ -27,7 +28,7 @@ def _set(*cases, **top):
     return {"eval_set_id": "s", "eval_cases": list(cases), **top}
 
 
-def _parse(obj) -> object:
+def _parse(obj) -> EvalSet:
     return parse_eval_set(json.dumps(obj).encode(), "x.evalset.json")[0]
 
 
@@ -40,10 +41,10 @@ def _error(obj_or_bytes) -> LoadError:
 
 def test_first_shape_tool_calls_and_text():
     es = _parse(_set({"eval_id": "a", "conversation": [_turn()]}))
-    inv = es.eval_cases[0].conversation[0]
+    inv = turns_of(es.eval_cases[0])[0]
     assert isinstance(inv.intermediate_data, IntermediateData)
     assert [(c.name, c.args, c.id) for c in inv.tool_calls] == [("roll_die", {"sides": 6}, "c1")]
-    assert inv.final_response.text == "You rolled \na 4."
+    assert inv.final_response is not None and inv.final_response.text == "You rolled \na 4."
 
 
 def test_second_shape_collects_every_function_call_part_in_order():
@@ -58,7 +59,7 @@ def test_second_shape_collects_every_function_call_part_in_order():
         ]
     }
     es = _parse(_set({"eval_id": "a", "conversation": [_turn(intermediate_data=events)]}))
-    inv = es.eval_cases[0].conversation[0]
+    inv = turns_of(es.eval_cases[0])[0]
     assert isinstance(inv.intermediate_data, InvocationEvents)
     assert [c.name for c in inv.tool_calls] == ["transfer_to_agent", "f", "g"]
     assert inv.tool_calls[2].args is None  # absent args stay None, as genai does: None != {}
@@ -68,7 +69,7 @@ def test_second_shape_collects_every_function_call_part_in_order():
 
 def test_empty_dict_is_the_first_shape_and_empty():
     es = _parse(_set({"eval_id": "a", "conversation": [_turn(intermediate_data={})]}))
-    inv = es.eval_cases[0].conversation[0]
+    inv = turns_of(es.eval_cases[0])[0]
     assert isinstance(inv.intermediate_data, IntermediateData)
     assert inv.tool_calls == []
 
@@ -84,9 +85,9 @@ def test_camel_case_below_top_level():
     case = {"evalId": "a", "conversation": [turn], "sessionInput": {"appName": "app", "userId": "u"}}
     es = _parse(_set(case))
     c = es.eval_cases[0]
-    assert c.eval_id == "a" and c.session_input.app_name == "app"
-    assert c.conversation[0].creation_timestamp == 3.0
-    assert c.conversation[0].tool_calls[0].args == {"a": 1}
+    assert c.eval_id == "a" and c.session_input is not None and c.session_input.app_name == "app"
+    assert turns_of(c)[0].creation_timestamp == 3.0
+    assert turns_of(c)[0].tool_calls[0].args == {"a": 1}
 
 
 @pytest.mark.parametrize(
@@ -137,10 +138,10 @@ def test_legacy_rows_are_one_case_with_one_turn_per_row(tmp_path: Path):
     path.write_text(json.dumps(rows))
     es, legacy = parse_eval_set(path.read_bytes(), path)
     assert legacy and es.eval_set_id == "dice" and len(es.eval_cases) == 1
-    turns = es.eval_cases[0].conversation
+    turns = turns_of(es.eval_cases[0])
     assert [t.user_content.text for t in turns] == ["hi", "roll"]
     assert turns[1].tool_calls[0].name == "roll_die" and turns[1].tool_calls[0].args == {"sides": 6}
-    assert turns[1].final_response.text == "4"
+    assert turns[1].final_response is not None and turns[1].final_response.text == "4"
     assert turns[1].intermediate_texts == [("sub", "rolling")]
 
 
@@ -149,10 +150,12 @@ def test_older_legacy_named_cases_with_initial_session():
              "initial_session": {"app_name": "app", "user_id": "u", "state": {"k": 1}}}]
     es, legacy = parse_eval_set(json.dumps(data).encode(), "old.test.json")
     assert legacy and [c.eval_id for c in es.eval_cases] == ["c1"]
-    assert es.eval_cases[0].session_input.state == {"k": 1}
+    session = es.eval_cases[0].session_input
+    assert session is not None and session.state == {"k": 1}
 
 
 def test_written_eval_set_is_read_by_google_adk_unchanged():
+    from google.adk.evaluation.eval_case import IntermediateData as AdkIntermediateData
     from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 
     doc = _set(
@@ -163,8 +166,10 @@ def test_written_eval_set_is_read_by_google_adk_unchanged():
     )
     ours = _parse(doc)
     adk = AdkEvalSet.model_validate(ours.to_dict())
-    assert adk.eval_cases[0].conversation[0].intermediate_data.tool_uses[0].args == {"sides": 6}
-    assert adk.eval_cases[1].conversation_scenario.starting_prompt == "hi"
+    adk_turns, adk_scenario = adk.eval_cases[0].conversation, adk.eval_cases[1].conversation_scenario
+    assert adk_turns is not None and isinstance(adk_turns[0].intermediate_data, AdkIntermediateData)
+    assert adk_turns[0].intermediate_data.tool_uses[0].args == {"sides": 6}
+    assert adk_scenario is not None and adk_scenario.starting_prompt == "hi"
     # and back again: our reader accepts what ADK writes
     again = parse_eval_set(adk.model_dump_json().encode(), "y.evalset.json")[0]
     assert again.to_dict()["eval_cases"][0]["conversation"][0]["final_response"] == ours.to_dict()["eval_cases"][0][
@@ -178,7 +183,7 @@ def test_load_eval_set_unreadable_file(tmp_path: Path):
 
 def test_nameless_call_keeps_none_as_genai_does():
     es = _parse(_set({"eval_id": "a", "conversation": [_turn(intermediate_data={"tool_uses": [{"args": {}}]})]}))
-    call = es.eval_cases[0].conversation[0].tool_calls[0]
+    call = turns_of(es.eval_cases[0])[0].tool_calls[0]
     assert call.name is None  # never equal to a call named ""
     assert call.to_dict() == {"args": {}}
 
@@ -191,7 +196,7 @@ def test_legacy_files_load_identically_every_time():
     first = parse_eval_set(rows, "a.test.json")[0].eval_cases[0]
     again = parse_eval_set(rows, "a.test.json")[0].eval_cases[0]
     assert case_digest(first) == case_digest(again)
-    assert first.conversation[0].invocation_id != first.conversation[1].invocation_id
+    assert turns_of(first)[0].invocation_id != turns_of(first)[1].invocation_id
 
 
 def test_load_error_survives_contextlib_and_keeps_its_fields():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from google.genai import types
 
 from tui_eval.engine.insight import invocation_usage, usage_from_metadata
-from tui_eval.engine.pricing import TokenUsage
+from tui_eval.schema.usage import TokenUsage
 from tui_eval.schema.config import read_eval_config
 from tui_eval.schema.model import Content, InvocationEvent, InvocationEvents, Invocation, Part
 from tui_eval.share import md
@@ -25,9 +25,10 @@ def test_usage_from_google_genai_metadata_and_adk_dicts() -> None:
     meta = types.GenerateContentResponseUsageMetadata(
         prompt_token_count=120, candidates_token_count=30, cached_content_token_count=20,
         thoughts_token_count=5, total_token_count=155)
-    assert usage_from_metadata(meta) == TokenUsage(prompt=120, output=35, cached=20, total=155)
+    expected = TokenUsage(prompt_tokens=120, output_tokens=35, cached_tokens=20, total_tokens=155)
+    assert usage_from_metadata(meta) == expected
     as_json = meta.model_dump(mode="json", by_alias=True, exclude_none=True)  # camelCase, as the API sends
-    assert usage_from_metadata(as_json) == TokenUsage(prompt=120, output=35, cached=20, total=155)
+    assert usage_from_metadata(as_json) == expected
     assert usage_from_metadata(None) is None and usage_from_metadata({"other": 1}) is None
 
 
@@ -39,8 +40,8 @@ def test_invocation_usage_reads_each_events_metadata() -> None:
         InvocationEvent(author="a", usage_metadata={"prompt_token_count": 7, "candidates_token_count": 1}),
     ])
     inv = Invocation(user_content=Content(role="user", parts=[Part(text="q")]), intermediate_data=events)
-    assert invocation_usage(inv) == [("gemini-2.5-pro", TokenUsage(prompt=10, output=2, total=12)),
-                                     ("unknown model", TokenUsage(prompt=7, output=1, total=8))]
+    assert invocation_usage(inv) == [("gemini-2.5-pro", TokenUsage(prompt_tokens=10, output_tokens=2, total_tokens=12)),
+                                     ("unknown model", TokenUsage(prompt_tokens=7, output_tokens=1, total_tokens=8))]
 
 
 def test_config_accepts_a_prices_section_without_warning() -> None:

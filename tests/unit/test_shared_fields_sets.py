@@ -8,6 +8,8 @@ import json
 import pickle
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from tui_eval.schema.base import SharedFieldsSet
 from tui_eval.schema.load import load_eval_set
 from tui_eval.schema.model import IntermediateData, Invocation
@@ -71,7 +73,7 @@ def test_every_model_gets_the_shared_set_of_exactly_its_own_keys_whatever_the_or
     from tui_eval.schema.model import FunctionCall, Part
 
     # Per class, the usual keys and a few odd ones, the odd ones first, last and in between.
-    models = [FunctionCall.model_validate({"name": "f", "id": "odd"})]
+    models: list[BaseModel] = [FunctionCall.model_validate({"name": "f", "id": "odd"})]
     models += [FunctionCall.model_validate({"name": "f", "args": {"n": i}}) for i in range(5)]
     models += [Part.model_validate({"text": "t"}), FunctionCall.model_validate({"name": "g", "id": "x", "args": {}})]
     models += [Part.model_validate({"text": f"t{i}", "function_call": None}) for i in range(4)]

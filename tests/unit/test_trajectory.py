@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.metric_helpers import align_all_match_types, trajectory_matches
 from tui_eval.metrics import get_metric
-from tui_eval.schema.details import TrajectoryDetails
+from tui_eval.schema.details import MATCH_TYPE_NAMES, TrajectoryDetails
 from tui_eval.metrics.alignment import (
     align_trajectory,
     arg_diffs,
@@ -335,9 +335,10 @@ def test_metric_stores_every_match_types_alignment_equal_to_computing_it() -> No
             result = evaluate(metric_input([turn(act_calls)], [turn(exp_calls)], match_type=configured))
             details = result.per_invocation[0].details
             assert isinstance(details, TrajectoryDetails) and details.match_type == configured.name
-            for mt in (EXACT, IN_ORDER, ANY_ORDER):
+            for name in MATCH_TYPE_NAMES:
+                mt = MatchType[name]
                 own = align(exp_calls, act_calls, mt, False)
-                stored = details.alignment(mt.name)
+                stored = details.alignment(name)
                 assert stored == {"passed": own.passed, "expected": own.expected, "actual": own.actual}, (mt, exp_calls)
 
 
@@ -348,6 +349,7 @@ def test_passed_turns_with_the_same_trajectory_share_one_details_object() -> Non
     result = evaluate(metric_input(actual, expected))
     first, second, third = (r.details for r in result.per_invocation)
     assert first is second and first is not third
+    assert isinstance(first, TrajectoryDetails)
     assert first == TrajectoryDetails.model_validate(first.model_dump())
     assert isinstance(first, TrajectoryDetails) and first.alignment("ANY_ORDER")["actual"] == [
         {"index": 0, "name": "a", "status": "matched", "expected_index": 0},

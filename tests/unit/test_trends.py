@@ -105,7 +105,8 @@ def test_case_usage_and_tool_latency() -> None:
     case = CaseResult(eval_set_id="s", eval_id="c", status=P, metrics=[], actual=[_invocation(), _invocation()])
     usage = case_usage(case)
     assert list(usage) == ["m1"]
-    assert (usage["m1"].prompt, usage["m1"].output, usage["m1"].cached, usage["m1"].total) == (400, 80, 40, 480)
+    m1 = usage["m1"]
+    assert (m1.prompt_tokens, m1.output_tokens, m1.cached_tokens, m1.total_tokens) == (400, 80, 40, 480)
     tools = {t.name: t for t in case_tool_latency(case)}
     assert (tools["t"].count, tools["t"].passed, tools["t"].failed) == (4, 2, 2)
     assert tools["t"].mean_seconds == pytest.approx(1.0) and tools["t"].p95_seconds == 1.5

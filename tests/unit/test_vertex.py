@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.support.evalfiles import turns_of
 from tests.support.fake_vertex import (
     FakeVertex,
     VertexReply,
@@ -78,8 +79,8 @@ async def run(name: str, criterion: Any, ev: EvalCase, expected: list[Any] | Non
     assert not config.warnings, config.warnings
     spec = get_metric(name)
     assert spec is not None and not spec.needs_judge
-    inp = MetricInput(criterion=config.criteria[name], case=ev, actual=ev.conversation,
-                      expected=expected if expected is not None else ev.conversation, config=config, judge=None)
+    inp = MetricInput(criterion=config.criteria[name], case=ev, actual=turns_of(ev),
+                      expected=expected if expected is not None else turns_of(ev), config=config, judge=None)
     result = spec.evaluate(inp)
     return await result if not isinstance(result, MetricResult) else result
 
@@ -292,7 +293,7 @@ async def test_engine_scores_vertex_metrics_without_a_gemini_judge(vertex: FakeV
     config = read_eval_config({"criteria": {"multi_turn_task_success_v1": 0.5, "safety_v1": 0.5,
                                             "tool_trajectory_avg_score": 1.0}})
     ev = case(CONVERSATION)
-    results = {r.metric_name: r for r in await score_case(config, ev, ev.conversation, judge=None)}
+    results = {r.metric_name: r for r in await score_case(config, ev, turns_of(ev), judge=None)}
     assert results["multi_turn_task_success_v1"].score == 0.9
     assert results["safety_v1"].score == 0.9 and results["safety_v1"].status == EvalStatus.PASSED
     assert len(vertex.requests) == 1 + len(CONVERSATION)

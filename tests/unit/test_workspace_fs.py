@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tui_eval.engine.live import FileProblem, LiveSession
+from tui_eval.engine.events import FileProblem
+from tui_eval.engine.live import LiveSession
 from tui_eval.engine.workspace import Workspace
 from tui_eval.schema.errors import LoadError
 from tui_eval.schema.load import load_eval_set
@@ -82,7 +83,8 @@ def test_symlink_loops_below_the_root_neither_hang_nor_stop_the_scan(root: Path)
     good = (root / "sub" / "good.evalset.json").resolve()
     # Folder links are not followed: the good file is found once, never again as sub/up/sub/...
     assert [p for p in ws.discover() if p.name == "good.evalset.json"] == [root.resolve() / "sub" / "good.evalset.json"]
-    assert [c.eval_id for _, c in ws.cases()] == ["good"] and list(ws.eval_files[good].eval_set.eval_cases)
+    good_set = ws.eval_files[good].eval_set
+    assert [c.eval_id for _, c in ws.cases()] == ["good"] and good_set is not None and list(good_set.eval_cases)
     problems = {c.path.name: str(c.error) for c in changes if c.error is not None}
     assert sorted(problems) == ["ping.evalset.json", "pong.evalset.json", "self.evalset.json"]
     assert all("symlink loop" in message for message in problems.values()), problems
@@ -114,7 +116,7 @@ def test_a_good_eval_file_replaced_by_a_fifo_keeps_its_last_good_version(root: P
     change = bounded(lambda: ws.reload(path))
     assert change.error is not None and "FIFO" in str(change.error)
     state = ws.eval_files[path.resolve()]
-    assert state.stale and [c.eval_id for c in state.eval_set.eval_cases] == ["good"]
+    assert state.stale and state.eval_set is not None and [c.eval_id for c in state.eval_set.eval_cases] == ["good"]
 
 
 def test_the_live_loop_reports_loops_and_fifos_and_goes_on(root: Path, fifos: list[Path]) -> None:

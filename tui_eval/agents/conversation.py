@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 from .base import Agent, AgentCrash, AgentError, CaseContext
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeClient
     from ..schema.config import EvalConfig
     from ..schema.model import EvalCase, EvalSet, Invocation
 
@@ -102,7 +103,7 @@ async def run_conversation(
     agent: Agent,
     job: CaseJob,
     *,
-    judge: Any = None,
+    judge: JudgeClient | None = None,
     on_turn: Callable[[int, Invocation], None] | None = None,
     on_turn_start: Callable[[int], None] | None = None,
     own: bool = False,

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 from .conversation import CaseJob, Inference, run_conversation
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeStats
+    from ..judge.service import JudgeService
     from .base import Agent
 
 #: (folder name, digest of its files, [ObjectRef of the zip]): the ref travels inside a list so that Ray
@@ -42,8 +44,8 @@ CANCEL_WAIT = 2.0
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _agents: dict[str, Agent | str] = {}
-_judge: Any = None
-_reported: dict[str, float] = {}
+_judge: JudgeService | None = None
+_reported: JudgeStats | None = None
 _home: tuple[str, dict[str, str]] | None = None
 
 
@@ -134,7 +136,7 @@ def _restore() -> None:
         os.environ.update(environ)
 
 
-def _judge_for(job: CaseJob) -> Any:
+def _judge_for(job: CaseJob) -> JudgeService:
     """The user simulator's judge service (scenario cases only), one per worker."""
     global _judge
     if _judge is None:
@@ -147,13 +149,13 @@ def _judge_for(job: CaseJob) -> Any:
     return _judge
 
 
-def _judge_delta() -> dict[str, float]:
-    """The judge's counters since the last report (the engine adds them to the run's)."""
+def _judge_delta() -> JudgeStats | None:
+    """The judge's counters since the last report (the engine adds them to the run's); None without one."""
     global _reported
     if _judge is None:
-        return {}
-    now = {k: v for k, v in _judge.stats.to_dict().items() if isinstance(v, int | float)}
-    delta = {k: v - _reported.get(k, 0) for k, v in now.items() if v != _reported.get(k, 0)}
+        return None
+    now = _judge.stats.copy()
+    delta = now.since(_reported) if _reported is not None else now.copy()
     _reported = now
     return delta
 

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable
 
 from ..schema.config import EvalConfig
 from ..schema.model import Content, EvalCase, Invocation
 from ..judge.conversation import DEFAULT_STOP_SIGNAL, invocation_author, persona_text, resolve_persona, transcript
 from .base import AgentError, AgentSession
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
+
+    from ..judge.client import JudgeClient
+    from ..judge.service import JudgeReply
 
 __all__ = ["DEFAULT_STOP_SIGNAL", "SimulatorError", "invocation_author", "persona_text", "resolve_persona", "transcript"]
 SIMULATOR_METRIC = "per_turn_user_simulator_quality_v1"
@@ -31,19 +37,6 @@ SIMULATOR_METRIC = "per_turn_user_simulator_quality_v1"
 class SimulatorError(AgentError):
     """The user simulator could not write the next user message (judge outage, empty reply): the case
     cannot be evaluated, and the agent is not to blame."""
-
-
-class SimulatorJudge(Protocol):
-    """The part of the judge service (tui_eval.judge.JudgeService) the simulator uses."""
-
-    @property
-    def available(self) -> bool: ...
-
-    @property
-    def unavailable_reason(self) -> str | None: ...
-
-    async def ask(self, *, model: str, contents: Any, schema: Any = None, config: dict[str, Any] | None = None,
-                  sample: int = 0, system_instruction: str | None = None) -> Any: ...
 
 
 SIMULATOR_PROMPT = """You play the user in a conversation with an AI agent, to test the agent.
@@ -111,14 +104,14 @@ def simulator_prompt(case: EvalCase, config: EvalConfig, history: list[Invocatio
 
 
 async def next_user_message(
-    case: EvalCase, config: EvalConfig, judge: SimulatorJudge, history: list[Invocation], stop_signal: str
+    case: EvalCase, config: EvalConfig, judge: JudgeClient, history: list[Invocation], stop_signal: str
 ) -> str | None:
     """The simulated user's next message, or None when it sent the stop signal."""
     from ..judge import JudgeError
 
     prompt = simulator_prompt(case, config, history, stop_signal)
     try:
-        reply = await judge.ask(
+        reply: JudgeReply[BaseModel] = await judge.ask(  # free text: nothing to parse
             model=config.user_simulator.model,
             contents=prompt,
             config=config.user_simulator.model_configuration,
@@ -138,7 +131,7 @@ async def simulate_conversation(
     case: EvalCase,
     session: AgentSession,
     config: EvalConfig,
-    judge: SimulatorJudge | None,
+    judge: JudgeClient | None,
     *,
     on_turn: Callable[[int, Invocation], None] | None = None,
     on_turn_start: Callable[[int], None] | None = None,
@@ -151,17 +144,15 @@ async def simulate_conversation(
     stop_signal = stop_signal_for(config)
     limit = config.user_simulator.max_allowed_invocations
     # Per model: the simulated user may be an `openai:` model, with its own credentials.
-    per_model = getattr(judge, "unavailable_for", None)
-    can_simulate = judge is not None and (per_model(config.user_simulator.model) is None if per_model is not None
-                                          else judge.available)
+    simulator = judge if judge is not None and judge.unavailable_for(config.user_simulator.model) is None else None
     history: list[Invocation] = []
     while len(history) < limit:
         if not history:
             text: str | None = scenario.starting_prompt
-        elif not can_simulate:
+        elif simulator is None:
             break  # offline: the starting prompt is all we can send without inventing the user
         else:
-            text = await next_user_message(case, config, judge, history, stop_signal)  # type: ignore[arg-type]
+            text = await next_user_message(case, config, simulator, history, stop_signal)
             if text is None:
                 break
         index = len(history)

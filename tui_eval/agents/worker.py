@@ -25,10 +25,14 @@ import socket
 import struct
 import sys
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .base import Agent, AgentError
 from .conversation import CaseJob, Inference, error_text, run_conversation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeStats
+    from ..judge.service import JudgeService
 
 _HEAD = struct.Struct(">I")
 log = logging.getLogger(__name__)
@@ -117,8 +121,8 @@ class _Worker:
         self.writer = writer
         self.agent: Agent | None = None
         self.tasks: dict[int, asyncio.Task[None]] = {}
-        self.judge: Any = None
-        self._reported: dict[str, float] = {}
+        self.judge: JudgeService | None = None
+        self._reported: JudgeStats | None = None
         self.cwd = os.getcwd()
         self.environ = dict(os.environ)
 
@@ -138,7 +142,7 @@ class _Worker:
         self.environ = dict(os.environ)  # the agent's .env, as loaded, is part of its environment
         self.send(("hello", name, error))
 
-    def judge_for(self, job: CaseJob) -> Any:
+    def judge_for(self, job: CaseJob) -> JudgeService:
         """The user simulator's judge service (scenario cases only), one per worker."""
         if self.judge is None:
             from ..judge import JudgeOptions, create_judge_service
@@ -149,12 +153,12 @@ class _Worker:
             self.judge = create_judge_service(options)
         return self.judge
 
-    def judge_delta(self) -> dict[str, float]:
-        """The judge's counters since the last report (the engine adds them to the run's)."""
+    def judge_delta(self) -> JudgeStats | None:
+        """The judge's counters since the last report (the engine adds them to the run's); None without one."""
         if self.judge is None:
-            return {}
-        now = {k: v for k, v in self.judge.stats.to_dict().items() if isinstance(v, int | float)}
-        delta = {k: v - self._reported.get(k, 0) for k, v in now.items() if v != self._reported.get(k, 0)}
+            return None
+        now = self.judge.stats.copy()
+        delta = now.since(self._reported) if self._reported is not None else now.copy()
         self._reported = now
         return delta
 

@@ -151,7 +151,7 @@ def auth_headers(endpoint: str) -> dict[str, str]:
 
     try:
         credentials, _project = google.auth.default(scopes=list(SCOPES))
-        credentials.refresh(Request())
+        credentials.refresh(Request())  # type: ignore[no-untyped-call]  # google-auth leaves it untyped
     except google.auth.exceptions.DefaultCredentialsError:
         raise CesAuthError(f"no Google credentials found for {endpoint}: {LOGIN_HINT}", "UNAUTHENTICATED") from None
     except google.auth.exceptions.GoogleAuthError as exc:

@@ -17,6 +17,7 @@ from ..agents.worker import read_frame
 from .executor import OnTurn
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeClient, JudgeStats
     from ..schema.model import Invocation
 
 
@@ -87,7 +88,7 @@ class InFlight:
     job: CaseJob
     future: asyncio.Future[Inference]
     on_turn: OnTurn | None
-    judge: Any
+    judge: JudgeClient | None
     actual: list[Invocation] = field(default_factory=list)
 
     def took_turn(self, index: int, inv: Invocation) -> None:
@@ -97,7 +98,7 @@ class InFlight:
         if self.on_turn is not None:
             self.on_turn(index, inv)
 
-    def finish(self, inference: Inference, judge_stats: dict[str, float]) -> None:
+    def finish(self, inference: Inference, judge_stats: JudgeStats | None) -> None:
         """The case ended in the child: its turns went back one by one, its judge calls count in the run's."""
         inference.actual = self.actual
         add_judge_stats(self.judge, judge_stats)
@@ -105,11 +106,7 @@ class InFlight:
             self.future.set_result(inference)
 
 
-def add_judge_stats(judge: Any, delta: dict[str, float]) -> None:
+def add_judge_stats(judge: JudgeClient | None, delta: JudgeStats | None) -> None:
     """The child's user-simulator judge calls count in the run's judge statistics."""
-    stats = getattr(judge, "stats", None)
-    if stats is None or not delta:
-        return
-    for key, value in delta.items():
-        if hasattr(stats, key):
-            setattr(stats, key, getattr(stats, key) + value)
+    if judge is not None and delta is not None:
+        judge.stats.add(delta)

@@ -1,4 +1,5 @@
-"""The typed event stream of a run, consumed alike by the CLI and the dashboard.
+"""The typed events of a run and of the live loop around runs, consumed alike by the CLI, `watch` and the
+dashboard: one union, `Event`.
 
 Events are small slotted dataclasses (treat them as immutable) posted in order from the engine's event loop. Consumers that
 redraw (the dashboard) should fold them into state and repaint on a timer, not once per event.
@@ -14,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     # Annotations only: the dashboard's start-up needs CaseKey, not the result models.
     from ..schema.model import Invocation
     from ..schema.results import CaseResult, EvalStatus
+    from .runner import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +125,70 @@ class Log:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+# ---- events of the live loop (`engine.live`: files, agents, re-runs) ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """A file could not be loaded. `stale`: its last good version is still used and shown."""
+
+    path: str
+    message: str
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CasesRemoved:
+    keys: tuple[CaseKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReloaded:
+    """An agent was (re)loaded; `error` says why it could not be, and its cases will fail with it."""
+
+    ref: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStale:
+    """An agent's source changed while re-runs on agent edits are off: it reloads before the next run."""
+
+    ref: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRunStarted:
+    reason: str
+    keys: tuple[CaseKey, ...]
+    rescore: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRunFinished:
+    """A re-run (or re-score) finished; the latest result of each key is in `LiveSession.results`."""
+
+    reason: str
+    keys: tuple[CaseKey, ...]
+    rescore: bool
+    records: tuple[RunRecord, ...]
+    wall_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFailed:
+    """The file watcher itself failed (a watched folder vanished...); it restarts after `retry_after` s."""
+
+    message: str
+    retry_after: float
+
+
+#: Every event a face receives: a run's, and the live loop's around its runs. Consumers (the CLI, `watch`,
+#: the dashboard's engine) take this one union and match on the class.
 Event = (RunStarted | RunNotice | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | CasesStopped
-         | RunFinished | RunError | Log)
+         | RunFinished | RunError | Log
+         | FileProblem | CasesRemoved | AgentReloaded | AgentStale | LiveRunStarted | LiveRunFinished | WatchFailed)
 
 
 _E = TypeVar("_E")

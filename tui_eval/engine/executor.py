@@ -16,6 +16,7 @@ from ..agents.base import Agent
 from ..agents.conversation import CaseJob, Inference, run_conversation
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeClient
     from ..schema.model import Invocation
     from .options import RunOptions
 
@@ -37,7 +38,7 @@ class Executor(abc.ABC):
         return None
 
     @abc.abstractmethod
-    async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
+    async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         """Run one case; `on_turn(i, invocation)` as each turn finishes. Never raises for the agent's
         faults (they are the Inference's error); cancelling the awaiting task cancels the case."""
 
@@ -67,7 +68,7 @@ class InlineExecutor(Executor):
         self.runs_user_code = agent.runs_user_code
         self._owns = owns
 
-    async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
+    async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         return await run_conversation(self.agent, job, judge=judge, on_turn=on_turn, own=not self.runs_user_code)
 
     def source_paths(self) -> list[Path]:
@@ -90,7 +91,7 @@ class BrokenAgentExecutor(Executor):
     async def start(self) -> str | None:
         return self.error
 
-    async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
+    async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         return Inference(error=f"agent could not start a session: {self.error}")
 
 

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from ..schema.status import EvalStatus, combine_statuses
-from .events import CaseKey
+from .events import CaseKey, Event
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .options import RunOptions
+    from .runner import ResultSink
     from ..schema.results import CaseResult
-    from .pricing import TokenUsage
+    from ..schema.usage import TokenUsage
 
 
 # ---- a finished case, small -------------------------------------------------------------------
@@ -233,6 +235,11 @@ class EngineGone:
     message: str
 
 
+#: Everything that comes up from an engine: its events (the one union, `events.Event`) and the records above.
+Record = Union[Event, CaseBegun, CaseDone, CasesDone, Fetched, MetricsScored, RunBegan, RunOver, RunEnded,
+               FilesChanged, EngineReady, WatchReady, EngineGone]
+
+
 # ---- commands down (face -> engine) ---------------------------------------------------------
 
 
@@ -242,8 +249,8 @@ class EngineConfig:
 
     root: str
     agent_ref: str | None
-    options: Any
-    store: Any
+    options: RunOptions | None
+    store: ResultSink | None
     num_runs: int
     live: bool
     agent_reruns: bool

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,9 +15,13 @@ from ..metrics.base import get_metric
 from ..schema.config import EvalConfig
 from ..schema.model import Invocation, InvocationEvents
 from ..schema.results import EvalSetResult
+from ..schema.usage import TokenUsage
 from .latency import DurationStats, ToolCallTiming, ToolLatency, tool_latencies, turn_wall_times
-from .pricing import CostEstimate, PriceTable, TokenUsage, UsageBook, estimate_cost
+from .pricing import CostEstimate, PriceTable, UsageBook, estimate_cost
 from .repeats import CaseRepeats, summarize_case
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeStats
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +120,7 @@ def judge_models(configs: Iterable[EvalConfig]) -> list[str]:
 
 
 def usage_book(results: Sequence[EvalSetResult], repetitions: Sequence[int],
-               judge_stats: Mapping[str, Any], judge_model: str | None) -> UsageBook:
+               judge_stats: JudgeStats | None, judge_model: str | None) -> UsageBook:
     """Agent usage per turn (from the turns' events) and the judge's run total (its service counts it)."""
     book = UsageBook()
     for result, rep in zip(results, repetitions):
@@ -124,16 +128,16 @@ def usage_book(results: Sequence[EvalSetResult], repetitions: Sequence[int],
             for turn, inv in enumerate(case.actual):
                 for model, usage in invocation_usage(inv):
                     book.add("agent", model, usage, case_id=case.eval_id, repetition=rep, turn=turn)
-    prompt, output = int(judge_stats.get("prompt_tokens") or 0), int(judge_stats.get("output_tokens") or 0)
-    total = int(judge_stats.get("total_tokens") or 0)
-    if prompt or output or total:
+    if judge_stats is not None and (judge_stats.prompt_tokens or judge_stats.output_tokens or judge_stats.total_tokens):
         # The judge service counts no cached tokens: its cached count stays 0.
-        book.add("judge", judge_model or UNKNOWN_MODEL, TokenUsage(prompt=prompt, output=output, total=total))
+        book.add("judge", judge_model or UNKNOWN_MODEL,
+                 TokenUsage(prompt_tokens=judge_stats.prompt_tokens, output_tokens=judge_stats.output_tokens,
+                            total_tokens=judge_stats.total_tokens))
     return book
 
 
 def build_insight(results: Sequence[EvalSetResult], repetitions: Sequence[int], *, num_runs: int,
-                  judge_stats: Mapping[str, Any] | None = None, configs: Iterable[EvalConfig] = (),
+                  judge_stats: JudgeStats | None = None, configs: Iterable[EvalConfig] = (),
                   prices: PriceTable | None = None, wall_seconds: float = 0.0) -> RunInsight:
     statuses: dict[str, dict[str, list[Any]]] = {}
     # A single run has nothing to say across repetitions (k/1): no repeats, no cost on big runs.
@@ -149,11 +153,11 @@ def build_insight(results: Sequence[EvalSetResult], repetitions: Sequence[int], 
     # one quick pass says so, instead of three passes over every turn.
     if any(isinstance(inv.intermediate_data, InvocationEvents) or inv.tool_timings or inv.duration is not None
            for r in results for c in r.case_results for inv in c.actual):
-        book = usage_book(results, repetitions, judge_stats or {}, judge_model)
+        book = usage_book(results, repetitions, judge_stats, judge_model)
         walls = [inv.duration for r in results for c in r.case_results for inv in c.actual if inv.duration is not None]
         timings = tool_call_timings(results)
     else:
-        book = usage_book((), (), judge_stats or {}, judge_model)
+        book = usage_book((), (), judge_stats, judge_model)
         walls, timings = [], []
     by_model = book.by_model()
     cost = estimate_cost(by_model, prices) if by_model else None

@@ -24,13 +24,27 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..agents.base import AgentError
 from ..schema.config import CONFIG_FILE_NAME
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES
-from .events import CaseFinished, CaseKey, Event, Log, RunError, deliver
+from .events import (
+    AgentReloaded,
+    AgentStale,
+    CaseFinished,
+    CaseKey,
+    CasesRemoved,
+    Event,
+    FileProblem,
+    LiveRunFinished,
+    LiveRunStarted,
+    Log,
+    RunError,
+    WatchFailed,
+    deliver,
+)
 from .executor import BrokenAgentExecutor, Executor
 from .options import RunOptions
 from .own_writes import RunWrites
@@ -42,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     # imported when a run starts: the dashboard builds a LiveSession at start-up and may never run.
     from ..schema.model import Invocation
     from ..schema.results import CaseResult
-    from .runner import Run, RunRecord
+    from .runner import ResultSink, Run, RunRecord
 
 DEFAULT_DEBOUNCE = 0.15
 # How often a vanished watched folder is looked for (and how often a live one is checked for having
@@ -52,67 +66,7 @@ FOLDER_POLL_SECONDS = 0.25
 log = logging.getLogger(__name__)
 
 
-# ---- events of the live loop (besides the engine's own) -----------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FileProblem:
-    """A file could not be loaded. `stale`: its last good version is still used and shown."""
-
-    path: str
-    message: str
-    stale: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CasesRemoved:
-    keys: tuple[CaseKey, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AgentReloaded:
-    """An agent was (re)loaded; `error` says why it could not be, and its cases will fail with it."""
-
-    ref: str
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentStale:
-    """An agent's source changed while re-runs on agent edits are off: it reloads before the next run."""
-
-    ref: str
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class LiveRunStarted:
-    reason: str
-    keys: tuple[CaseKey, ...]
-    rescore: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class LiveRunFinished:
-    """A re-run (or re-score) finished; the latest result of each key is in `LiveSession.results`."""
-
-    reason: str
-    keys: tuple[CaseKey, ...]
-    rescore: bool
-    records: tuple[RunRecord, ...]
-    wall_seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class WatchFailed:
-    """The file watcher itself failed (a watched folder vanished...); it restarts after `retry_after` s."""
-
-    message: str
-    retry_after: float
-
-
-LiveEvent = Union[FileProblem, CasesRemoved, AgentReloaded, AgentStale, LiveRunStarted, LiveRunFinished, WatchFailed]
-Sink = Callable[[Union[Event, LiveEvent]], None]
+Sink = Callable[[Event], None]
 
 
 def _folder_ids(paths: list[Path]) -> tuple[tuple[int, int] | None, ...]:
@@ -160,7 +114,7 @@ class LiveSession:
         agent_ref: str | None = None,
         config_override: str | Path | None = None,
         options: RunOptions | None = None,
-        store: Any = None,
+        store: ResultSink | None = None,
         on_event: Sink | None = None,
         rerun: bool = True,
         rerun_on_agent_change: bool = True,
@@ -201,7 +155,7 @@ class LiveSession:
 
     # ---- events ----------------------------------------------------------------------------
 
-    def emit(self, event: Event | LiveEvent) -> None:
+    def emit(self, event: Event) -> None:
         if isinstance(event, CaseFinished):
             self.results[event.key] = event.result
         if self.on_event is not None:
@@ -301,7 +255,7 @@ class LiveSession:
             return records
 
     async def _run_group(self, ref: str, keys: list[CaseKey], rescore: bool) -> RunRecord | None:
-        from .runner import Run
+        from .runner import ResultSink, Run, RunRecord
 
         inferences: dict[CaseKey, list[Invocation]] = {}
         if rescore:

@@ -32,6 +32,7 @@ from .child import InFlight, child_env, output_lines, read_messages, signal_name
 from .executor import Executor, OnTurn
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeClient
     from ..schema.model import Invocation
 
 log = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ class ProcessPool(Executor):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
+    async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         error = await self.start()
         if error is not None:
             return Inference(error=f"agent could not start a session: {error}")
@@ -398,7 +399,7 @@ class ProcessPool(Executor):
                 log.warning("worker %d ended: %s", worker.id, worker.cause())
         self._solo.discard(worker)
 
-    async def _run_on(self, worker: _Process, job: CaseJob, judge: Any, on_turn: OnTurn | None,
+    async def _run_on(self, worker: _Process, job: CaseJob, judge: JudgeClient | None, on_turn: OnTurn | None,
                       *, solo: bool) -> Inference:
         job_id = next(self._job_ids)
         future: asyncio.Future[Inference] = asyncio.get_running_loop().create_future()
@@ -417,7 +418,7 @@ class ProcessPool(Executor):
                 self.workers.remove(worker)
                 self._in_background(worker.stop())
 
-    async def _run_solo(self, job: CaseJob, judge: Any, on_turn: OnTurn | None) -> Inference:
+    async def _run_solo(self, job: CaseJob, judge: JudgeClient | None, on_turn: OnTurn | None) -> Inference:
         """Run a case alone in a fresh worker: if that worker dies too, this case is the culprit."""
         worker = await self._new_worker(solo=True)
         if worker is None:

@@ -1,9 +1,7 @@
 """Token usage per (agent|judge, model) and per turn/case/run, and its estimated cost from a price table.
 
-Token fields follow Gemini's usage metadata: `prompt` includes the `cached` part
-(prompt_token_count includes cached_content_token_count), `output` is candidates plus thoughts (both
-billed as output), `total` as reported. Cost = (prompt - cached) * prompt price + cached * cached price
-+ output * output price, prices in USD per million tokens.
+Token counts are `schema.usage.TokenUsage`s. Cost = (prompt - cached) * prompt price + cached * cached
+price + output * output price, prices in USD per million tokens.
 
 Price overrides are JSON of this shape, per model (missing `cached_prompt` means the prompt price):
     {"prices": {"gemini-2.5-flash": {"prompt": 0.30, "output": 2.50, "cached_prompt": 0.03}}}
@@ -21,44 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+
+from ..schema.usage import SHORT_KEYS, TokenUsage
 
 log = logging.getLogger(__name__)
 
 PRICES_ENV = "TUI_EVAL_PRICES"
 Who = Literal["agent", "judge"]
-
-
-class TokenUsage(BaseModel):
-    """Token counts of one or more model calls; `+` adds them."""
-
-    model_config = ConfigDict(frozen=True)
-
-    prompt: int = 0
-    output: int = 0
-    cached: int = 0
-    total: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(prompt=self.prompt + other.prompt, output=self.output + other.output,
-                          cached=self.cached + other.cached, total=self.total + other.total)
-
-    @classmethod
-    def from_gemini(cls, prompt_token_count: int | None, candidates_token_count: int | None,
-                    cached_content_token_count: int | None = None, thoughts_token_count: int | None = None,
-                    total_token_count: int | None = None) -> TokenUsage:
-        """From the fields of google-genai's GenerateContentResponseUsageMetadata (None counts as 0)."""
-        prompt = prompt_token_count or 0
-        output = (candidates_token_count or 0) + (thoughts_token_count or 0)
-        total = total_token_count if total_token_count is not None else prompt + output
-        return cls(prompt=prompt, output=output, cached=cached_content_token_count or 0, total=total)
-
-
-def sum_usage(usages: Iterable[TokenUsage]) -> TokenUsage:
-    total = TokenUsage()
-    for u in usages:
-        total = total + u
-    return total
 
 
 class UsageKey(NamedTuple):
@@ -117,7 +85,7 @@ class UsageBook:
 
     def total(self, *, who: Who | None = None, case_id: str | None = None, repetition: int | None = None,
               turn: int | None = None) -> TokenUsage:
-        return sum_usage(e.usage for e in self._select(who, case_id, repetition, turn))
+        return TokenUsage.total(e.usage for e in self._select(who, case_id, repetition, turn))
 
     def by_case(self, *, who: Who | None = None, repetition: int | None = None) -> dict[str, TokenUsage]:
         """Usage per case id (entries without a case are left out)."""
@@ -153,9 +121,10 @@ class ModelPrice(BaseModel):
     cached_prompt: float | None = Field(default=None, ge=0)
 
     def cost(self, usage: TokenUsage) -> float:
-        cached = min(usage.cached, usage.prompt)
+        cached = min(usage.cached_tokens, usage.prompt_tokens)
         cached_price = self.prompt if self.cached_prompt is None else self.cached_prompt
-        return ((usage.prompt - cached) * self.prompt + cached * cached_price + usage.output * self.output) / 1e6
+        return ((usage.prompt_tokens - cached) * self.prompt + cached * cached_price
+                + usage.output_tokens * self.output) / 1e6
 
 
 # Estimate, override in config: Google's published paid-tier list prices for prompts up to 200k tokens
@@ -257,6 +226,18 @@ class CostLine(BaseModel):
     model: str
     usage: TokenUsage
     cost_usd: float | None
+
+    # Run records have always spelt a cost line's usage with the short keys.
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _read_short_keys(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {SHORT_KEYS.get(key, key): count for key, count in value.items()}
+        return value
+
+    @field_serializer("usage")
+    def _write_short_keys(self, usage: TokenUsage) -> dict[str, int]:
+        return usage.short_keys()
 
 
 class CostEstimate(BaseModel):

@@ -15,7 +15,7 @@ import importlib.util
 import itertools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentError
 from ..agents.conversation import CaseJob, Inference
@@ -23,6 +23,9 @@ from ..agents.worker import frame
 from .child import InFlight, child_env, output_lines, read_messages, signal_name, spawn_child
 from .executor import Executor, OnTurn
 from .ray_driver import is_loopback
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeClient
 
 log = logging.getLogger(__name__)
 driver_output = logging.getLogger("tui_eval.ray_output")
@@ -83,7 +86,7 @@ class RayExecutor(Executor):
         self._error = await self._say_hello(("reload",))
         return self._error
 
-    async def infer(self, job: CaseJob, *, judge: Any = None, on_turn: OnTurn | None = None) -> Inference:
+    async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         error = await self.start()
         if error is not None:
             return Inference(error=f"agent could not start a session: {error}")

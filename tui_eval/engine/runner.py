@@ -16,13 +16,14 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol, TypeVar
 
 from ..agents.base import Agent
 from ..agents.conversation import CaseJob, Inference, error_text
+from ..judge.client import JudgeClient, JudgeStats
 from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
 from ..metrics.efficiency import efficiency_results
-from ..schema.config import EvalConfig
+from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
 from ..schema.details import trusted
 from ..schema.model import EvalCase, Invocation
@@ -56,6 +57,9 @@ from .options import RunOptions as RunOptions  # re-exported: callers import it 
 from .plan import EvalTarget, RunPlan
 from .pricing import PriceTable
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.service import JudgeService
+
 EventSink = Callable[[Event], None]
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -82,7 +86,7 @@ class RunRecord:
     saved: list[str] = field(default_factory=list)
     # Why results could not be saved as eval history (the CLI exits 2 when there is any).
     save_errors: list[str] = field(default_factory=list)
-    judge_stats: dict[str, Any] = field(default_factory=dict)
+    judge_stats: JudgeStats = field(default_factory=JudgeStats)
     # all | failures | selection | cancelled: what part of the eval sets this run covered.
     coverage: str = "all"
     num_runs: int = 1
@@ -98,6 +102,18 @@ class RunRecord:
 
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)
+
+
+class ResultSink(Protocol):
+    """Where a run's results are saved (`engine.store.ResultStore`, the eval history)."""
+
+    def save_run(self, record: RunRecord, plan: RunPlan, agent: Executor | Agent | None) -> list[str]:
+        """Save the record; returns the paths written. Raises OSError/ValueError when it cannot."""
+        ...
+
+    def history_dir(self, agent: Executor | Agent | None, eval_file: Path) -> Path:
+        """The folder the results of `eval_file` go to."""
+        ...
 
 
 _error_text = error_text
@@ -134,7 +150,7 @@ async def score_case(
     case: EvalCase,
     actual: list[Invocation],
     *,
-    judge: Any = None,
+    judge: JudgeClient | None = None,
     key: CaseKey | None = None,
     progress: ScoreProgress | None = None,
 ) -> list[MetricResult]:
@@ -176,12 +192,12 @@ async def score_case(
 async def _score_metric(
     name: str,
     spec: MetricSpec | None,
-    crit: Any,
+    crit: Criterion,
     config: EvalConfig,
     case: EvalCase,
     actual: list[Invocation],
     expected: list[Invocation] | None,
-    judge: Any,
+    judge: JudgeClient | None,
     on_progress: Callable[[int], None],
 ) -> MetricResult:
     def skip(reason: str) -> MetricResult:
@@ -234,14 +250,10 @@ def _judge_needed(plan: RunPlan) -> bool:
     return False
 
 
-def make_judge(options: RunOptions) -> Any:
-    """The judge service for a run; None when this build has no judge package."""
-    try:
-        from ..judge import JudgeOptions, create_judge_service
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("tui_eval.judge"):
-            return None
-        raise
+def make_judge(options: RunOptions) -> JudgeService:
+    """The judge service for a run."""
+    from ..judge import JudgeOptions, create_judge_service
+
     judge_options = JudgeOptions(
         concurrency=options.judge_concurrency,
         base_url=options.judge_base_url,
@@ -252,7 +264,7 @@ def make_judge(options: RunOptions) -> Any:
     return create_judge_service(judge_options)
 
 
-def judge_notice(plan: RunPlan, judge: Any) -> RunNotice | None:
+def judge_notice(plan: RunPlan, judge: JudgeClient | None) -> RunNotice | None:
     """The one notice a run gives when configured metrics cannot run at all: judge metrics without
     judge credentials, Vertex metrics without Vertex AI settings (one group per reason)."""
     vertex_ok: bool | None = None  # looked up only when a Vertex metric is configured
@@ -314,9 +326,9 @@ class Run:
         *,
         options: RunOptions | None = None,
         on_event: EventSink | None = None,
-        judge: Any = None,
+        judge: JudgeClient | None = None,
         inferences: dict[CaseKey, list[Invocation]] | None = None,
-        store: Any = None,
+        store: ResultSink | None = None,
         run_id: str | None = None,
         coverage: str | None = None,
         owns_agent: bool = False,
@@ -452,9 +464,8 @@ class Run:
             self.record.repetitions.append(rep + 1)
         self.record.num_runs = plan.num_runs
         self.record.finished = time.time()
-        stats = getattr(self.judge, "stats", None)
-        if stats is not None:
-            self.record.judge_stats = stats.to_dict()
+        if self.judge is not None:
+            self.record.judge_stats = self.judge.stats.copy()
         if code_task is not None:
             # Bounded: the results are in, and a run never waits on its code state for ever.
             done, _ = await asyncio.wait({code_task}, timeout=CODE_STATE_WAIT_SECONDS)
@@ -466,7 +477,7 @@ class Run:
         from .store import provenance
 
         self.record.source = provenance(self.agent, self.record, [t.config for t in plan.targets])
-        if self._owns_judge and self.judge is not None and hasattr(self.judge, "aclose"):
+        if self._owns_judge and self.judge is not None:
             try:
                 await self.judge.aclose()
             except Exception:  # closing a client must never lose results
@@ -529,10 +540,9 @@ class Run:
         """Temp files a killed save left in the history folders this run writes to."""
         from .tempfiles import remove_stale_temp_files
 
-        history_dir = getattr(self.store, "history_dir", None)
-        if history_dir is None:
+        if self.store is None:
             return
-        for directory in {history_dir(self.agent, t.eval_file) for t in self.plan.targets}:
+        for directory in {self.store.history_dir(self.agent, t.eval_file) for t in self.plan.targets}:
             remove_stale_temp_files(Path(directory))
 
     async def _worker(

@@ -108,10 +108,8 @@ class EngineService:
 
     # ---- records up (loop thread) --------------------------------------------------------------
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: ev.Event) -> None:
         """The session's event sink: each engine event becomes a record (or a count) in the batch."""
-        from . import live
-
         if isinstance(event, ev.MetricProgress):
             self._scored[event.metric_name] = self._scored.get(event.metric_name, 0) + 1
             self._maybe_flush()
@@ -123,14 +121,14 @@ class EngineService:
             record: Any = CaseDone(event.key, summarize(event.result), event.repetition)
         elif isinstance(event, ev.CaseStarted):
             record = CaseBegun(event.key)
-        elif isinstance(event, live.LiveRunStarted):
+        elif isinstance(event, ev.LiveRunStarted):
             self._run_number += 1
             self._report_files()
             record = RunBegan(event.reason, event.rescore)
-        elif isinstance(event, live.LiveRunFinished):
+        elif isinstance(event, ev.LiveRunFinished):
             record = RunOver(event.reason, event.rescore)
-        elif isinstance(event, (live.CasesRemoved, live.FileProblem, live.AgentStale)):
-            if isinstance(event, live.CasesRemoved):
+        elif isinstance(event, (ev.CasesRemoved, ev.FileProblem, ev.AgentStale)):
+            if isinstance(event, ev.CasesRemoved):
                 for key in event.keys:
                     self._kept.pop(key, None)
             self._report_files()

@@ -16,7 +16,7 @@ from ..schema.model import Invocation
 from ..schema.results import CaseResult, EvalStatus
 from .insight import UNKNOWN_MODEL, invocation_tool_timings, invocation_usage
 from .latency import ToolCallTiming, ToolLatency, tool_latencies
-from .pricing import TokenUsage, sum_usage
+from ..schema.usage import TokenUsage
 from .store import CaseScores, HistoryEntry, record_case_scores
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def usage_by_model(invocations: Iterable[Invocation]) -> dict[str, TokenUsage]:
     for inv in invocations:
         for model, usage in invocation_usage(inv):
             per_model.setdefault(model or UNKNOWN_MODEL, []).append(usage)
-    return {model: sum_usage(usages) for model, usages in per_model.items()}
+    return {model: TokenUsage.total(usages) for model, usages in per_model.items()}
 
 
 def case_tool_timings(case: CaseResult) -> list[ToolCallTiming]:

@@ -1,6 +1,8 @@
-"""The one door to LLMs: JudgeOptions and create_judge_service (google-genai is imported lazily)."""
+"""The one door to LLMs: JudgeOptions, create_judge_service and the JudgeClient protocol every judge
+backend satisfies (google-genai is imported lazily)."""
 
 from .cache import JudgeCache, cache_key
+from .client import JudgeClient, JudgeStats
 from .options import JudgeOptions, default_cache_dir
 from .service import (
     NO_CREDENTIALS,
@@ -9,8 +11,6 @@ from .service import (
     JudgeParseError,
     JudgeReply,
     JudgeService,
-    JudgeStats,
-    TokenUsage,
     create_judge_service,
     parse_reply,
 )
@@ -19,13 +19,13 @@ __all__ = [
     "NO_CREDENTIALS",
     "JudgeCache",
     "JudgeCallError",
+    "JudgeClient",
     "JudgeError",
     "JudgeOptions",
     "JudgeParseError",
     "JudgeReply",
     "JudgeService",
     "JudgeStats",
-    "TokenUsage",
     "cache_key",
     "create_judge_service",
     "default_cache_dir",

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..schema.judge_model import JudgeProviderName
+from ..schema.usage import TokenUsage
 from .options import JudgeOptions
 from .service import (
     _RETRYABLE_CODES,
@@ -21,7 +22,6 @@ from .service import (
     JudgeParseError,
     LazyClient,
     ProviderAnswer,
-    TokenUsage,
     _classify,
     _Failure,
     _jsonable,
@@ -162,7 +162,8 @@ class OpenAIProvider(LazyClient):
         if usage is not None:
             prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
             output = int(getattr(usage, "completion_tokens", 0) or 0)
-            tokens = TokenUsage(prompt, output, int(getattr(usage, "total_tokens", 0) or (prompt + output)))
+            tokens = TokenUsage(prompt_tokens=prompt, output_tokens=output,
+                                total_tokens=int(getattr(usage, "total_tokens", 0) or (prompt + output)))
         choices = getattr(completion, "choices", None) or []
         if not choices:
             return ProviderAnswer(None, tokens, "judge returned no choices")

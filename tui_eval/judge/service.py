@@ -10,13 +10,15 @@ import logging
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..schema.judge_model import JudgeProviderName, parse_judge_model
+from ..schema.usage import TokenUsage
 from .cache import JudgeCache, cache_key
+from .client import JudgeStats
 from .options import JudgeOptions
 
 T = TypeVar("T", bound=BaseModel)
@@ -48,31 +50,6 @@ class JudgeParseError(JudgeError):
 
 
 @dataclass(slots=True)
-class TokenUsage:
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.output_tokens + other.output_tokens,
-            self.total_tokens + other.total_tokens,
-        )
-
-    def to_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
-                "total_tokens": self.total_tokens}
-
-    @classmethod
-    def from_dict(cls, d: Any) -> TokenUsage:
-        if not isinstance(d, dict):
-            return cls()
-        return cls(int(d.get("prompt_tokens") or 0), int(d.get("output_tokens") or 0),
-                   int(d.get("total_tokens") or 0))
-
-
-@dataclass(slots=True)
 class JudgeReply(Generic[T]):
     """One judge sample: the parsed object (None for free text), the raw text and what it cost."""
 
@@ -85,25 +62,6 @@ class JudgeReply(Generic[T]):
     sample: int
     # HTTP attempts this answer took (0 when it came from the cache).
     attempts: int = 0
-
-
-@dataclass
-class JudgeStats:
-    """Counters for one service (a plain dataclass so `vars(stats)` is a dict of numbers)."""
-
-    requests: int = 0
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    parse_failures: int = 0
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    call_seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(slots=True)
@@ -226,7 +184,7 @@ def _usage_of(response: Any) -> TokenUsage:
     prompt = getattr(meta, "prompt_token_count", None) or 0
     output = (getattr(meta, "candidates_token_count", None) or 0) + (getattr(meta, "thoughts_token_count", None) or 0)
     total = getattr(meta, "total_token_count", None) or (prompt + output)
-    return TokenUsage(int(prompt), int(output), int(total))
+    return TokenUsage(prompt_tokens=int(prompt), output_tokens=int(output), total_tokens=int(total))
 
 
 def _text_of(response: Any) -> str | None:
@@ -520,7 +478,7 @@ class JudgeService:
                     parsed, entry = None, None  # an entry the schema no longer accepts is a miss
                 if entry is not None:
                     self.stats.cache_hits += 1
-                    return JudgeReply(parsed, entry["text"], TokenUsage.from_dict(entry.get("usage")),
+                    return JudgeReply(parsed, entry["text"], _cached_usage(entry.get("usage")),
                                       time.perf_counter() - started, True, model, sample, 0)
 
         answer, latency, attempts = await self._call(provider, name, contents, schema, config, system_instruction)
@@ -543,7 +501,7 @@ class JudgeService:
         if self._cache is not None and key is not None:
             # Only answers we could use are kept: a re-run re-asks a sample that failed to parse.
             self._cache.put(key, {"provider": provider.name, "model": name, "sample": sample, "text": text,
-                                  "usage": usage.to_dict(), "latency": latency, "created": time.time()})
+                                  "usage": usage.model_dump(), "latency": latency, "created": time.time()})
         return JudgeReply(parsed, text, usage, latency, False, model, sample, attempts)
 
     async def _call(self, provider: JudgeProvider, model: str, contents: Any, schema: type[BaseModel] | None,
@@ -621,6 +579,11 @@ def _invalid_body_error(exc: BaseException) -> str | None:
     if isinstance(exc, json.JSONDecodeError) or (unknown is not None and isinstance(exc, unknown)):
         return f"invalid JSON from judge: {str(exc)[:300]}"
     return None
+
+
+def _cached_usage(saved: Any) -> TokenUsage:
+    """The usage a cache entry kept (none for an entry without it)."""
+    return TokenUsage.model_validate(saved) if isinstance(saved, dict) else TokenUsage()
 
 
 def create_judge_service(options: JudgeOptions | None = None) -> JudgeService:

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Union
+from typing import TYPE_CHECKING, Awaitable, Callable, Union
 
 from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import CATALOG, MetricKind
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import MetricResult
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.client import JudgeClient
 
-def judge_unavailable(judge: Any, model: str) -> str | None:
+
+def judge_unavailable(judge: JudgeClient | None, model: str) -> str | None:
     """Why `model` (a judge_model value: Gemini, or `openai:...`) cannot judge here, or None when it can.
     Each provider has its own credentials, so this is asked per model, not of the service as a whole."""
     if judge is None:
         return "no judge credentials"
-    per_model = getattr(judge, "unavailable_for", None)
-    if per_model is not None:
-        reason: str | None = per_model(model)
-        return reason
-    if not judge.available:
-        return judge.unavailable_reason or "no judge credentials"
-    return None
+    return judge.unavailable_for(model)
 
 
 @dataclass(slots=True)
@@ -35,7 +32,7 @@ class MetricInput:
     # The reference turns; None for scenario cases (they have no reference).
     expected: list[Invocation] | None
     config: EvalConfig
-    judge: Any = None
+    judge: JudgeClient | None = None
     # Call with an invocation index as soon as that invocation is scored (drives progress bars).
     progress: Callable[[int], None] = field(default=lambda _i: None)
 

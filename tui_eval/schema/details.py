@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import NotRequired, TypedDict
 
+from .usage import TokenUsage
+
 MatchTypeName = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
 MATCH_TYPE_NAMES: tuple[MatchTypeName, ...] = ("EXACT", "IN_ORDER", "ANY_ORDER")
 ExpectedStatus = Literal["matched", "missing"]
@@ -153,26 +155,6 @@ class RougeDetails(_Details):
 
 
 # --- judges -------------------------------------------------------------------------------------------
-class TokenUsage(_Details):
-    """Judge tokens spent."""
-
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-                          output_tokens=self.output_tokens + other.output_tokens,
-                          total_tokens=self.total_tokens + other.total_tokens)
-
-    @classmethod
-    def total(cls, usages: list[TokenUsage]) -> TokenUsage:
-        out = cls()
-        for u in usages:
-            out = out + u
-        return out
-
-
 class Votes(_Details):
     """Sample votes: `yes` for the positive side (valid, safe, yes, supported), `no` for the other."""
 

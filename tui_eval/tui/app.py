@@ -44,6 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .ces_jobs import CesTarget
     from ..engine.events import CaseKey
     from ..engine.feed import Wanted
+    from ..engine.options import RunOptions
+    from ..engine.runner import ResultSink
     from ..schema.results import CaseResult
     from .edits import Edit
     from .engine_link import EngineLink
@@ -61,13 +63,14 @@ FOLD_BUDGET = 0.012
 UI_GC_THRESHOLD = (100_000, 50, 100)
 
 _M = TypeVar("_M", bound=Message)
+_App = TypeVar("_App", bound="EvalApp")
 
 
-def _reported(handler: Callable[[EvalApp, _M], None]) -> Callable[[EvalApp, _M], None]:
+def _reported(handler: Callable[[_App, _M], None]) -> Callable[[_App, _M], None]:
     """A message handler whose exception is logged and shown as an error, not fatal to the dashboard."""
 
     @functools.wraps(handler)
-    def wrapper(self: EvalApp, message: _M) -> None:
+    def wrapper(self: _App, message: _M) -> None:
         try:
             handler(self, message)
         except Exception as exc:  # noqa: BLE001 - reported to the user and logged with its traceback
@@ -100,8 +103,8 @@ class EvalApp(App[int]):
         live: bool = False,
         watch: bool = True,
         theme: str | None = None,
-        run_options: Any = None,
-        store: Any = None,
+        run_options: RunOptions | None = None,
+        store: ResultSink | None = None,
         keymap: UserKeymap | None = None,
         clock: Callable[[], float] | None = None,
         num_runs: int = 1,

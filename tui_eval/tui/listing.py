@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.model import EvalCase
     from ..schema.results import CaseResult, MetricResult
 
-_CASE_KEY: Any = None
+_CASE_KEY: type[CaseKey] | None = None
 
 
-def _case_key() -> Any:
+def _case_key() -> type[CaseKey]:
     """The CaseKey class, imported on first use (the engine stays off the start path)."""
     global _CASE_KEY
     if _CASE_KEY is None:

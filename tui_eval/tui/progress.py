@@ -9,11 +9,14 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..engine import events as ev
 from ..engine.feed import CaseBegun, CaseDone, CasesDone, MetricsScored, summarize
 from ..schema.status import CASE_STATUSES, EvalStatus
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.feed import Record
 
 
 def _no_counts() -> dict[int, int]:
@@ -21,12 +24,16 @@ def _no_counts() -> dict[int, int]:
     return dict.fromkeys(CASE_STATUSES, 0)
 
 
+#: Where a run is: it starts, runs (and may be asked to cancel), and ends finished, cancelled or failed.
+RunPhase = Literal["starting", "running", "cancelling", "finished", "cancelled", "failed"]
+
+
 @dataclass(slots=True)
 class RunSnapshot:
     """What the UI needs to redraw the run panel, copied out under the lock."""
 
     version: int
-    phase: str
+    phase: RunPhase
     label: str
     cases_total: int
     cases_done: int
@@ -51,7 +58,7 @@ class RunState:
         self.ticket = ticket
         self._lock = threading.Lock()
         self.version = 0
-        self.phase = "starting"  # starting | running | cancelling | finished | cancelled | failed
+        self.phase: RunPhase = "starting"
         #: A live-loop run has adopted this state (so the next one gets its own).
         self.claimed = False
         self.cases_total = 0
@@ -74,22 +81,21 @@ class RunState:
 
     # ---- producer side (engine thread) -------------------------------------------------
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: Record) -> None:
         """Fold one engine event or record into the state (cheap: called thousands of times a second)."""
-        kind = type(event)
         with self._lock:
             self.version += 1
-            if kind is CaseBegun or kind is ev.CaseStarted:
+            if type(event) is CaseBegun or type(event) is ev.CaseStarted:
                 self.running.add(event.key)
-            elif kind is CaseDone or kind is ev.CaseFinished:
-                summary = event.summary if kind is CaseDone else summarize(event.result, insight=False)
+            elif type(event) is CaseDone or type(event) is ev.CaseFinished:
+                summary = event.summary if isinstance(event, CaseDone) else summarize(event.result, insight=False)
                 self.running.discard(event.key)
                 self.cases_done += 1
                 self.counts[summary.status] += 1
                 for m in summary.metrics:
                     # A judge with no credentials fills its bar all the same: count what it decided.
                     self._metric_evaluated[m.name] += m.status != EvalStatus.NOT_EVALUATED
-            elif kind is CasesDone:
+            elif type(event) is CasesDone:
                 self.running.difference_update(event.ended)
                 self.cases_done += len(event.keys)
                 for status, n in event.counts.items():
@@ -153,7 +159,7 @@ class RunState:
         if cancel is not None:
             cancel()
 
-    def finish(self, phase: str, error: str | None = None) -> None:
+    def finish(self, phase: RunPhase, error: str | None = None) -> None:
         with self._lock:
             self.phase = phase
             if error:

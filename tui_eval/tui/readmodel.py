@@ -15,7 +15,7 @@ from collections import deque
 from itertools import repeat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ..engine import events as ev
 from ..engine import feed
@@ -39,6 +39,10 @@ URGENT = (feed.RunBegan, feed.RunOver, feed.RunEnded, feed.EngineGone, ev.CasesS
           ev.RunStarted)
 
 
+#: What the read model folds: the engine's records (its events among them) and the folder loader's.
+Inbound = Union[feed.Record, FileLoaded, FolderOpened, LoadDone, Notice, ResultLoaded]
+
+
 def _stored(item: tuple[Any, ...]) -> tuple[Any, ...]:
     """A case of a CasesDone as the store takes it: ("run", CaseKey, Finished, repetition)."""
     _run, (eval_file, eval_id), summary, repetition = item
@@ -49,15 +53,15 @@ class Inbox:
     """The one inbound queue: any thread puts records, the UI thread takes them all at once."""
 
     def __init__(self) -> None:
-        self._queue: deque[Any] = deque()
+        self._queue: deque[Inbound] = deque()
 
-    def put(self, record: Any) -> None:
+    def put(self, record: Inbound) -> None:
         self._queue.append(record)
 
-    def put_many(self, records: list[Any]) -> None:
+    def put_many(self, records: list[Inbound]) -> None:
         self._queue.extend(records)
 
-    def take(self) -> list[Any]:
+    def take(self) -> list[Inbound]:
         queue = self._queue
         return [queue.popleft() for _ in range(len(queue))]
 
@@ -240,25 +244,24 @@ class ReadModel:
             if deadline is not None and time.perf_counter() >= deadline:
                 return
 
-    def _apply(self, record: Any, changes: Changes) -> None:
+    def _apply(self, record: Inbound, changes: Changes) -> None:
         """One record: O(1), except a file's (its copy is swapped in)."""
         cat = self.catalog
-        kind = type(record)
-        if kind is feed.CaseDone:
+        if type(record) is feed.CaseDone:
             state = self.current
             if state is not None:
                 state.apply(record)
             self._backlog.append(("run", record.key, Finished(record.summary, held(record.repetition)),
                                   record.repetition))
             self._runs_in_backlog += 1
-        elif kind is feed.CasesDone:
+        elif type(record) is feed.CasesDone:
             state = self.current
             if state is not None:
                 state.apply(record)
             # Plain keys and summaries until stored (`_stored`): taking a batch costs no Python call per case.
             self._backlog.extend(zip(repeat("run"), record.keys, record.summaries, record.repetitions))
             self._runs_in_backlog += len(record.keys)
-        elif kind is feed.CaseBegun or kind is feed.MetricsScored:
+        elif type(record) is feed.CaseBegun or type(record) is feed.MetricsScored:
             if self.current is not None:
                 self.current.apply(record)
         elif isinstance(record, ResultLoaded):
@@ -316,22 +319,20 @@ class ReadModel:
         else:
             self._apply_live(record, changes)
 
-    def _apply_live(self, record: Any, changes: Changes) -> None:
-        from ..engine import live
-
-        if isinstance(record, live.AgentReloaded):
+    def _apply_live(self, record: feed.Record, changes: Changes) -> None:
+        if isinstance(record, ev.AgentReloaded):
             if record.error:
                 changes.messages.append((f"agent {record.ref} could not be loaded: {record.error}", "error"))
-        elif isinstance(record, live.AgentStale):
+        elif isinstance(record, ev.AgentStale):
             changes.messages.append((f"{Path(record.path).name} changed: the agent reloads before its next run "
                                      "(live re-runs on agent edits are off)", "information"))
-        elif isinstance(record, live.CasesRemoved):
+        elif isinstance(record, ev.CasesRemoved):
             for key in record.keys:
                 self.catalog.set_result(key, None)
                 changes.dirty.add(key)
-        elif isinstance(record, live.FileProblem):
+        elif isinstance(record, ev.FileProblem):
             pass  # the browser flags broken files itself (from the dashboard's copy of the file)
-        elif isinstance(record, live.WatchFailed):
+        elif isinstance(record, ev.WatchFailed):
             changes.messages.append((f"file watching stopped: {record.message}; retrying in {record.retry_after:g} s",
                                      "error"))
         elif isinstance(record, ev.Log):

@@ -11,16 +11,26 @@ import functools
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from ..engine.latency import TimedToolCall, ToolLatency
-    from ..engine.pricing import CostEstimate, PriceTable, TokenUsage, UsageKey
+    from ..engine.pricing import CostEstimate, PriceTable, UsageKey
     from ..schema.results import CaseResult
-    from .latest import Fetcher
+    from ..schema.usage import TokenUsage
+    from .latest import Fetcher, Finished
+    from .progress import RunPhase
 
 log = logging.getLogger(__name__)
+
+
+class HasStatus(Protocol):
+    """A case's summary or its full result: what the timeline reads of the result a run replaces."""
+
+    @property
+    def status(self) -> int: ...
+
 
 #: Runs the timeline keeps (newest first); older ones drop off.
 TIMELINE_LIMIT = 200
@@ -39,7 +49,7 @@ class TimelineEntry:
     broke: tuple[CaseKey, ...]
     fixed: tuple[CaseKey, ...]
     ran: int
-    phase: str
+    phase: RunPhase
 
     def summary(self) -> str:
         """`2 cases broke, 1 fixed` (or `no case changed`)."""
@@ -107,14 +117,16 @@ class RunBook:
         self._usage_version = 0
         self._open = True
 
-    def feed(self, finished: list[tuple[Any, Any]], repetitions: list[int], latest: Any) -> None:
+    def feed(self, finished: list[tuple[CaseKey, CaseResult | Finished]], repetitions: list[int],
+             latest: Callable[[CaseKey], HasStatus | None]) -> None:
         """Fold finished cases, each a full CaseResult or a `Finished` one as the engine sent it (before the
         read model stores them as latest: `latest(key)` still gives what they replace, anything with a
         `status`, for the timeline's broke / fixed)."""
         if not finished:
             return
         from ..engine.feed import summarize
-        from ..engine.pricing import TokenUsage, UsageKey
+        from ..engine.pricing import UsageKey
+        from ..schema.usage import TokenUsage
         from .latest import Finished
 
         for i, (key, result) in enumerate(finished):
@@ -133,7 +145,7 @@ class RunBook:
                 self._usage_version += 1
             self.timings.extend(summary.timings)
 
-    def finish(self, phase: str, now: float | None = None, saved: list[str] | tuple[str, ...] = ()) -> TimelineEntry | None:
+    def finish(self, phase: RunPhase, now: float | None = None, saved: list[str] | tuple[str, ...] = ()) -> TimelineEntry | None:
         """The run ended and its records are saved (`saved`: their paths): add it to the timeline (once)."""
         if not self._open:
             return None
@@ -190,9 +202,9 @@ class RunBook:
     def total_tokens(self) -> TokenUsage | None:
         if not self.usage:
             return None
-        from ..engine.pricing import sum_usage
+        from ..schema.usage import TokenUsage
 
-        return sum_usage(self.usage.values())
+        return TokenUsage.total(self.usage.values())
 
     def price_table(self) -> PriceTable:
         """The prices the dashboard's costs use: built-in ones and the $TUI_EVAL_PRICES file (the run

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Iterable, TypeVar
 
 from pydantic import BaseModel
 
@@ -41,6 +41,9 @@ from ...schema.details import (
 from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from ..base import MetricInput
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ...judge.client import JudgeClient
+
 T = TypeVar("T", bound=BaseModel)
 D = TypeVar("D", bound=BaseModel)
 logger = logging.getLogger(__name__)
@@ -56,7 +59,7 @@ class Sample(Generic[T]):
     parsed: T | None = None
     error: str | None = None
     raw_text: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: TokenUsage | None = None
     cached: bool = False
     latency: float = 0.0
 
@@ -68,18 +71,15 @@ class Sample(Generic[T]):
         """What the dashboard shows for this sample; `verdict` holds the metric's verdict fields."""
         return JudgeSample(
             sample=self.index, cached=self.cached, latency=round(self.latency, 4),
-            usage=TokenUsage(**self.usage) if self.usage else None, error=self.error,
+            usage=self.usage, error=self.error,
             raw_text=self.raw_text[:2000] if self.error is not None and self.raw_text is not None else None,
             **verdict,
         )
 
-    @property
-    def token_usage(self) -> TokenUsage:
-        return TokenUsage(**self.usage) if self.usage else TokenUsage()
 
 
 async def ask_samples(
-    judge: Any,
+    judge: JudgeClient | None,
     *,
     model: str,
     prompt: str,
@@ -93,20 +93,22 @@ async def ask_samples(
     from ...judge import JudgeError
 
     async def one(i: int) -> Sample[T]:
+        if judge is None:  # the runner says so before asking; a metric called without a judge drops every sample
+            return Sample(i, error="no judge credentials")
         try:
             reply = await judge.ask(model=model, contents=prompt, schema=schema, config=config, sample=i)
         except JudgeError as exc:
             # Kept in the details (errors, dropped samples); the log says it as it happens.
             logger.info("judge sample %d dropped (%s): %s", i, model, exc.reason)
-            return Sample(i, error=exc.reason, raw_text=exc.text, usage=exc.usage.to_dict())
-        return Sample(i, parsed=reply.parsed, raw_text=reply.text, usage=reply.usage.to_dict(),
+            return Sample(i, error=exc.reason, raw_text=exc.text, usage=exc.usage)
+        return Sample(i, parsed=reply.parsed, raw_text=reply.text, usage=reply.usage,
                       cached=reply.cached, latency=reply.latency)
 
     return list(await asyncio.gather(*(one(first_sample + i) for i in range(num_samples))))
 
 
 def sum_usage(samples: Iterable[Sample[Any]]) -> TokenUsage:
-    return TokenUsage.total([s.token_usage for s in samples])
+    return TokenUsage.total(s.usage for s in samples if s.usage is not None)
 
 
 def add_usage(*usages: TokenUsage) -> TokenUsage:

@@ -170,16 +170,19 @@ async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> tuple[Check
     sentences."""
     opts = inp.criterion.judge
     record = CheckedResponse(source=step.source, author=step.author, text=step.text)
+    if inp.judge is None:  # the runner says so before asking: no judge, nothing checked
+        record.reason = "judge failed: segmentation: no judge credentials"
+        return record, []
     try:
         seg = await inp.judge.ask(model=opts.judge_model, contents=SEGMENT_PROMPT.format(response=step.text),
                                   schema=Segmentation, config=opts.judge_model_config, sample=0)
     except JudgeError as exc:
         record.errors.append(f"segmentation: {exc.reason}")
-        record.token_usage = TokenUsage(**exc.usage.to_dict())
+        record.token_usage = exc.usage
         record.reason = f"judge failed: segmentation: {exc.reason}"
         return record, []
-    seg_usage = TokenUsage(**seg.usage.to_dict())
-    sentences = [s for s in seg.parsed.sentences if s.strip()]
+    seg_usage = seg.usage
+    sentences = [s for s in seg.parsed.sentences if s.strip()] if seg.parsed is not None else []
     if not sentences:
         record.token_usage = seg_usage
         record.reason = "the judge found no sentences in the response"

@@ -34,6 +34,8 @@ from ..widgets.run_panel import RunPanel
 from ..widgets.summary import Summary
 
 if TYPE_CHECKING:  # pragma: no cover
+    from textual.widgets import Input
+
     from ...engine.events import CaseKey
     from ..app import EvalApp
     from ..listing import CaseListing
@@ -349,7 +351,7 @@ class MainScreen(Screen[None]):
         search.remove_class("-hidden")
         search.focus()
 
-    def on_input_changed(self, event: Any) -> None:
+    def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "search":
             return
         if self._search_timer is not None:
@@ -362,7 +364,7 @@ class MainScreen(Screen[None]):
             self.catalog.filter.query = value
             self.apply_filter()
 
-    def on_input_submitted(self, event: Any) -> None:
+    def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "search":
             return
         self._set_query(event.value)

@@ -10,7 +10,8 @@ from ..text import NO_RESULT_GLYPH, STATUS_GLYPH, STATUS_STYLE, plain
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...engine.latency import ToolLatency
-    from ...engine.pricing import CostEstimate, TokenUsage
+    from ...engine.pricing import CostEstimate
+    from ...schema.usage import TokenUsage
     from ...schema.results import CaseResult
 
 _LABEL_STYLE = {"stable pass": "$text-success", "flaky": "bold $text-warning", "stable fail": "$text-error",
@@ -39,7 +40,8 @@ def marks(runs: Sequence[CaseResult | None], *, current: int | None = None) -> C
 
 def tokens_text(usage: TokenUsage) -> str:
     """`1,234 tok (in 1,000 · out 234 · cached 0)`: compact enough for one line at 80 columns."""
-    return f"{usage.total:,} tok (in {usage.prompt:,} · out {usage.output:,} · cached {usage.cached:,})"
+    return (f"{usage.total_tokens:,} tok (in {usage.prompt_tokens:,} · out {usage.output_tokens:,} · "
+            f"cached {usage.cached_tokens:,})")
 
 
 def cost_text(cost: CostEstimate | None) -> str:

@@ -8,12 +8,12 @@ from textual.content import Content
 from textual.widgets import Label, ProgressBar, Static
 
 from ..runbook import RunBook
-from ..progress import RunSnapshot
+from ..progress import RunPhase, RunSnapshot
 from ...schema.status import CASE_STATUSES
 from ..text import STATUS_GLYPH, STATUS_STYLE, plain
 from .marks import cost_text, latency_inline, tokens_text
 
-_PHASE_WORDS = {
+_PHASE_WORDS: dict[RunPhase, str] = {
     "starting": "starting",
     "running": "running",
     "cancelling": "cancelling…",

@@ -15,7 +15,7 @@ from .marks import cost_text, latency_rows, marks, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...engine.pricing import TokenUsage
+    from ...schema.usage import TokenUsage
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
     from ..listing import CaseListing
@@ -215,11 +215,12 @@ class Summary(Static):
         the run panel prices them."""
         if not per_model:
             return []
-        from ...engine.pricing import UsageKey, estimate_cost, sum_usage
+        from ...engine.pricing import UsageKey, estimate_cost
+        from ...schema.usage import TokenUsage
 
         prices = self.catalog.run_book.price_table()
         cost = estimate_cost({UsageKey("agent", m): u for m, u in per_model.items()}, prices)
-        total = sum_usage(per_model.values())
+        total = TokenUsage.total(per_model.values())
         return [Content.styled(f"agent {tokens_text(total)} · {cost_text(cost)}", "$text-muted")]
 
     # ---- a turn ----------------------------------------------------------------------------
