@@ -8,7 +8,7 @@ import json
 import pickle
 from pathlib import Path
 
-from tui_eval.schema.base import SharedFieldsSet
+from tui_eval.schema.fast import SharedFieldsSet
 from tui_eval.schema.load import load_eval_set
 from tui_eval.schema.model import IntermediateData, Invocation
 
@@ -67,11 +67,13 @@ def test_copies_get_their_own_sets(tmp_path: Path) -> None:
 
 
 def test_every_model_gets_the_shared_set_of_exactly_its_own_keys_whatever_the_order() -> None:
-    from tui_eval.schema.base import share_fields_sets
+    from pydantic import BaseModel
+
+    from tui_eval.schema.fast import share_fields_sets
     from tui_eval.schema.model import FunctionCall, Part
 
     # Per class, the usual keys and a few odd ones, the odd ones first, last and in between.
-    models = [FunctionCall.model_validate({"name": "f", "id": "odd"})]
+    models: list[BaseModel] = [FunctionCall.model_validate({"name": "f", "id": "odd"})]
     models += [FunctionCall.model_validate({"name": "f", "args": {"n": i}}) for i in range(5)]
     models += [Part.model_validate({"text": "t"}), FunctionCall.model_validate({"name": "g", "id": "x", "args": {}})]
     models += [Part.model_validate({"text": f"t{i}", "function_call": None}) for i in range(4)]
