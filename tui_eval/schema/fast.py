@@ -264,26 +264,14 @@ def adk_json_default(obj: object) -> Any:
 
 def _bind() -> None:
     global _content_class, _intermediate_data_class
-    from .model import (
-        Content,
-        FunctionCall,
-        FunctionResponse,
-        GenaiFunctionCall,
-        GenaiFunctionResponse,
-        GenaiPart,
-        IntermediateData,
-        Invocation,
-        InvocationEvent,
-        InvocationEvents,
-        Part,
-    )
+    from . import model as m
 
-    _content_class, _intermediate_data_class = Content, IntermediateData
-    _FLAT.update({Part: _FLAT_PART, FunctionCall: _FLAT_CALL, FunctionResponse: _FLAT_RESPONSE,
-                  GenaiFunctionCall: _FLAT_OTHER, GenaiFunctionResponse: _FLAT_OTHER, GenaiPart: _FLAT_OTHER})
+    _content_class, _intermediate_data_class = m.Content, m.IntermediateData
+    _FLAT.update({m.Part: _FLAT_PART, m.FunctionCall: _FLAT_CALL, m.FunctionResponse: _FLAT_RESPONSE,
+                  m.GenaiFunctionCall: _FLAT_OTHER, m.GenaiFunctionResponse: _FLAT_OTHER, m.GenaiPart: _FLAT_OTHER})
     _SHALLOW.update({cls: _not_none for cls in _FLAT})
-    _SHALLOW.update({Content: _content, IntermediateData: _intermediate_data, InvocationEvent: _event,
-                     InvocationEvents: _events, Invocation: _invocation})
+    _SHALLOW.update({m.Content: _content, m.IntermediateData: _intermediate_data, m.InvocationEvent: _event,
+                     m.InvocationEvents: _events, m.Invocation: _invocation})
 
 
 def _not_none(obj: BaseModel) -> dict[str, Any]:
