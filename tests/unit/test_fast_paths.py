@@ -165,23 +165,13 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 # --- the switch -----------------------------------------------------------------------------------
 def both(make: Callable[[], T]) -> tuple[T, T]:
-    """`make()` with the fast paths on, then off (the switch as it was afterwards)."""
-    was = fast.use_fast_paths(True)
-    try:
-        quick = make()
-        fast.use_fast_paths(False)
-        plain = make()
-    finally:
-        fast.use_fast_paths(was)
-    return quick, plain
+    """`make()` with the fast paths on, then off."""
+    return _with(True, make), _with(False, make)
 
 
 def _with(on: bool, make: Callable[[], T]) -> T:
-    was = fast.use_fast_paths(on)
-    try:
+    with fast.fast_paths(on):
         return make()
-    finally:
-        fast.use_fast_paths(was)
 
 
 def _fields_sets(obj: Any) -> Iterator[tuple[str, frozenset[str]]]:

@@ -15,7 +15,7 @@ import pytest
 from tests.support.evalfiles import case, turn
 from tests.unit.test_schema_vs_adk import DOCS
 from tui_eval.schema.errors import LoadError
-from tui_eval.schema.fast import read_one_case_at_a_time, use_fast_paths
+from tui_eval.schema.fast import read_one_case_at_a_time, fast_paths
 from tui_eval.schema.load import is_legacy, parse_eval_set, read_eval_set
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,11 +30,8 @@ CORPUS = {str(p.relative_to(ROOT)): p.read_bytes() for p in FILES} | {
 
 @pytest.fixture(autouse=True)
 def _fast_paths_on() -> Iterator[None]:
-    """What this file tests is a fast path: on whatever the environment says (tests/unit/test_fast_paths.py
-    checks that it gives what the plain path gives)."""
-    was = use_fast_paths(True)
-    yield
-    use_fast_paths(was)
+    with fast_paths(True):  # the subject here, whatever $TUI_EVAL_PLAIN_PYDANTIC says
+        yield
 
 
 def _generated(cases: int) -> bytes:

@@ -11,18 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tui_eval.schema.fast import SharedFieldsSet, use_fast_paths
+from tui_eval.schema.fast import SharedFieldsSet, fast_paths
 from tui_eval.schema.load import load_eval_set
 from tui_eval.schema.model import IntermediateData, Invocation
 
 
 @pytest.fixture(autouse=True)
 def _fast_paths_on() -> Iterator[None]:
-    """What this file tests is a fast path: on whatever the environment says (tests/unit/test_fast_paths.py
-    checks that it gives what the plain path gives)."""
-    was = use_fast_paths(True)
-    yield
-    use_fast_paths(was)
+    with fast_paths(True):  # the subject here, whatever $TUI_EVAL_PLAIN_PYDANTIC says
+        yield
 
 
 def _turn(i: int, **extra: object) -> dict[str, object]:

@@ -11,7 +11,7 @@ code path beside a public one, for speed or memory on large runs (figures: bench
   model's `__dict__` (the second serializer).
 - `read_one_case_at_a_time`: the eval-set reader that validates case by case (the second reader).
 
-The switch: `$TUI_EVAL_PLAIN_PYDANTIC=1` (read at import) or `use_fast_paths(False)` turns them all off,
+The switch: `$TUI_EVAL_PLAIN_PYDANTIC=1` (read at import) or `with fast_paths(False):` turns them all off,
 and everything goes through plain pydantic: `trusted` validates (`cls(**values)`), fields-sets are
 never shared, `adk_json_default` calls `to_dict()`, and eval sets are read whole by `model_validate`.
 They are also off when the installed pydantic is outside `PYDANTIC_TESTED`, the range these paths are
@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import compress
 from operator import attrgetter, eq, not_
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -37,8 +39,8 @@ if TYPE_CHECKING:
     from .model import EvalCase, EvalSet
 
 __all__ = ["PLAIN_ENV", "PYDANTIC_TESTED", "SharedFieldsSet", "adk_json_default", "assign_copying_shared_set",
-           "fast_paths_on", "pydantic_tested", "read_one_case_at_a_time", "share_fields_sets",
-           "share_loaded_fields_sets", "trusted", "use_fast_paths"]
+           "fast_paths", "fast_paths_on", "pydantic_tested", "read_one_case_at_a_time", "share_fields_sets",
+           "share_loaded_fields_sets", "trusted"]
 
 #: Set to 1 (any non-empty value but 0) to turn every fast path off.
 PLAIN_ENV = "TUI_EVAL_PLAIN_PYDANTIC"
@@ -71,12 +73,16 @@ def fast_paths_on() -> bool:
     return _on
 
 
-def use_fast_paths(on: bool) -> bool:
-    """Turn the fast paths on or off (for this process); returns whether they were on. Fields-sets that
+@contextmanager
+def fast_paths(on: bool) -> Iterator[None]:
+    """The fast paths on or off (for this process) inside the block, then as they were. Fields-sets that
     were shared stay shared (they are safe either way: see `assign_copying_shared_set`)."""
     global _on
     was, _on = _on, on
-    return was
+    try:
+        yield
+    finally:
+        _on = was
 
 
 # BaseModel's own slot and __dict__ descriptors, called directly: a third faster than object.__setattr__,
