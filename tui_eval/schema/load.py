@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 EVAL_FILE_SUFFIXES = (".evalset.json", ".test.json")
 
 _TOP_KEYS = tuple(EvalSet.model_fields)
-_TOP_KEY_SET = frozenset(_TOP_KEYS)
 _REQUIRED_TOP = tuple(name for name, info in EvalSet.model_fields.items() if info.is_required())
 
 M = TypeVar("M", bound=BaseModel)
