@@ -183,8 +183,7 @@ def _find_case(record: RunRecord, eval_id: str) -> tuple[EvalSetResult, CaseResu
 
 def _only(record: RunRecord, result: EvalSetResult, case: CaseResult) -> RunRecord:
     """A shallow copy of the record holding just this case, for the report's whole-record functions."""
-    one_result = copy.copy(result)
-    one_result.case_results = [case]
+    one_result = result.model_copy(update={"case_results": [case]})
     one = copy.copy(record)
     one.results = [one_result]
     one.cancelled = False

@@ -274,7 +274,7 @@ def test_turn_view_helpers_read_the_stored_alignments_without_alignment_code(tmp
 
 def test_trusted_construction_equals_validation() -> None:
     # The scoring hot path builds results without validation; they must be the very models validation makes.
-    from tui_eval.schema.details import trusted
+    from tui_eval.schema.fast import trusted
 
     rouge = trusted(RougeDetails, kind="rouge", precision=0.5, recall=0.25, shared_tokens=1, candidate_tokens=2,
                     reference_tokens=4)

@@ -144,7 +144,7 @@ async def test_initial_run_then_an_edited_case_reruns_only_that_case(env: Env) -
     assert env.started() == ["b"]
     assert status(live, env, "b") == EvalStatus.FAILED
     # nothing from the earlier run is lost
-    assert live.results[env.key("a")] is before[env.key("a")]
+    assert live.results[env.key("a")] == before[env.key("a")]
     [done] = env.of(LiveRunFinished)
     assert done.keys == (env.key("b"),) and not done.rescore and "bot.evalset.json: b" in done.reason
 
@@ -179,9 +179,9 @@ async def test_config_edit_rescores_without_calling_the_agent(env: Env) -> None:
     [done] = env.of(LiveRunFinished)
     assert done.rescore and sorted(k.eval_id for k in done.keys) == ["a", "b", "c"]
     for key, result in live.results.items():
-        assert result.actual is inferences[key]  # the stored inference, re-scored
+        assert result.actual == inferences[key]  # the stored inference, re-scored
         assert metric_of(result, "response_match_score").threshold == 1.0
-    assert live.results[env.key("c")] is not cherry_before
+    assert live.results[env.key("c")] != cherry_before
     # the same criteria again: nothing to do
     env.events.clear()
     await live.handle_changes([env.config])

@@ -1,4 +1,4 @@
-"""The one-case-at-a-time reader (`read_plain_eval_set`) reads exactly what the whole-file reader reads,
+"""The one-case-at-a-time reader (`fast.read_one_case_at_a_time`) reads exactly what the whole-file reader reads,
 gives way to it for every file it does not take, and frees each parsed case as it goes."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -14,7 +15,8 @@ import pytest
 from tests.support.evalfiles import case, turn
 from tests.unit.test_schema_vs_adk import DOCS
 from tui_eval.schema.errors import LoadError
-from tui_eval.schema.load import is_legacy, parse_eval_set, read_eval_set, read_plain_eval_set
+from tui_eval.schema.fast import read_one_case_at_a_time, fast_paths
+from tui_eval.schema.load import is_legacy, parse_eval_set, read_eval_set
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(
@@ -24,6 +26,12 @@ FILES = sorted(
 #: The eval files of the repository, and the documents ADK's EvalSet is compared with (accepted or not).
 CORPUS = {str(p.relative_to(ROOT)): p.read_bytes() for p in FILES} | {
     f"adk differential: {name}": json.dumps(doc).encode() for name, doc in DOCS.items()}
+
+
+@pytest.fixture(autouse=True)
+def _fast_paths_on() -> Iterator[None]:
+    with fast_paths(True):  # the subject here, whatever $TUI_EVAL_PLAIN_PYDANTIC says
+        yield
 
 
 def _generated(cases: int) -> bytes:
@@ -49,14 +57,14 @@ def test_it_reads_what_the_whole_file_reader_reads(name: str) -> None:
     except orjson.JSONDecodeError:
         return  # a syntax error never reaches either reader
     if is_legacy(data):
-        assert read_plain_eval_set(data) is None
+        assert read_one_case_at_a_time(data) is None
         return
     try:
         whole = _whole(raw)
     except Exception:  # noqa: BLE001 - an invalid file: the plain reader must decline it
-        assert read_plain_eval_set(orjson.loads(raw)) is None
+        assert read_one_case_at_a_time(orjson.loads(raw)) is None
         return
-    plain = read_plain_eval_set(orjson.loads(raw))
+    plain = read_one_case_at_a_time(orjson.loads(raw))
     if plain is None:  # declined (an unknown top-level key...): parse_eval_set falls back to the whole reader
         assert whole.load_warnings
         return
@@ -68,7 +76,7 @@ def test_it_reads_what_the_whole_file_reader_reads(name: str) -> None:
 def test_ignored_event_keys_are_warned_about_in_both_readers() -> None:
     events = {"invocation_events": [{"author": "a", "content": {"parts": [{"text": "x"}]}, "mood": "ok"}]}
     doc = {"eval_set_id": "s", "eval_cases": [case("a", {**turn("hi", "yo"), "intermediate_data": events})]}
-    plain = read_plain_eval_set(json.loads(json.dumps(doc)))
+    plain = read_one_case_at_a_time(json.loads(json.dumps(doc)))
     assert plain is not None
     assert plain.load_warnings == read_eval_set(json.loads(json.dumps(doc))).load_warnings
     assert "mood" in plain.load_warnings[0]
@@ -119,10 +127,10 @@ def test_parsed_cases_are_freed_while_the_models_are_built() -> None:
     """Reading a file never holds its whole parsed JSON and all of its models at once: the peak is
     hardly more than the models kept, where the whole-file reader holds the JSON's objects too."""
     raw = _generated(400)
-    for reader in (read_eval_set, read_plain_eval_set):  # builds the validators first
+    for reader in (read_eval_set, read_one_case_at_a_time):  # builds the validators first
         reader(orjson.loads(_generated(2)))
     tree, whole_peak, whole_models = _reading(read_eval_set, raw)
-    _tree, plain_peak, plain_models = _reading(read_plain_eval_set, raw)
+    _tree, plain_peak, plain_models = _reading(read_one_case_at_a_time, raw)
     assert plain_models == pytest.approx(whole_models, rel=0.05)
     assert whole_peak > whole_models + 0.5 * tree
     assert plain_peak < plain_models + 0.1 * tree

@@ -3,6 +3,9 @@ trajectory alignments, and shared read-only results for turns that score alike."
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from tui_eval.metrics import efficiency
 from tui_eval.metrics import response_match as rm
 from tui_eval.metrics.alignment import align_all, align_trajectory
@@ -69,11 +72,18 @@ def test_turns_with_the_same_tool_counts_share_their_efficiency_results() -> Non
     first = efficiency.efficiency_results([turn("a", 2), turn("b", 1)])
     second = efficiency.efficiency_results([turn("c", 2), turn("d", 1)])
     other = efficiency.efficiency_results([turn("c", 1), turn("d", 2)])
-    assert all(a is b for a, b in zip(first, second))
+    assert first == second
+    assert all(a is b for a, b in zip(first, second))  # one result held by both cases (memory)
     assert first is not second  # each case gets its own list
     tool_calls = {m.metric_name: m for m in first}[efficiency.TOOL_CALL_COUNT]
     assert tool_calls.score == 1.5 and [t.score for t in tool_calls.per_invocation] == [2.0, 1.0]
-    assert {m.metric_name: m for m in other}[efficiency.TOOL_CALL_COUNT] is not tool_calls
+    assert {m.metric_name: m for m in other}[efficiency.TOOL_CALL_COUNT] != tool_calls
+    # A result both cases hold cannot be rewritten through either of them.
+    with pytest.raises(ValidationError, match="frozen"):
+        tool_calls.score = 0.0  # type: ignore[misc]  # (what the test proves cannot be done)
+    with pytest.raises(ValidationError, match="frozen"):
+        tool_calls.per_invocation[0].score = 0.0  # type: ignore[misc]
+    assert {m.metric_name: m for m in second}[efficiency.TOOL_CALL_COUNT].score == 1.5
     # A timed turn is computed for itself, never shared.
     timed = turn("e", 2)
     timed.duration = 1.5
@@ -92,7 +102,8 @@ def test_unchanged_responses_share_one_rouge_result_with_the_computed_values() -
     texts = ["the dogs were running home", "two cats ran away", "", "the dogs were running home"]
     result = rm.evaluate(_rouge_input([turn(t) for t in texts], [turn(t) for t in texts], 0.5))
     first, second, empty, again = result.per_invocation
-    assert again is first and second is not first
+    assert again == first and second != first
+    assert again is first  # one result for both turns: what this test is about (memory), not a value
     # Each equals what the general arithmetic gives for that text against itself.
     for inv, text in zip(result.per_invocation, texts):
         precision, recall, score, shared, cand, ref = rm.rouge1_details(text, text + " ")
@@ -101,7 +112,7 @@ def test_unchanged_responses_share_one_rouge_result_with_the_computed_values() -
     assert first.status is EvalStatus.PASSED and empty.status is EvalStatus.FAILED and empty.score == 0.0
     # Another threshold's verdict is another result.
     strict = rm.evaluate(_rouge_input([turn(texts[0])], [turn(texts[0])], 1.5)).per_invocation[0]
-    assert strict.status is EvalStatus.FAILED and strict is not first
+    assert strict.status is EvalStatus.FAILED and strict != first
 
 
 

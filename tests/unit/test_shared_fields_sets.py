@@ -6,13 +6,21 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
-from tui_eval.schema.base import SharedFieldsSet
+from tui_eval.schema.fast import SharedFieldsSet, fast_paths
 from tui_eval.schema.load import load_eval_set
 from tui_eval.schema.model import IntermediateData, Invocation
+
+
+@pytest.fixture(autouse=True)
+def _fast_paths_on() -> Iterator[None]:
+    with fast_paths(True):  # the subject here, whatever $TUI_EVAL_PLAIN_PYDANTIC says
+        yield
 
 
 def _turn(i: int, **extra: object) -> dict[str, object]:
@@ -69,7 +77,9 @@ def test_copies_get_their_own_sets(tmp_path: Path) -> None:
 
 
 def test_every_model_gets_the_shared_set_of_exactly_its_own_keys_whatever_the_order() -> None:
-    from tui_eval.schema.base import share_fields_sets
+    from pydantic import BaseModel
+
+    from tui_eval.schema.fast import share_fields_sets
     from tui_eval.schema.model import FunctionCall, Part
 
     # Per class, the usual keys and a few odd ones, the odd ones first, last and in between.

@@ -27,9 +27,9 @@ from tui_eval.schema.model import (
     Rubric,
     RubricContent,
     ToolTiming,
-    adk_json_default,
 )
 from tui_eval.schema.details import TokenUsageDetails
+from tui_eval.schema.fast import adk_json_default
 from tui_eval.schema.results import (
     CaseResult,
     EvalSetResult,
@@ -190,10 +190,8 @@ def _sharing_cases(n: int, turns: list[Invocation] | None = None) -> list[CaseRe
     cases = []
     for i in range(n):
         case = _cases()[i % 4]
-        case.metrics = [*case.metrics, shared, not_run]
-        case.actual = odd[: i % 4]
-        case.expected = odd[: i % 3] if i % 2 else None
-        cases.append(case)
+        cases.append(case.model_copy(update={"metrics": [*case.metrics, shared, not_run], "actual": odd[: i % 4],
+                                             "expected": odd[: i % 3] if i % 2 else None}))
     return cases
 
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ..schema.details import trusted
+from ..schema.fast import share_loaded_fields_sets, trusted
 from ..schema.load import parse_eval_set, read_regular_file
-from ..schema.model import Content, EvalCase, Invocation, share_loaded_fields_sets
+from ..schema.model import Content, EvalCase, Invocation
 from .base import Agent, AgentError, AgentSession, CaseContext
 
 log = logging.getLogger(__name__)

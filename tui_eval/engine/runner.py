@@ -25,7 +25,7 @@ from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
-from ..schema.details import trusted
+from ..schema.fast import trusted
 from ..schema.model import EvalCase, Invocation
 from ..schema.results import (
     CaseResult,

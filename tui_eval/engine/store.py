@@ -23,8 +23,9 @@ from pydantic import BaseModel
 
 from ..schema.fileio import atomic_write
 from ..schema.errors import SchemaError
+from ..schema.fast import adk_json_default
 from ..schema.load import read_invocation
-from ..schema.model import Invocation, adk_json_default
+from ..schema.model import Invocation
 from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover

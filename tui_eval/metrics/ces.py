@@ -477,14 +477,16 @@ async def evaluate_hallucination(inp: MetricInput) -> MetricResult:
     from .llm import hallucinations
 
     result = await hallucinations.evaluate(inp)
-    for turn in result.per_invocation:
-        if turn.score is None:
-            turn.reason = f"CES score -1 (no claim to evaluate): {turn.reason}" if turn.reason else turn.reason
-        elif turn.score >= 1.0:
-            turn.reason = "CES score 1 (justified)"
-        else:
-            turn.reason = "CES score 0 (not justified)"
-    return result
+    turns = [turn.model_copy(update={"reason": _ces_hallucination_reason(turn)}) for turn in result.per_invocation]
+    return result.model_copy(update={"per_invocation": turns})
+
+
+def _ces_hallucination_reason(turn: InvocationMetricResult) -> str | None:
+    if turn.score is None:
+        return f"CES score -1 (no claim to evaluate): {turn.reason}" if turn.reason else turn.reason
+    if turn.score >= 1.0:
+        return "CES score 1 (justified)"
+    return "CES score 0 (not justified)"
 
 
 # -- registry --------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from ..schema.criteria import EFFICIENCY_METRICS as EFFICIENCY_METRICS  # the catalog's rows, in ADK's order
-from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetails, TokenUsageDetails, trusted
+from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetails, TokenUsageDetails
+from ..schema.fast import trusted
 from ..schema.model import Invocation, InvocationEvent, InvocationEvents
 from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
 from ..schema.status import EvalStatus

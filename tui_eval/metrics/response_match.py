@@ -8,7 +8,8 @@ import unicodedata
 from itertools import chain
 from typing import Iterable, Iterator
 
-from ..schema.details import RougeDetails, trusted
+from ..schema.details import RougeDetails
+from ..schema.fast import trusted
 from ..schema.model import content_text
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult
 from .base import MetricInput, builtin

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..schema.config import MatchType
-from ..schema.details import Alignment, TrajectoryDetails, trusted
+from ..schema.details import Alignment, TrajectoryDetails
+from ..schema.fast import trusted
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from .alignment import align_all, exact_match
 from .base import MetricInput, builtin

@@ -11,7 +11,7 @@ still validates them, field by field, whenever a details model is built or a rec
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import NotRequired, TypedDict
@@ -23,39 +23,6 @@ MATCH_TYPE_NAMES: tuple[MatchTypeName, ...] = ("EXACT", "IN_ORDER", "ANY_ORDER")
 ExpectedStatus = Literal["matched", "missing"]
 ActualStatus = Literal["matched", "extra", "out_of_order"]
 SentenceLabelName = Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
-
-M = TypeVar("M", bound=BaseModel)
-_new = object.__new__
-# BaseModel's own slot and __dict__ descriptors, called directly: a third faster than object.__setattr__,
-# which looks each name up along the class's MRO (BaseModel.__setattr__ would validate, so it is bypassed).
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_fields_sets: dict[type[BaseModel], set[str]] = {}
-
-
-def trusted(cls: type[M], /, **values: Any) -> M:
-    """`cls(**values)` without validation, for values our own code just computed with their types.
-
-    What `model_construct` does, for the scoring hot path (a big run builds tens of thousands of results):
-    pydantic 2.14's model_construct resolves aliases and defaults in Python on every call and costs
-    more than validating. So every field must be given (no defaults are filled in); tests check that
-    the result equals the validated model.
-    """
-    obj = _new(cls)
-    _set_dict(obj, values)
-    # Every field is given, so the fields-set is the class's field names: one set per class, shared
-    # (a set per object added up to MBs over a big run). Pydantic only ever adds a
-    # field's name to it on assignment, which changes nothing here; copies get their own set.
-    fields = _fields_sets.get(cls)
-    if fields is None:
-        fields = _fields_sets[cls] = set(cls.model_fields)
-    _set_fields_set(obj, fields if len(values) == len(fields) else set(values))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
-
 
 class _Details(BaseModel):
     """The base of every details model: records keep unknown keys out, field names are the JSON keys."""

@@ -22,14 +22,14 @@ from pydantic.alias_generators import to_snake
 
 from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, json_type_name, schema_error, syntax_error
 from .legacy import is_legacy, read_legacy
-from .model import Content, EvalCase, EvalSet, Invocation, LoadContext, share_loaded_fields_sets
+from .fast import fast_paths_on, read_one_case_at_a_time, share_loaded_fields_sets
+from .model import Content, EvalCase, EvalSet, Invocation, LoadContext
 
 logger = logging.getLogger(__name__)
 
 EVAL_FILE_SUFFIXES = (".evalset.json", ".test.json")
 
 _TOP_KEYS = tuple(EvalSet.model_fields)
-_TOP_KEY_SET = frozenset(_TOP_KEYS)
 _REQUIRED_TOP = tuple(name for name, info in EvalSet.model_fields.items() if info.is_required())
 
 M = TypeVar("M", bound=BaseModel)
@@ -116,10 +116,7 @@ def read_eval_set(data: Any) -> EvalSet:
     issues.extend(_duplicate_ids(data))
     if issues or eval_set is None:
         raise schema_error(issues)
-    if context.ignored_event_keys:
-        keys = ", ".join(sorted(context.ignored_event_keys))
-        warnings.append(f"invocation_events: unknown event key(s) {keys} ignored (as ADK does)")
-    eval_set.load_warnings = warnings
+    eval_set.load_warnings = warnings + context.warnings()
     return eval_set
 
 
@@ -137,45 +134,6 @@ def eval_set_id_for(path: Path) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
-
-
-def read_plain_eval_set(data: Any) -> EvalSet | None:
-    """A plain, valid eval set (current schema, known top-level keys only, unique ids), read one case
-    per `model_validate` with each parsed case dropped from `data` once read; None as soon as anything
-    is off, and then `data` is spent: the caller parses the file again for `read_eval_set`'s report
-    of every fault.
-
-    Validating the whole parsed file at once kept all of its JSON objects alive until the last model
-    was built, and the memory they freed afterwards was left scattered among the models: peak RSS
-    after loading bench/headless_run.py's file was clearly higher that way, for the same CPU time
-    (bench/README.md). Between two cases the interpreter may also hand the GIL over (a 100,000-case
-    file in one call held it for seconds while the dashboard waited).
-    """
-    if not isinstance(data, dict) or not _TOP_KEY_SET.issuperset(data):
-        return None
-    raw_cases = data.get("eval_cases")
-    if not isinstance(raw_cases, list):
-        return None
-    context = LoadContext()
-    cases: list[EvalCase] = []
-    ids: set[str] = set()
-    try:
-        # The top level without its cases: the same checks as the whole file's, at no cost.
-        eval_set = EvalSet.model_validate({**data, "eval_cases": []}, context=context)
-        for i, raw in enumerate(raw_cases):
-            case = EvalCase.model_validate(raw, context=context)
-            if case.eval_id in ids:
-                return None
-            ids.add(case.eval_id)
-            cases.append(case)
-            raw_cases[i] = None
-    except ValidationError:
-        return None
-    eval_set.eval_cases = cases
-    if context.ignored_event_keys:
-        keys = ", ".join(sorted(context.ignored_event_keys))
-        eval_set.load_warnings = [f"invocation_events: unknown event key(s) {keys} ignored (as ADK does)"]
-    return eval_set
 
 
 def encoding_problem(raw: bytes) -> str | None:
@@ -229,12 +187,13 @@ def parse_eval_set(raw: bytes, path: str | Path) -> tuple[EvalSet, bool]:
     path = Path(path)
     data = loads_json(raw, path)
     if not is_legacy(data):
-        plain = read_plain_eval_set(data)
-        if plain is not None:
-            for warning in plain.load_warnings:
+        quick = read_one_case_at_a_time(data)  # (schema/fast.py; None when the fast paths are off)
+        if quick is not None:
+            for warning in quick.load_warnings:
                 logger.warning("%s: %s", path, warning)
-            return plain, False
-        data = loads_json(raw, path)  # spent by the attempt: the full reader reports every fault
+            return quick, False
+        if fast_paths_on():
+            data = loads_json(raw, path)  # spent by the attempt: the full reader reports every fault
     try:
         if is_legacy(data):
             return read_legacy(data, eval_set_id_for(path)), True
@@ -336,10 +295,9 @@ def read_json_file(path: str | Path) -> Any:
 def load_eval_set(path: str | Path) -> EvalSet:
     """Read one eval file. Raises LoadError naming the file (and place) of every fault.
 
-    Its models share their fields-sets (`model.share_loaded_fields_sets`): a run holds both eval sets
-    for its whole length, and on bench/headless_run.py's cases that lowers peak RSS for a little CPU
-    per file (bench/README.md). The dashboard's workspace parses with `parse_eval_set`, which does
-    not: its start-up load is timed (bench/tui_startup.py) and this would add to it.
+    Its models share their fields-sets (`fast.share_loaded_fields_sets`): a run holds both eval sets
+    for its whole length (peak RSS: bench/README.md). The dashboard's workspace parses with
+    `parse_eval_set`, which does not: its start-up load is timed (bench/tui_startup.py).
     """
     path = Path(path)
     eval_set = parse_eval_set(read_regular_file(path), path)[0]

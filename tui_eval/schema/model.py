@@ -10,8 +10,7 @@ google-adk 2.13 reads back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated, Any, Callable, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -25,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .base import EvalBaseModel, share_fields_sets
+from .base import EvalBaseModel
 
 # Values a genai field holds that we carry without reading (arbitrary JSON).
 JsonAny = Any
@@ -221,6 +220,13 @@ class LoadContext:
         self.adk_file = adk_file
         self.ignored_event_keys: set[str] = set()
 
+    def warnings(self) -> list[str]:
+        """What the file loaded with that ADK would have ignored silently."""
+        if not self.ignored_event_keys:
+            return []
+        keys = ", ".join(sorted(self.ignored_event_keys))
+        return [f"invocation_events: unknown event key(s) {keys} ignored (as ADK does)"]
+
 
 _SHAPE1 = frozenset(("tool_uses", "toolUses", "tool_responses", "toolResponses", "intermediate_responses",
                      "intermediateResponses"))
@@ -341,29 +347,24 @@ class Invocation(EvalBaseModel):
     @property
     def tool_calls(self) -> list[FunctionCall]:
         """Every tool call of the turn in order (a transfer_to_agent call counts)."""
-        data = self.intermediate_data
-        if data is None:
-            return []
-        if type(data) is IntermediateData or isinstance(data, IntermediateData):  # the common case first
-            return data.tool_uses
-        calls: list[FunctionCall] = []
-        for event in data.invocation_events:
-            if event.content is not None and event.content.parts:
-                calls.extend(p.function_call for p in event.content.parts if p.function_call)
-        return calls
+        return self._calls_or_responses("tool_uses", "function_call")
 
     @property
     def tool_responses(self) -> list[FunctionResponse]:
+        return self._calls_or_responses("tool_responses", "function_response")
+
+    def _calls_or_responses(self, listed: str, in_part: str) -> list[Any]:
+        """The turn's `listed` (first intermediate-data shape), or its events' parts' `in_part` (second)."""
         data = self.intermediate_data
         if data is None:
             return []
         if type(data) is IntermediateData or isinstance(data, IntermediateData):  # the common case first
-            return data.tool_responses
-        responses: list[FunctionResponse] = []
+            return getattr(data, listed)  # type: ignore[no-any-return]
+        found: list[Any] = []
         for event in data.invocation_events:
             if event.content is not None and event.content.parts:
-                responses.extend(p.function_response for p in event.content.parts if p.function_response)
-        return responses
+                found.extend(value for p in event.content.parts if (value := getattr(p, in_part)))
+        return found
 
     @property
     def intermediate_texts(self) -> list[tuple[str, str]]:
@@ -407,115 +408,6 @@ class Invocation(EvalBaseModel):
         if self.app_details is not None:
             out["app_details"] = self.app_details.to_dict()
         return out
-
-
-# --- writing ADK files in one pass ------------------------------------------------------------------
-# `to_dict()` builds a whole dict tree per turn through model_dump. The history writer instead hands the
-# models to orjson with `adk_json_default`, which gives orjson each model's keys with plain reads of the
-# model's own `__dict__` (nested models it does not flatten come back here): the same bytes as
-# `orjson.dumps(x.to_dict())` (a test checks it) at a fraction of the cost, as orjson's C code walks
-# the tree. A turn is flattened in one call (its contents, parts, calls and responses), since a call
-# from orjson into Python per part costs more than the part's dict.
-def _not_none(obj: BaseModel) -> dict[str, Any]:
-    # A model whose to_dict() is `model_dump(exclude_none=True)`: no field is excluded, aliased or
-    # custom-serialised, so its non-None attributes are its keys (values of Any fields are plain JSON).
-    return {k: v for k, v in obj.__dict__.items() if v is not None}
-
-
-def _flat(items: list[Any]) -> list[Any]:
-    """Parts, calls or responses as `_not_none` gives them, the common shapes without a copy loop."""
-    out: list[Any] = []
-    for item in items:
-        kind = type(item)
-        values = item.__dict__
-        if kind is Part:
-            text = values["text"]
-            if text is not None and values["function_call"] is None and values["function_response"] is None:
-                out.append({"text": text})
-                continue
-        elif kind is FunctionCall:
-            if values["id"] is not None and values["name"] is not None and values["args"] is not None:
-                out.append(values)  # the model's own dict: orjson only reads it
-                continue
-        elif kind is FunctionResponse:
-            if values["id"] is not None and values["name"] is not None and values["response"] is not None:
-                out.append(values)
-                continue
-        elif kind not in _NOT_NONE:  # not one of ours: the hook's business
-            out.append(item)
-            continue
-        out.append({k: v for k, v in values.items() if v is not None})
-    return out
-
-
-def _content(content: Any) -> Any:
-    if type(content) is not Content:  # None, or a subclass: the hook's business
-        return content
-    d = content.__dict__
-    parts, role = d["parts"], d["role"]
-    if parts is None or role is None:
-        return _not_none(content)
-    return {"parts": _flat(parts), "role": role}
-
-
-def _intermediate_data(obj: BaseModel) -> dict[str, Any]:
-    d = obj.__dict__
-    return {"tool_uses": _flat(d["tool_uses"]), "tool_responses": _flat(d["tool_responses"]),
-            "intermediate_responses": d["intermediate_responses"]}
-
-
-def _event(obj: BaseModel) -> dict[str, Any]:
-    d = obj.__dict__
-    out: dict[str, Any] = {"author": d["author"], "content": _content(d["content"])}
-    out.update((k, v) for k, v in d.items() if k not in ("author", "content") and v is not None)
-    return out
-
-
-def _events(obj: BaseModel) -> dict[str, Any]:
-    return {"invocation_events": obj.__dict__["invocation_events"]}
-
-
-def _invocation(obj: BaseModel) -> dict[str, Any]:
-    d = obj.__dict__
-    data = d["intermediate_data"]
-    out: dict[str, Any] = {
-        "invocation_id": d["invocation_id"],
-        "user_content": _content(d["user_content"]),
-        "final_response": _content(d["final_response"]),
-        "intermediate_data": _intermediate_data(data) if type(data) is IntermediateData else data,
-        "creation_timestamp": d["creation_timestamp"],
-    }
-    for key in _RARE_INVOCATION_KEYS:
-        if d[key] is not None:
-            out[key] = d[key]
-    return out
-
-
-_RARE_INVOCATION_KEYS = ("duration", "model_duration", "tool_duration", "rubrics", "app_details")
-_NOT_NONE: frozenset[type] = frozenset(
-    (FunctionCall, GenaiFunctionCall, FunctionResponse, GenaiFunctionResponse, Part, GenaiPart)
-)
-_SHALLOW: dict[type, Callable[[BaseModel], Any]] = {
-    **{cls: _not_none for cls in _NOT_NONE},
-    Content: _content,
-    IntermediateData: _intermediate_data,
-    InvocationEvent: _event,
-    InvocationEvents: _events,
-    Invocation: _invocation,
-}
-
-
-def adk_json_default(obj: object) -> Any:
-    """orjson's `default=` for our ADK models: what `to_dict()` gives, one level deep (see above)."""
-    shallow = _SHALLOW.get(type(obj))
-    if shallow is not None:
-        return shallow(obj)  # type: ignore[arg-type]
-    to_dict = getattr(obj, "to_dict", None)
-    if to_dict is not None:  # rubrics, app details: rare, and their to_dict() is plain data
-        return to_dict()
-    if isinstance(obj, BaseModel):  # a model inside a field of any JSON type, as model_dump writes it
-        return obj.model_dump(exclude_none=True)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
 class SessionInput(EvalBaseModel):
@@ -623,39 +515,3 @@ class EvalSet(BaseModel):
             "eval_cases": [c.to_dict() for c in self.eval_cases],
             "creation_timestamp": self.creation_timestamp,
         }
-
-
-def share_loaded_fields_sets(cases: Iterable[EvalCase]) -> None:
-    """Let the models of just-loaded cases share their fields-sets (`base.SharedFieldsSet`): most of a
-    turn's models were given the same keys as every other turn's."""
-    models: list[BaseModel] = []
-    add = models.append
-    for case in cases:
-        add(case)
-        if case.session_input is not None:
-            add(case.session_input)
-        for turn in case.conversation or ():
-            add(turn)
-            contents = [turn.user_content, turn.final_response]
-            data = turn.intermediate_data
-            if type(data) is IntermediateData:  # (not isinstance: pydantic's __instancecheck__ is slow)
-                add(data)
-                models += data.tool_uses
-                models += data.tool_responses
-                for _author, parts in data.intermediate_responses:
-                    contents.append(Content.model_construct(parts=parts))  # only its parts are shared
-            elif type(data) is InvocationEvents:
-                add(data)
-                models += data.invocation_events
-                contents += [event.content for event in data.invocation_events]
-            for content in contents:
-                if content is None:
-                    continue
-                add(content)
-                for part in content.parts or ():
-                    add(part)
-                    if part.function_call is not None:
-                        add(part.function_call)
-                    if part.function_response is not None:
-                        add(part.function_response)
-    share_fields_sets(models)

@@ -21,9 +21,9 @@ from .details import (
     TokenUsageDetails,
     VertexCaseDetails,
     VertexDetails,
-    trusted,
 )
-from .model import Invocation, ToolTiming, adk_json_default
+from .fast import adk_json_default, trusted
+from .model import Invocation, ToolTiming
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
@@ -65,7 +65,9 @@ class _Result(BaseModel):
     # Results are built by our own code on the hot path: nested models pass through unvalidated
     # (pydantic's default), and records are validated when they load.
     # defer_build: the dashboard imports these at start-up but validates nothing until a record loads.
-    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, defer_build=True)
+    # frozen: a result may be shared by several cases (metrics/efficiency.py), so none is rewritten in
+    # place; a changed result is a copy (`model_copy(update=...)`).
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, defer_build=True, frozen=True)
 
 
 class InvocationMetricResult(_Result):

@@ -295,7 +295,7 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
         partial = [f"turn {i + 1}: {r.reason}" for i, r in enumerate(per_invocation)
                    if r.score is not None and r.reason]
         if partial:
-            case.reason = "; ".join(partial)
+            case = case.model_copy(update={"reason": "; ".join(partial)})
     return case
 
 
