@@ -289,3 +289,24 @@ def test_the_engine_sends_a_batch_s_finished_cases_as_one_record_and_drops_start
     assert folded.counts == {1: 1, 2: 1} and folded.repetitions == (1, 1)
     assert [r.key if isinstance(r, feed.CaseBegun) else None for r in second[1:]] == [c, a]  # a started again: still told
     assert feed.summary_of(folded.summaries[1]) == feed.summarize(ENGINE[(b, 1)])
+
+
+def test_a_case_finishing_several_times_in_one_slice_counts_once_in_its_file() -> None:
+    m, _ = model()
+    path = Path(FILE)
+    m.catalog.workspace = None
+    state = m.new_run("Run x3")
+    assert state is not None
+    from tui_eval.engine.workspace import EvalFileState
+    from tui_eval.schema.model import EvalCase, EvalSet
+
+    ws = Workspace(Path("/f"))
+    ws.eval_files[path] = EvalFileState(path, eval_set=EvalSet(eval_set_id="s", eval_cases=[
+        EvalCase(eval_id="a", conversation=[]), EvalCase(eval_id="b", conversation=[])]))
+    m.catalog.workspace = ws
+    assert m.catalog.counts(path)[None] == 2  # counted (and cached) before the run
+    m.inbox.put_many([feed.RunBegan("Run x3"), feed.cases_done([done("a", P, 1), done("a", F, 2), done("a", P, 3),
+                                                                done("b", F, 1)]), feed.RunEnded(state.ticket)])
+    m.pull(None)
+    counts = m.catalog.counts(path)
+    assert counts[P] == 1 and counts[F] == 1 and counts[None] == 0

@@ -453,10 +453,13 @@ class CaseListing:
             if cached is None or state is None or state.eval_set is None:
                 continue
             counts, index = cached[1], self._cases_by_id(path, state.eval_set.eval_cases)
+            # A case may finish more than once in a slice (its repetitions): each replaces the one before.
+            shown: dict[CaseKey, int | None] = {}
             for key, finished in group:
                 if key.eval_id in index:
-                    counts[results.status(key, metric)] -= 1
-                    counts[results.status_in(finished.summary, metric)] += 1
+                    counts[shown[key] if key in shown else results.status(key, metric)] -= 1
+                    status = shown[key] = results.status_in(finished.summary, metric)
+                    counts[status] += 1
         self.stale.difference_update([key for key, _f in items])
         results.put_finished(items, origin)
 
