@@ -51,6 +51,7 @@ async def test_a_run_started_while_the_last_ones_cases_are_still_folding_keeps_i
     # One case a tick: the first run ends long before the screen has folded its cases.
     monkeypatch.setattr(readmodel, "FOLD_CHUNK", 1)
     monkeypatch.setattr(app_module, "FOLD_BUDGET", 0.0)
+    monkeypatch.setattr(app_module, "STORE_BUDGET", 0.0)
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

@@ -310,3 +310,17 @@ def test_a_case_finishing_several_times_in_one_slice_counts_once_in_its_file() -
     m.pull(None)
     counts = m.catalog.counts(path)
     assert counts[P] == 1 and counts[F] == 1 and counts[None] == 0
+
+
+def test_cases_stored_between_pulls_are_told_at_the_next_pull(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readmodel, "FOLD_CHUNK", 10)
+    m, _ = model()
+    state = m.new_run("Run")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run"), feed.cases_done([done(f"c{i:02d}", P) for i in range(30)])])
+    first = m.pull(0.0)  # one slice
+    assert len(first.dirty) == 10 and m.backlog == 20
+    m.store(0.0)  # between pulls: one more slice, told at the next pull
+    assert m.backlog == 10 and len(m.catalog.results) == 20
+    second = m.pull(None)
+    assert second.dirty == {CaseKey(FILE, f"c{i:02d}") for i in range(10, 30)} and m.backlog == 0

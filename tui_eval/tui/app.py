@@ -54,10 +54,14 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SESSION", "EvalApp", "run_app"]
 
+#: The screens redraw what changed this many times a second.
 TICK_HZ = 8
-#: Seconds of storing finished cases per tick at most: the rest wait for the next tick, in order, so
-#: a key never waits behind a burst of thousands of results.
-FOLD_BUDGET = 0.012
+#: Finished cases are stored in slices of at most STORE_BUDGET seconds, STORE_HZ times a second, and
+#: FOLD_BUDGET seconds at each redraw: the rest wait, in order, so a key never waits behind a burst of
+#: thousands of results (bench/README.md, "the dashboard with 100,000 cases").
+STORE_HZ = 32
+STORE_BUDGET = 0.003
+FOLD_BUDGET = 0.003
 
 #: The dashboard process's cyclic-GC thresholds once the folder is loaded (set by `run_app`).
 UI_GC_THRESHOLD = (100_000, 50, 100)
@@ -180,6 +184,7 @@ class EvalApp(App[int]):
         self._ui_loop = asyncio.get_running_loop()
         self._apply_keymap()
         self.set_interval(1 / TICK_HZ, self._tick, name="pull")
+        self.set_interval(1 / STORE_HZ, self._store, name="store")
         # Load after the first frame is on screen.
         self.call_after_refresh(self._start)
         self.ces.start()
@@ -336,6 +341,14 @@ class EvalApp(App[int]):
         """The pull timer."""
         self._pull(FOLD_BUDGET)
 
+    def _store(self) -> None:
+        """The store timer: a slice of the finished cases waiting (shown at the next pull)."""
+        if self.model.backlog:
+            try:
+                self.model.store(STORE_BUDGET)
+            except Exception as exc:  # noqa: BLE001 - reported like the pull loop's errors
+                self._report_tick_error(exc)
+
     def _pull(self, budget: float | None) -> None:
         """Fold within `budget` seconds (None: all); an error is logged and shown (once), never swallowed."""
         stack = self.screen_stack
@@ -346,14 +359,17 @@ class EvalApp(App[int]):
         try:
             self._fold(stack[0], budget)
         except Exception as exc:  # noqa: BLE001 - reported (once per distinct error) and logged
-            text = f"{type(exc).__name__}: {exc}"
-            if text != self._tick_error:
-                self._tick_error = text
-                self.report_error("Could not update the screen", exc)
-            else:
-                log.debug("pull loop failed again: %s", text)
+            self._report_tick_error(exc)
         else:
             self._tick_error = None
+
+    def _report_tick_error(self, exc: Exception) -> None:
+        text = f"{type(exc).__name__}: {exc}"
+        if text != self._tick_error:
+            self._tick_error = text
+            self.report_error("Could not update the screen", exc)
+        else:
+            log.debug("pull loop failed again: %s", text)
 
     def _fold(self, main: MainScreen, budget: float | None) -> None:
         """Pull the read model and hand its changes to the screens."""

@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 
 #: The origin of this session's results (the summary shows it where a saved result shows its date).
 SESSION = "this session"
-#: Results stored per slice; a pull stops between slices once its budget is spent.
-FOLD_CHUNK = 200
+#: Results stored per slice; storing stops between slices once its budget is spent.
+FOLD_CHUNK = 50
 
 #: Records the screen should show at once rather than at the next tick (a run starting, stopping).
 URGENT = (feed.RunBegan, feed.RunOver, feed.RunEnded, feed.EngineGone, ev.CasesStopped, ev.RunFinished,
@@ -123,7 +123,7 @@ class ReadModel:
         # ("run", key, finished, repetition) and ("saved", key, finished, origin, saved_at), not stored yet.
         self._backlog: deque[tuple[Any, ...]] = deque()
         self._runs_in_backlog = 0
-        # What a run switch between two pulls changed (told at the next pull).
+        # What changed between two pulls (a run switch, results stored by `store`): told at the next pull.
         self._switched = Changes()
 
     def set_fetcher(self, fetcher: Fetcher | None) -> None:
@@ -193,6 +193,12 @@ class ReadModel:
                 if cat.run_book.finish(snap.phase, cat.clock(), snap.saved) is not None:  # once per run
                     changes.timeline = True
         return changes
+
+    def store(self, budget: float) -> None:
+        """Store waiting finished cases for `budget` seconds at most, between pulls (the next pull tells
+        what they changed): a run's results go in in small slices, so a key never waits behind many."""
+        if self._backlog:
+            self._store(self._switched, time.perf_counter() + budget)
 
     def _switch_to(self, state: RunState) -> None:
         """A new run becomes current: the last one's cases still waiting belong to its book, stored first."""
