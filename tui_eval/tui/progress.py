@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..engine import events as ev
-from ..engine.feed import CaseBegun, CaseDone, CasesDone, MetricsScored, summarize
+from ..engine.feed import CaseBegun, CaseDone, CasesDone, MetricsScored, cases_done, summarize
 from ..schema.status import CASE_STATUSES, EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,18 +83,14 @@ class RunState:
 
     def apply(self, event: Record) -> None:
         """Fold one engine event or record into the state (cheap: called thousands of times a second)."""
+        if type(event) is ev.CaseFinished:
+            event = CaseDone(event.key, summarize(event.result, insight=False), event.repetition)
+        if type(event) is CaseDone:  # one case: counted by the batch's rule (`cases_done`)
+            event = cases_done([event], ended=(event.key,))
         with self._lock:
             self.version += 1
             if type(event) is CaseBegun or type(event) is ev.CaseStarted:
                 self.running.add(event.key)
-            elif type(event) is CaseDone or type(event) is ev.CaseFinished:
-                summary = event.summary if isinstance(event, CaseDone) else summarize(event.result, insight=False)
-                self.running.discard(event.key)
-                self.cases_done += 1
-                self.counts[summary.status] += 1
-                for m in summary.metrics:
-                    # A judge with no credentials fills its bar all the same: count what it decided.
-                    self._metric_evaluated[m.name] += m.status != EvalStatus.NOT_EVALUATED
             elif type(event) is CasesDone:
                 self.running.difference_update(event.ended)
                 self.cases_done += len(event.keys)

@@ -253,14 +253,9 @@ class ReadModel:
     def _apply(self, record: Inbound, changes: Changes) -> None:
         """One record: O(1), except a file's (its copy is swapped in)."""
         cat = self.catalog
-        if type(record) is feed.CaseDone:
-            state = self.current
-            if state is not None:
-                state.apply(record)
-            self._backlog.append(("run", record.key, Finished(record.summary, held(record.repetition)),
-                                  record.repetition))
-            self._runs_in_backlog += 1
-        elif type(record) is feed.CasesDone:
+        if type(record) is feed.CaseDone:  # one case (the engine sends batches): taken as a batch of one
+            record = feed.cases_done([record], ended=(record.key,))
+        if type(record) is feed.CasesDone:
             state = self.current
             if state is not None:
                 state.apply(record)
