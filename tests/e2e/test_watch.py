@@ -18,6 +18,15 @@ from tests.support.flaky_agent import flaky_folder
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
 
 
+def start_watch(folder: Path, cwd: Path, *flags: str) -> subprocess.Popen[str]:
+    """`tui-eval watch FOLDER --debounce 0.1 FLAGS` with the demo agents offline, its output line-buffered."""
+    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd,
+    )
+
+
 class Lines:
     """The process's stdout, line by line, with a deadline on each wait."""
 
@@ -48,11 +57,7 @@ class Lines:
 def test_watch_reruns_an_edited_case_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     folder = tmp_path / "hello_world"
     shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
-    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
-    )
+    proc = start_watch(folder, tmp_path)
     lines = Lines(proc)
     try:
         lines.wait_for("4 passed, 5 failed, 0 not evaluated")
@@ -86,11 +91,7 @@ def test_watch_says_a_misspelt_criterion_instead_of_dropping_it(tmp_path: Path) 
     shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
     config = folder / "test_config.json"
     config.write_text('{"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_scor": 0.8}}')
-    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
-    )
+    proc = start_watch(folder, tmp_path)
     lines = Lines(proc)
     try:
         line = lines.wait_for("error:")
@@ -112,11 +113,7 @@ def test_watch_keeps_watching_a_folder_deleted_and_recreated(tmp_path: Path) -> 
     shutil.copytree(DEMO / "hello_world", folder, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
     backup = tmp_path / "backup"
     shutil.copytree(folder, backup)
-    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
-    )
+    proc = start_watch(folder, tmp_path)
     lines = Lines(proc)
     try:
         lines.wait_for("watching")
@@ -157,12 +154,7 @@ def test_watch_keeps_watching_a_folder_deleted_and_recreated(tmp_path: Path) -> 
 def test_watch_num_runs_says_k_of_n_per_case_on_every_run(tmp_path: Path) -> None:
     folder = flaky_folder(tmp_path)  # steady, broken, and flip, whose answer alternates per call
     eval_file = folder / "flaky.evalset.json"
-    env = dict(os.environ, TUI_EVAL_AGENT_MODE="offline", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "watch", str(folder), "--debounce", "0.1", "--num-runs", "2",
-         "--concurrency", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
-    )
+    proc = start_watch(folder, tmp_path, "--num-runs", "2", "--concurrency", "1")
     lines = Lines(proc)
     try:
         # The first run: one repeat summary, not one block per repetition.
