@@ -70,9 +70,14 @@ async def test_a_run_streams_from_the_engine_process(tmp_path: Path, make_app) -
         assert app.catalog.result(key).eval_id == "case-03"
 
 
+CANCEL_CASES = 30_000
+
+
 async def test_x_cancels_a_replay_run_that_scores_flat_out(tmp_path: Path, make_app) -> None:
+    # Enough cases that the engine (about 15,000 replayed cases a second when idle) is still scoring
+    # when `x` lands, however fast the machine.
     write_set(tmp_path / "many.evalset.json", "many",
-              *[case(f"c{i:04d}", turn(f"q{i}", "same answer")) for i in range(3000)])
+              *[case(f"c{i:05d}", turn(f"q{i}", "same answer")) for i in range(CANCEL_CASES)])
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -82,7 +87,7 @@ async def test_x_cancels_a_replay_run_that_scores_flat_out(tmp_path: Path, make_
         await settle(pilot)
         state = app.run_state
         assert state.phase == "cancelled", (state.phase, state.cases_done)
-        assert state.cases_done < 3000
+        assert state.cases_done < CANCEL_CASES
         assert "cancelled" in str(app.main.query_one("#run-status").render())
 
 
