@@ -11,7 +11,7 @@ import pytest
 
 from tests.app.conftest import settle
 from tests.support.evalfiles import case, turn, write_set
-from tui_eval.tui import app as app_module
+from tui_eval.tui import pump
 from tui_eval.tui import readmodel
 from tui_eval.tui.runbook import RunBook
 
@@ -50,8 +50,8 @@ async def test_a_run_started_while_the_last_ones_cases_are_still_folding_keeps_i
               *[case(f"c{i:03d}", turn(f"q{i}", "same answer")) for i in range(CASES)])
     # One case a tick: the first run ends long before the screen has folded its cases.
     monkeypatch.setattr(readmodel, "FOLD_CHUNK", 1)
-    monkeypatch.setattr(app_module, "FOLD_BUDGET", 0.0)
-    monkeypatch.setattr(app_module, "STORE_BUDGET", 0.0)
+    monkeypatch.setattr(pump, "FOLD_BUDGET", 0.0)
+    monkeypatch.setattr(pump, "STORE_BUDGET", 0.0)
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

@@ -14,7 +14,7 @@ from textual.reactive import var
 from textual.widgets import Footer
 
 from tests.app.conftest import install_fixture
-from tui_eval.tui import app as app_module
+from tui_eval.tui import pump
 from tui_eval.tui.textual_private import FooterKey
 from tui_eval.tui.widgets.footer import KeyFooter
 
@@ -104,7 +104,7 @@ async def test_the_first_loaded_frame_does_not_wait_for_the_pull_tick(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """With the pull timer slowed to once in 1,000 s, the loader's end alone brings the folder on screen:
     every eval file in the tree, the top bar's count, the catalog marked loaded."""
-    monkeypatch.setattr(app_module, "TICK_HZ", 0.001)
+    monkeypatch.setattr(pump, "TICK_HZ", 0.001)
     folder = install_fixture("workspace", tmp_path / "ws")
     app = make_app(folder)
     async with app.run_test(size=(120, 40)) as pilot:

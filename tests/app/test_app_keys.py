@@ -73,7 +73,7 @@ async def test_keys_are_refused_while_loading(tmp_path: Path, make_app) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert "No eval files found" in str(app.main.summary.render())
-        assert not app.start_run("nothing", files=[])
+        assert not app.engine.start_run("nothing", files=[])
 
 
 def test_run_app_passes_no_mouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

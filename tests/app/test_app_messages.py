@@ -18,7 +18,7 @@ from tui_eval.tui.app import EvalApp, _reported
 TUI = Path(app_module.__file__).parent
 BUSINESS = {"start_run", "cancel_run", "accept_turn", "accept_case", "delete_turn", "delete_case", "open_turn",
             "open_history", "set_live", "set_agent_reruns", "jump_to", "metric_names", "engine", "loader",
-            "reload_file"}
+            "reload_file", "edits", "jobs", "pump", "notices", "sync_status", "reload_rewritten"}
 
 
 def test_screens_widgets_and_commands_never_call_the_app_business_methods() -> None:
@@ -44,15 +44,21 @@ class FaultyApp(EvalApp):
     CSS_PATH = str(TUI / "app.tcss")
     fold_failures = 2
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        pull = self.model.pull
+
+        def failing_pull(budget=None):
+            if self.fold_failures:
+                self.fold_failures -= 1
+                raise ValueError("state could not be folded")
+            return pull(budget)
+
+        self.model.pull = failing_pull  # type: ignore[method-assign]  # the fault injected
+
     @_reported
     def on_boom(self, message: Boom) -> None:
         raise RuntimeError(message.text)
-
-    def _fold(self, main, budget=None) -> None:
-        if self.fold_failures:
-            self.fold_failures -= 1
-            raise ValueError("state could not be folded")
-        super()._fold(main, budget)
 
 
 def errors(app) -> list[str]:

@@ -105,8 +105,8 @@ async def test_runs_refuse_to_overlap(tmp_path: Path, make_app) -> None:
     app = make_app(root, recording=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert app.start_run("first", files=list(app.catalog.files))
-        assert not app.start_run("second", files=list(app.catalog.files))
+        assert app.engine.start_run("first", files=list(app.catalog.files))
+        assert not app.engine.start_run("second", files=list(app.catalog.files))
         await settle(pilot)
         assert app.run_state.label == "first" and app.run_state.cases_done == 4
 

@@ -1,8 +1,8 @@
 """The dashboard's link to a CES app: pull it into its cache file at start-up, run its evaluations in CES
 with the run's progress in the run panel, pull the new results when the run ends.
 
-The network work runs in thread workers (tui_eval.tui.ces_jobs); they report back through the app's
-Inbox (notifications) and the RunState the run panel shows, and a file they rewrote is reloaded in the
+The network work runs in the app's jobs (thread workers running tui_eval.tui.ces_jobs); they report back
+in notifications and through the RunState the run panel shows, and a file they rewrote is reloaded in the
 engine, so the browser, turn view and CES history redraw from the new file. A CES failure is one line
 (a notification naming the endpoint and what to do), never a traceback; the dashboard keeps going with
 what it has (the copy pulled last, the local eval sets).
@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ class CesLink:
     def start(self) -> None:
         """Pull the target app (if any) in a thread worker; the load of local files goes on meanwhile."""
         if self.target is not None:
-            self.app.run_worker(self._pull_work, thread=True, group="ces", name="CES pull", exit_on_error=False)
+            self.app.jobs.start(self._pull_work, group="ces", name="CES pull", failure="CES", then=self.app.sync_status)
 
     def _pull_work(self) -> None:
         from ..ces.client import CesError
@@ -126,9 +127,16 @@ class CesLink:
         cancel = Cancel()
         state.set_canceller(cancel.cancel)
         self._cancels.add(cancel)
-        self.app.run_worker(lambda: self._run_work(state, target, evaluations, cancel), thread=True,
-                            group="ces", name=label, exit_on_error=False)
+        self.app.jobs.start(lambda: self._run_work(state, target, evaluations, cancel), group="ces", name=label,
+                            failure="CES", then=self.app.sync_status, failed=partial(self._run_failed, state))
+        self.app.sync_status()
         return True
+
+    def _run_failed(self, state: RunState, error: BaseException) -> None:
+        """The run's worker raised (a bug, not a CES error): the run ends failed, with the error."""
+        if state.active:
+            state.finish("failed", f"{type(error).__name__}: {error}")
+        self.app.sync_status()
 
     def _run_work(self, state: RunState, target: CesTarget, evaluations: list[str] | None, cancel: Cancel) -> None:
         from ..ces.client import CesError
@@ -187,4 +195,4 @@ class CesLink:
             time.sleep(0.05)
         if not path.exists():
             return
-        app.reload_file(path.resolve())
+        app.engine.reload_everywhere(path.resolve())

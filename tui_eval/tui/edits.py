@@ -1,5 +1,5 @@
 """The four eval-file edits the dashboard offers (accept a turn or a case, delete a turn or a case): what
-each confirmation says, and the rewrite it runs once the user agrees."""
+each confirmation says, the rewrite it runs once the user agrees, and how the edited case is shown."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .text import one_line, plain
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
+    from .app import EvalApp
     from .listing import CaseListing
     from .messages import EditRequested
 
@@ -127,3 +128,47 @@ def edit_for(catalog: CaseListing, request: EditRequested) -> Edit | str:
 
 QUIT_DURING_RUN = ("Quit during a run?", Content.assemble(
     "A run is in progress. Quitting cancels it; ", ("finished cases are kept", "bold"), " in the history either way."))
+
+
+class EditControl:
+    """The edits a screen asks for: confirmed by the user, written in a thread worker, then shown. Owned by
+    the app; UI thread but for the writing."""
+
+    def __init__(self, app: EvalApp) -> None:
+        self.app = app
+
+    def request(self, request: EditRequested) -> None:
+        edit = edit_for(self.app.catalog, request)
+        if isinstance(edit, str):
+            self.app.notify(edit, severity="warning")
+            return
+        from .screens.confirm import confirm
+
+        confirm(self.app, edit.title, edit.body, partial(self._write, edit))
+
+    def _write(self, edit: Edit) -> None:
+        """Write a confirmed edit in a thread worker and re-read the file. Once written, the edited case
+        redraws everywhere at once (tree, summary, turn view); with `stale` its result is dropped first,
+        since it was scored against turns the file no longer has (a deleted turn stayed on screen, paired
+        with the wrong actual)."""
+        app = self.app
+        if edit.leave_screens:
+            while len(app.screen_stack) > 1:
+                app.pop_screen()
+
+        def work() -> None:
+            edit.change()
+            app.engine.reload_edited(edit.path)
+
+        app.jobs.start(work, group="edit", name=edit.done, failure="Edit not saved", then=partial(self._written, edit))
+
+    def _written(self, edit: Edit) -> None:
+        key = edit.key
+        if key is not None:
+            if edit.stale:
+                self.app.catalog.set_result(key, None)
+            else:
+                # An accepted turn or case: its result was scored against the old expected turns.
+                self.app.catalog.stale.add(key)
+            self.app.pump.redraw({key})
+        self.app.notify(edit.done, markup=False)

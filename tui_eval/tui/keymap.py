@@ -12,11 +12,12 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..userpaths import user_path
 
 if TYPE_CHECKING:  # pragma: no cover
+    from textual.app import App
     from textual.binding import Binding
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,43 @@ def keymap_warnings(keymap: UserKeymap) -> tuple[str | None, list[str]]:
         named = ", ".join(f"{u}{did_you_mean(u, known)}" for u in unknown)
         text = f"{keymap.path}: unknown binding ids {named} (the help screen, ?, lists the ids)"
     return text, [f"{clash}: the keymap's binding wins" for clash in keymap.clashes(sections)]
+
+
+class KeymapNotices:
+    """Applies the user's keymap to the app and tells the user, once each, what is wrong with it."""
+
+    def __init__(self, app: App[Any], keymap: UserKeymap) -> None:
+        self.app = app
+        self.keymap = keymap
+        self._said: set[str] = set()
+
+    def apply(self) -> None:
+        for problem in self.keymap.problems:  # (logged when the file was read)
+            self.app.notify(problem, title="Keymap", severity="warning", markup=False, timeout=10)
+        if not self.keymap.bindings:
+            return
+        self.app.set_keymap(self.keymap.bindings)
+        # Checking ids imports every screen: done after the first frame, and only when there is a keymap.
+        self.app.call_after_refresh(self._check_ids)
+
+    def _check_ids(self) -> None:
+        unknown, clashes = keymap_warnings(self.keymap)
+        if unknown is not None:
+            self._say(unknown, "Keymap")
+        for clash in clashes:
+            self._say(clash, "Keymap clash")
+
+    def clashed(self, bindings: Iterable[Binding]) -> None:
+        """Textual found a remapped key that another binding had (it asks on every key press)."""
+        ids = ", ".join(sorted(b.id or b.action for b in bindings))
+        self._say(f"the keymap's keys replace {ids}", "Keymap clash")
+
+    def _say(self, text: str, title: str) -> None:
+        if text in self._said:
+            return
+        self._said.add(text)
+        log.warning("keymap: %s", text)
+        self.app.notify(text, title=title, severity="warning", markup=False, timeout=10)
 
 
 def load_keymap(path: Path | None = None) -> UserKeymap:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, Callable, ClassVar
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
@@ -38,3 +38,13 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+def confirm(app: App[Any], title: str, body: Content, then: Callable[[], None]) -> None:
+    """Ask a yes/no question; `then` runs on yes."""
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            then()
+
+    app.push_screen(ConfirmScreen(title, body), answered)

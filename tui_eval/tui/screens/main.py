@@ -109,6 +109,8 @@ class MainScreen(Screen[None]):
         self.query_one("#summary-scroll").border_title = "Summary"
         self.summary.show(None)
         self.refresh_topbar()
+        for mode in ("live", "agent_reruns"):  # the top bar says which modes are on
+            self.watch(self.app, mode, self._modes_changed, init=False)
 
     # ---- parts -------------------------------------------------------------------------------
 
@@ -156,6 +158,9 @@ class MainScreen(Screen[None]):
             parts.append((" (no agent re-runs)", "$text-muted"))
         parts.append(("  ? help", "$text-muted"))
         self.query_one("#topbar", Static).update(Content.assemble(*parts))
+
+    def _modes_changed(self, _on: bool) -> None:
+        self.refresh_topbar()
 
     # ---- browser events ----------------------------------------------------------------------
 
