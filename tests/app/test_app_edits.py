@@ -71,3 +71,23 @@ async def test_accept_needs_a_result(workspace: Path, make_app) -> None:
         await pilot.pause()
         assert app.screen.id == "main"  # no confirm: nothing to accept
         assert any("No actual turns to accept" in n.message for n in app._notifications)
+
+
+async def test_an_edit_that_cannot_be_written_is_shown_as_not_saved(workspace: Path, make_app) -> None:
+    path = workspace / "travel" / "travel.evalset.json"
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        key = app.catalog.key(path, "book_flight")
+        app.open_turn(key, 1)
+        await pilot.pause()
+        await pilot.press("a")
+        path.unlink()  # gone between the question and the answer
+        await pilot.press("y")
+        await settle(pilot)
+        failures = [n for n in app._notifications if n.severity == "error"]
+        assert [n.title for n in failures] == ["Edit not saved"], failures
+        assert "travel.evalset.json" in failures[0].message
+        assert not path.exists()  # nothing written in its place
+        assert not any(n.message.startswith("Accepted") for n in app._notifications)
+        assert app.is_running
