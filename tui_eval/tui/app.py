@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 __all__ = ["SESSION", "EvalApp", "run_app"]
 
 #: The dashboard process's cyclic-GC thresholds once the folder is loaded (set by `run_app`).
-UI_GC_THRESHOLD = (100_000, 50, 100)
+UI_GC_THRESHOLD = (10_000, 500, 100)
 
 _M = TypeVar("_M", bound=Message)
 _App = TypeVar("_App", bound="EvalApp")
