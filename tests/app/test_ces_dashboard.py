@@ -435,3 +435,27 @@ def test_the_dashboard_flag_reaches_the_target(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("TUI_EVAL_CES_CACHE", str(tmp_path))
     _, found = ces_target_of([f"ces://{APP}"], None, "v7")
     assert found is not None and found.app_version == "v7"
+
+
+async def test_a_bug_in_a_ces_run_fails_that_run_and_says_why(ces, tmp_path: Path, make_app,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_eval.tui import ces_jobs
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the poller broke")
+
+    monkeypatch.setattr(ces_jobs, "run_and_pull", broken)  # not a CES error: a fault of ours
+    url, _state = ces
+    t = target(url, tmp_path)
+    app = make_app(t.eval_file.parent, recording=None, ces=t)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: bool(app.catalog.files))
+        await pilot.press("C")
+        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
+        assert app.model.current.phase == "failed"
+        await wait_until(pilot, lambda: "RuntimeError: the poller broke" in str(
+            app.main.run_panel.query_one("#run-status").render()))
+        shown = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
+        assert ("CES", "RuntimeError: the poller broke") in shown
+        assert not app.busy and app.is_running  # the keys that start runs are back
