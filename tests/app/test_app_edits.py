@@ -12,14 +12,20 @@ from tests.app.conftest import settle
 from tui_eval.tui.messages import EditKind, EditRequested
 
 
+async def open_turn_2_of_book_flight(pilot, path: Path):
+    """Once the folder is loaded, the turn view on book_flight's second turn; its key."""
+    await settle(pilot)
+    key = pilot.app.catalog.key(path, "book_flight")
+    pilot.app.open_turn(key, 1)
+    await pilot.pause()
+    return key
+
+
 async def test_accept_turn_after_confirm(workspace: Path, make_app) -> None:
     path = workspace / "travel" / "travel.evalset.json"
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        key = app.catalog.key(path, "book_flight")
-        app.open_turn(key, 1)
-        await pilot.pause()
+        key = await open_turn_2_of_book_flight(pilot, path)
         before = path.read_text()
         await pilot.press("a")
         assert app.screen.__class__.__name__ == "ConfirmScreen"
@@ -77,10 +83,7 @@ async def test_an_edit_that_cannot_be_written_is_shown_as_not_saved(workspace: P
     path = workspace / "travel" / "travel.evalset.json"
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        key = app.catalog.key(path, "book_flight")
-        app.open_turn(key, 1)
-        await pilot.pause()
+        key = await open_turn_2_of_book_flight(pilot, path)
         await pilot.press("a")
         path.unlink()  # gone between the question and the answer
         await pilot.press("y")

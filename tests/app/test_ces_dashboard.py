@@ -86,6 +86,16 @@ def ces_file(app: Any) -> Path:
     return next(p for p in app.catalog.files if p.name == "app1.evalset.json")
 
 
+async def run_whole_app_in_ces(pilot: Any) -> Any:
+    """Once the pulled file is loaded, press C (every evaluation of the app) and wait for the run to end."""
+    app = pilot.app
+    await settle(pilot)
+    await wait_until(pilot, lambda: bool(app.catalog.files))
+    await pilot.press("C")
+    await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
+    return app.model.current
+
+
 async def open_case(pilot: Any, eval_id: str) -> None:
     """Highlight a case of the CES file in the browser."""
     app = pilot.app
@@ -260,11 +270,7 @@ async def test_a_failing_operation_is_one_line_and_the_app_goes_on(ces, tmp_path
     t = target(url, tmp_path, app=broken)
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await wait_until(pilot, lambda: bool(app.catalog.files))
-        await pilot.press("C")
-        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
-        assert app.model.current.phase == "failed"
+        assert (await run_whole_app_in_ces(pilot)).phase == "failed"
         failed = [m for m in messages(app) if "failed" in m]
         assert failed and "FAILED_PRECONDITION: the app has no deployed version" in failed[-1]
         assert all("\n" not in m and "Traceback" not in m for m in messages(app))
@@ -383,11 +389,7 @@ async def test_a_run_that_ends_in_error_shows_why(ces, tmp_path: Path, make_app)
     t = target(url, tmp_path, app=flaky)
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await wait_until(pilot, lambda: bool(app.catalog.files))
-        await pilot.press("C")
-        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
-        assert app.model.current.phase == "failed"
+        assert (await run_whole_app_in_ces(pilot)).phase == "failed"
         await wait_until(pilot, lambda: "INTERNAL: the simulator crashed" in str(
             app.main.run_panel.query_one("#run-status").render()))
         assert app.is_running
@@ -449,11 +451,7 @@ async def test_a_bug_in_a_ces_run_fails_that_run_and_says_why(ces, tmp_path: Pat
     t = target(url, tmp_path)
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await wait_until(pilot, lambda: bool(app.catalog.files))
-        await pilot.press("C")
-        await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
-        assert app.model.current.phase == "failed"
+        assert (await run_whole_app_in_ces(pilot)).phase == "failed"
         await wait_until(pilot, lambda: "RuntimeError: the poller broke" in str(
             app.main.run_panel.query_one("#run-status").render()))
         shown = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
