@@ -208,7 +208,7 @@ class MainScreen(Screen[None]):
         if changes.new_run:
             self.run_panel.reset()
         if changes.run is not None:
-            self.run_panel.show(changes.run)
+            self.run_panel.show(changes.run, self.catalog.run_book.num_runs)
         if changes.run is not None or changes.insight or changes.new_run:
             self.run_panel.show_insight(self.catalog.run_book)
         if delta.added or delta.removed:

@@ -93,9 +93,10 @@ class RunPanel(Vertical):
             ("F", "bold $accent"), (" the failures.", "$text-muted"),
         )
 
-    def show(self, snap: RunSnapshot) -> None:
+    def show(self, snap: RunSnapshot, num_runs: int = 1) -> None:
         """Redraw from a snapshot (cheap when nothing changed: a run streaming thousands of cases a second
-        changes the status line's numbers and the bars, not the layout)."""
+        changes the status line's numbers and the bars, not the layout). `num_runs`: each case runs this
+        many times (--num-runs)."""
         if snap.version == self._version:
             return
         self._version = snap.version
@@ -104,7 +105,7 @@ class RunPanel(Vertical):
             for phase in _PHASE_WORDS:
                 self.set_class(snap.phase == phase, f"-{phase}")
             self.set_class(False, "-idle")
-        line = self._status_line(snap, getattr(self.app, "catalog", None))
+        line = self._status_line(snap, num_runs)
         # A new layout only when the status line's height changes (it wraps, errors come and go).
         status = self._status
         width = status.content_region.width
@@ -155,7 +156,7 @@ class RunPanel(Vertical):
         self._phase = None
 
     @staticmethod
-    def _status_line(snap: RunSnapshot, catalog: object = None) -> Content:
+    def _status_line(snap: RunSnapshot, num_runs: int = 1) -> Content:
         phase = _PHASE_WORDS.get(snap.phase, snap.phase)
         if snap.saving is not None:
             # Nothing runs any more: a cancel is honoured though thousands of cases take seconds to save.
@@ -163,7 +164,7 @@ class RunPanel(Vertical):
         parts: list[tuple[str, str] | str] = [
             (f"{snap.label}: {phase}", "bold"),
             # Until the engine has planned the run there is no total: never show `0/0`.
-            f"  {snap.cases_done}/{snap.cases_total} {_unit(snap, catalog)}  " if snap.cases_total else "  ",
+            f"  {snap.cases_done}/{snap.cases_total} {_unit(snap, num_runs)}  " if snap.cases_total else "  ",
         ]
         if snap.cases_total:
             for status in CASE_STATUSES:
@@ -185,11 +186,10 @@ class RunPanel(Vertical):
         return Content("\n").join([line, *errors]) if errors else line
 
 
-def _unit(snap: RunSnapshot, catalog: object) -> str:
+def _unit(snap: RunSnapshot, num_runs: int) -> str:
     """`cases`, or with --num-runs N `case runs (3 cases × 4)`: one case run four times is not 4 cases."""
-    book = getattr(catalog, "run_book", None)
-    n = getattr(book, "num_runs", 1)
-    if not isinstance(n, int) or n <= 1 or snap.cases_total % n:
+    n = num_runs
+    if n <= 1 or snap.cases_total % n:
         return "cases"
     return f"case runs ({snap.cases_total // n} cases × {n})"
 
