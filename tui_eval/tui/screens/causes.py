@@ -68,7 +68,7 @@ class CausesScreen(Screen[None]):
         tree.focus()
 
     def _version(self) -> int:
-        return int(getattr(self.catalog.results, "version", 0))
+        return self.catalog.results.version
 
     def regroup(self) -> None:
         """Group the latest results again if they changed since the last time (in a thread: grouping

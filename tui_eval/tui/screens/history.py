@@ -49,9 +49,8 @@ def change_kind(change: CaseChange) -> str:
 def coverage_of(entry: HistoryEntry, cases_in_set: int | None) -> str:
     """`all`, `failures`, `selection` or `cancelled`: the record's own word when it has one, else inferred
     from the number of cases it holds against the eval set's (records from before coverage was saved)."""
-    recorded = getattr(entry, "coverage", None)
-    if isinstance(recorded, str) and recorded:
-        return recorded
+    if entry.coverage:
+        return entry.coverage
     if entry.cancelled:
         return "cancelled"
     held = sum(entry.counts.values())

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..app import EvalApp
     from ..listing import CaseListing
     from ..readmodel import Changes
+    from .whatif import WhatIfState
 
 
 _FOOTER_FIRST = ("app.help", "app.quit")
@@ -90,6 +91,8 @@ class MainScreen(Screen[None]):
         self.catalog = catalog
         self._search_timer: Timer | None = None
         self._resort_timer: Timer | None = None
+        # The what-if settings last until the dashboard closes (never written unless asked).
+        self._whatif_state: WhatIfState | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
@@ -462,8 +465,7 @@ class MainScreen(Screen[None]):
     def action_whatif(self) -> None:
         from .whatif import WhatIfScreen, WhatIfState
 
-        # The what-if settings last until the dashboard closes (never written unless asked).
-        state = getattr(self, "_whatif_state", None)
+        state = self._whatif_state
         if state is None:
             state = self._whatif_state = WhatIfState()
         self.app.push_screen(WhatIfScreen(self.catalog, state))
