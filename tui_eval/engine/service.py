@@ -71,7 +71,7 @@ BATCH_MAX = 2000
 #: Seconds the engine may take to save and close once the dashboard is gone, before it exits anyway.
 CLOSE_GRACE = 60.0
 #: The engine process's cyclic-GC thresholds once the folder is loaded (set by its entry point, `main`).
-ENGINE_GC_THRESHOLD = (1_000_000, 100, 100)
+ENGINE_GC_THRESHOLD = (10_000, 10_000, 100)
 #: Seconds before a failed file watcher is started again.
 WATCH_RETRY_SECONDS = 2.0
 
