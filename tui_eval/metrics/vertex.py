@@ -193,10 +193,8 @@ async def _call(client: Any, spec_name: str, request: dict[str, Any]) -> VertexD
     except VertexError as exc:
         logger.info("Vertex AI could not score %s: %s", spec_name, exc.reason)
         return VertexDetails(metric_spec=spec_name, error=exc.reason, attempts=exc.attempts)
-    details = read_reply(spec_name, reply.body)
-    details.attempts = reply.attempts
-    details.latency = round(reply.latency, 4)
-    return details
+    return read_reply(spec_name, reply.body).model_copy(
+        update={"attempts": reply.attempts, "latency": round(reply.latency, 4)})
 
 
 def _turn_result(details: VertexDetails, threshold: float) -> InvocationMetricResult:

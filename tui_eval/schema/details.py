@@ -11,6 +11,7 @@ still validates them, field by field, whenever a details model is built or a rec
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -28,7 +29,9 @@ class _Details(BaseModel):
     """The base of every details model: records keep unknown keys out, field names are the JSON keys."""
 
     # defer_build: built on first validation or dump, not when the dashboard imports this module.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+    # frozen, as the results that carry them (schema/results.py): a metric builds each details model
+    # whole, never fills one in afterwards; a changed one is a copy.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True, frozen=True)
 
 
 # --- trajectory ---------------------------------------------------------------------------------------
@@ -127,6 +130,13 @@ class Votes(_Details):
 
     yes: int = 0
     no: int = 0
+
+    @classmethod
+    def count(cls, answers: Iterable[bool]) -> Votes:
+        """The votes of the samples' yes (True) / no (False) answers."""
+        listed = list(answers)
+        yes = sum(listed)
+        return cls(yes=yes, no=len(listed) - yes)
 
     @property
     def total(self) -> int:

@@ -115,6 +115,11 @@ def add_usage(*usages: TokenUsage) -> TokenUsage:
     return TokenUsage.total(list(usages))
 
 
+def sample_errors(samples: Iterable[Sample[Any]]) -> list[str]:
+    """One line per dropped sample, as the details keep them."""
+    return [f"sample {s.index}: {s.error}" for s in samples if s.error]
+
+
 def failure_reason(errors: Iterable[str]) -> str:
     """The NOT_EVALUATED reason when every sample was dropped: each distinct cause once."""
     distinct = list(dict.fromkeys(errors))
@@ -147,7 +152,7 @@ class Ballot(Generic[T]):
     @property
     def errors(self) -> list[str]:
         """One line per dropped sample, as the details keep them."""
-        return [f"sample {s.index}: {s.error}" for s in self.samples if s.error]
+        return sample_errors(self.samples)
 
     @property
     def failure(self) -> str:
@@ -168,14 +173,7 @@ async def ask_and_vote(judge: Any, opts: JudgeModelOptions, prompt: str, schema:
     """Ask `opts.num_samples` samples of one prompt; each parsed answer votes yes when `says_yes(answer)`."""
     samples = await ask_samples(judge, model=opts.judge_model, prompt=prompt, schema=schema,
                                 config=opts.judge_model_config, num_samples=opts.num_samples)
-    votes = Votes()
-    for s in samples:
-        if s.parsed is not None:
-            if says_yes(s.parsed):
-                votes.yes += 1
-            else:
-                votes.no += 1
-    return Ballot(samples, votes)
+    return Ballot(samples, Votes.count(says_yes(s.parsed) for s in samples if s.parsed is not None))
 
 
 # -- the judge's view of an invocation -------------------------------------------------------------
@@ -333,15 +331,18 @@ def invocation_result(score: float | None, crit: Criterion, details: MetricDetai
                                   details=details)
 
 
-def verdict_result(ballot: Ballot[Any], details: ResponseMatchJudgeDetails | SafetyDetails, crit: Criterion,
-                   words: tuple[str, str]) -> InvocationMetricResult:
-    """A yes / no judge's turn: NOT_EVALUATED when no sample voted, else 1 or 0, with the winning side's word
-    (`words` is (yes, no)) and one rationale from that side."""
+def verdict_result(ballot: Ballot[Any], kind: type[ResponseMatchJudgeDetails | SafetyDetails],
+                   records: list[JudgeSample], crit: Criterion, words: tuple[str, str],
+                   **fields: Any) -> InvocationMetricResult:
+    """A yes / no judge's turn: NOT_EVALUATED when no sample voted, else 1 or 0; its details of `kind` (the
+    samples' `records`, the metric's own `fields`) with the winning side's word (`words` is (yes, no)) and
+    one rationale from that side."""
     outcome = ballot.outcome
     if outcome is None:
-        return not_evaluated(ballot.failure, details)
-    details.verdict = words[0] if outcome else words[1]
-    details.rationale = next(r.rationale for r in details.samples if r.verdict == details.verdict)
+        return not_evaluated(ballot.failure, ballot.details(kind, records, **fields))
+    verdict = words[0] if outcome else words[1]
+    rationale = next(r.rationale for r in records if r.verdict == verdict)
+    details = ballot.details(kind, records, verdict=verdict, rationale=rationale, **fields)
     return invocation_result(1.0 if outcome else 0.0, crit, details)
 
 

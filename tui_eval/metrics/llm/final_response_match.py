@@ -77,7 +77,6 @@ async def evaluate(inp: MetricInput) -> MetricResult:
                                     lambda answer: answer.verdict == "valid")
         records = [s.record(verdict=s.parsed.verdict, rationale=s.parsed.reasoning) if s.parsed is not None
                    else s.record() for s in ballot.samples]
-        details = ballot.details(ResponseMatchJudgeDetails, records)
-        return verdict_result(ballot, details, crit, ("valid", "invalid"))
+        return verdict_result(ballot, ResponseMatchJudgeDetails, records, crit, ("valid", "invalid"))
 
     return case_result(inp, await score_invocations(inp, score_one))

@@ -86,9 +86,8 @@ async def evaluate_gemini(inp: MetricInput) -> MetricResult:
         records = [s.record(verdict=s.parsed.verdict, rationale=s.parsed.rationale,
                             violated_policies=s.parsed.violated_policies) if s.parsed is not None
                    else s.record() for s in ballot.samples]
-        details = ballot.details(SafetyDetails, records)
         # The policies the unsafe votes named (none when no sample voted).
-        details.violated_policies = sorted({p for r in records if r.verdict == "unsafe" for p in r.violated_policies})
-        return verdict_result(ballot, details, crit, ("safe", "unsafe"))
+        policies = sorted({p for r in records if r.verdict == "unsafe" for p in r.violated_policies})
+        return verdict_result(ballot, SafetyDetails, records, crit, ("safe", "unsafe"), violated_policies=policies)
 
     return case_result(inp, await score_invocations(inp, score_one))
