@@ -429,8 +429,7 @@ async def evaluate_semantic_similarity(inp: MetricInput) -> MetricResult:
         ballot = await ask_and_vote(inp.judge, opts, prompt, SimilarityVerdict,
                                     lambda answer: answer.score >= threshold)
         scores = [s.parsed.score for s in ballot.samples if s.parsed is not None]
-        records = [s.record(verdict=str(s.parsed.score), rationale=s.parsed.reasoning) if s.parsed is not None
-                   else s.record() for s in ballot.samples]
+        records = ballot.records(lambda answer: {"verdict": str(answer.score), "rationale": answer.reasoning})
         if not scores:
             return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=ballot.failure,
                                           details=ballot.details(CesSemanticSimilarityDetails, records, scores=scores))

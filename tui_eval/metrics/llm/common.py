@@ -163,6 +163,11 @@ class Ballot(Generic[T]):
     def token_usage(self) -> TokenUsage:
         return sum_usage(self.samples)
 
+    def records(self, verdict: Callable[[T], dict[str, Any]]) -> list[JudgeSample]:
+        """What the dashboard shows of each sample: a parsed answer's `verdict(answer)` fields (verdict,
+        rationale...), a dropped sample's reason."""
+        return [s.record(**verdict(s.parsed)) if s.parsed is not None else s.record() for s in self.samples]
+
     def details(self, kind: type[D], records: list[Any], **fields: Any) -> D:
         """A turn's details of `kind`: the samples' records, the votes, dropped samples and tokens."""
         return kind(samples=records, votes=self.votes, errors=self.errors, token_usage=self.token_usage, **fields)
@@ -177,6 +182,18 @@ async def ask_and_vote(judge: Any, opts: JudgeModelOptions, prompt: str, schema:
 
 
 # -- the judge's view of an invocation -------------------------------------------------------------
+
+#: The turn a yes / no verdict judge reads (final_response_match_v2, safety_v1): `prompt`, `response`.
+PROMPT_AND_RESPONSE = """\
+<user_prompt>
+{prompt}
+</user_prompt>
+
+<agent_response>
+{response}
+</agent_response>
+"""
+
 
 def app_details_for(inp: MetricInput, index: int) -> AppDetails | None:
     """The actual turn's app details, else the expected turn's (recorded eval sets often carry them)."""
