@@ -313,8 +313,7 @@ def evaluate_parameter_correctness(inp: MetricInput) -> MetricResult:
     for i in range(len(inp.actual)):
         details = _turn_tools(inp, i, cases, threshold)
         if not details.tools:
-            turns.append(InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                                reason="the golden turn expects no tool call", details=details))
+            turns.append(InvocationMetricResult.not_evaluated("the golden turn expects no tool call", details))
         else:
             score = sum(t.parameter_correctness_score or 0.0 for t in details.tools) / len(details.tools)
             failing = [t for t in details.tools if t.outcome == "FAIL"]
@@ -354,8 +353,7 @@ def evaluate_latency(inp: MetricInput) -> MetricResult:
         details = CesLatencyDetails(turn_seconds=inv.duration,
                                     tools=[CesToolLatency(name=t.name, seconds=t.seconds) for t in inv.tool_timings])
         if inv.duration is None:
-            turns.append(InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                                reason="the agent did not time this turn", details=details))
+            turns.append(InvocationMetricResult.not_evaluated("the agent did not time this turn", details))
         else:
             turns.append(InvocationMetricResult(score=inv.duration, status=EvalStatus.INFORMATIONAL,
                                                 details=details))
@@ -417,8 +415,7 @@ async def evaluate_semantic_similarity(inp: MetricInput) -> MetricResult:
         reference = content_text(expected[i].final_response)
         response = content_text(inp.actual[i].final_response)
         if not reference.strip():
-            return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                          reason="the golden turn expects no agent response")
+            return InvocationMetricResult.not_evaluated("the golden turn expects no agent response")
         if not response.strip():
             details = CesSemanticSimilarityDetails(score=0, label=SIMILARITY_LABELS[0],
                                                    rationale="the agent gave no response")
@@ -431,8 +428,8 @@ async def evaluate_semantic_similarity(inp: MetricInput) -> MetricResult:
         scores = [s.parsed.score for s in ballot.samples if s.parsed is not None]
         records = ballot.records(lambda answer: {"verdict": str(answer.score), "rationale": answer.reasoning})
         if not scores:
-            return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=ballot.failure,
-                                          details=ballot.details(CesSemanticSimilarityDetails, records, scores=scores))
+            return InvocationMetricResult.not_evaluated(
+                ballot.failure, ballot.details(CesSemanticSimilarityDetails, records, scores=scores))
         score = int(statistics.median_low(scores))
         details = ballot.details(CesSemanticSimilarityDetails, records, scores=scores, score=score,
                                  label=SIMILARITY_LABELS[score], verdict=str(score),

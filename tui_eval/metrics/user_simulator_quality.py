@@ -148,8 +148,8 @@ async def _judge_turn(inp: MetricInput, history: list[Invocation], user_text: st
     turn = {"user_text": user_text, "turn_kind": kind, "judged": True}
     verdict = ballot.outcome
     if verdict is None:
-        return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=ballot.failure,
-                                      details=ballot.details(SimulatorTurnDetails, records, **turn))
+        return InvocationMetricResult.not_evaluated(ballot.failure,
+                                                    ballot.details(SimulatorTurnDetails, records, **turn))
     # The rationale shown is that of a sample that voted with the majority: its failed criteria first.
     winner = next(s.parsed for s in ballot.samples if s.parsed is not None and s.parsed.is_valid == verdict)
     failed = [c for c in winner.criteria if not c.passes]

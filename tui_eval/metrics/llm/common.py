@@ -338,8 +338,7 @@ async def score_invocations(inp: MetricInput, score_one: ScoreFn) -> list[Invoca
     return list(await asyncio.gather(*(run(i) for i in range(len(inp.actual)))))
 
 
-def not_evaluated(reason: str, details: MetricDetails | None = None) -> InvocationMetricResult:
-    return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=reason, details=details)
+not_evaluated = InvocationMetricResult.not_evaluated
 
 
 def invocation_result(score: float | None, crit: Criterion, details: MetricDetails,
