@@ -148,6 +148,11 @@ class Votes(_Details):
         return f"{self.yes}/{self.total}"
 
 
+def dropped(samples: Iterable[JudgeSample | SimulatorSample]) -> int:
+    """How many judge samples were dropped: their call failed or their reply did not parse."""
+    return sum(1 for s in samples if s.error is not None)
+
+
 class JudgeSample(_Details):
     """One judge sample: its verdict and rationale, or why it was dropped."""
 
@@ -174,7 +179,7 @@ class JudgeDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for s in self.samples if s.error is not None)
+        return dropped(self.samples)
 
 
 class ResponseMatchJudgeDetails(JudgeDetails):
@@ -237,7 +242,7 @@ class RubricDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for s in self.samples if s.error is not None)
+        return dropped(self.samples)
 
 
 # --- hallucinations -----------------------------------------------------------------------------------
@@ -290,7 +295,7 @@ class HallucinationDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for st in self.steps for s in st.samples if s.error is not None)
+        return dropped(s for st in self.steps for s in st.samples)
 
 
 # --- user simulator -----------------------------------------------------------------------------------
@@ -332,7 +337,7 @@ class SimulatorTurnDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for s in self.samples if s.error is not None)
+        return dropped(self.samples)
 
 
 # --- case level -----------------------------------------------------------------------------------
