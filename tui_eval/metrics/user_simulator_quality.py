@@ -131,13 +131,12 @@ def _first_turn(inp: MetricInput) -> InvocationMetricResult:
 
 def _sample_record(s: Sample[TurnVerdict]) -> SimulatorSample:
     """What the dashboard shows for one judge sample on a simulated user message."""
-    base = s.record()
     parsed = s.parsed
-    return SimulatorSample(
-        sample=base.sample, cached=base.cached, latency=base.latency, usage=base.usage, error=base.error,
-        raw_text=base.raw_text, is_valid=None if parsed is None else parsed.is_valid,
-        criteria=[] if parsed is None else [SimulatorCriterionVerdict(name=c.name, reasoning=c.reasoning,
-                                                                      passes=c.passes) for c in parsed.criteria])
+    if parsed is None:
+        return s.record_as(SimulatorSample)
+    return s.record_as(SimulatorSample, is_valid=parsed.is_valid,
+                       criteria=[SimulatorCriterionVerdict(name=c.name, reasoning=c.reasoning, passes=c.passes)
+                                 for c in parsed.criteria])
 
 
 async def _judge_turn(inp: MetricInput, history: list[Invocation], user_text: str,

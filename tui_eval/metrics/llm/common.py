@@ -69,7 +69,11 @@ class Sample(Generic[T]):
 
     def record(self, **verdict: Any) -> JudgeSample:
         """What the dashboard shows for this sample; `verdict` holds the metric's verdict fields."""
-        return JudgeSample(
+        return self.record_as(JudgeSample, **verdict)
+
+    def record_as(self, kind: type[D], **verdict: Any) -> D:
+        """This sample as a details model of `kind` (JudgeSample, SimulatorSample), with `verdict`'s fields."""
+        return kind(
             sample=self.index, cached=self.cached, latency=round(self.latency, 4),
             usage=self.usage, error=self.error,
             raw_text=self.raw_text[:2000] if self.error is not None and self.raw_text is not None else None,
