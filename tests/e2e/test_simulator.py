@@ -218,6 +218,10 @@ async def test_user_simulator_quality_scores_each_turn(judge_env: FakeGemini) ->
     assert second.details.votes.text == "2/3" and second.details.verdict is True
     assert "CONVERSATION_PLAN_FOLLOWED" in second.details.rationale
     assert third.details.votes.text == "1/3" and third.details.failed_criteria == ["CONVERSATION_PLAN_FOLLOWED"]
+    # Each sample is kept as the judge answered it (the samples run at once, so in any order).
+    assert sorted(s.is_valid for s in third.details.samples) == [False, False, True]
+    assert all(len(s.criteria) == 1 and s.criteria[0].passes is s.is_valid
+               and s.criteria[0].reasoning.endswith(f"says {s.is_valid}") for s in third.details.samples)
     assert metric.details.stop_signal_turn.details.verdict is True
     assert seen.count("</finished>") == 3
     assert {r.model for r in judge_env.requests if JUDGE_MARK in r.prompt_text} == {"judge-model"}
@@ -252,4 +256,7 @@ async def test_quality_judge_failures_give_not_evaluated(judge_env: FakeGemini) 
     metric = case.metric("per_turn_user_simulator_quality_v1")
     assert metric.status == EvalStatus.NOT_EVALUATED and "judge" in (metric.reason or "")
     assert case.status == EvalStatus.NOT_EVALUATED
+    # The dropped sample says why and carries no verdict.
+    dropped = metric.per_invocation[1].details.samples[0]
+    assert dropped.error and dropped.is_valid is None and dropped.criteria == []
     json.dumps(case.to_record())  # the details stay JSON-able

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, Sequence
 
 import orjson
 import pytest
@@ -16,7 +16,7 @@ from tui_eval.schema.ces.files import evaluations_from_json
 from tui_eval.schema.ces.mapping import evaluations_to_eval_set
 from tui_eval.engine.plan import plan_run
 from tui_eval.engine.runner import score_case
-from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
+from tui_eval.judge import JudgeService
 from tui_eval.metrics.ces import NOT_A_CES_CASE, with_ces_metrics
 from tui_eval.schema.config import EvalConfig, default_config, read_eval_config
 from tui_eval.schema.details import (
@@ -250,15 +250,6 @@ async def test_transfer_calls_are_not_extra_tool_calls() -> None:
 
 
 # -- judged: semantic similarity and hallucination ------------------------------------------------------
-
-@pytest.fixture
-async def judge(fake_gemini: FakeGemini, tmp_path: Path) -> AsyncIterator[JudgeService]:
-    service = create_judge_service(JudgeOptions(api_key="dummy", base_url=fake_gemini.base_url,
-                                                cache_dir=tmp_path / "cache", backoff_base=0.001,
-                                                backoff_max=0.002, max_retries=1, timeout=5))
-    yield service
-    await service.aclose()
-
 
 def only(*names: str) -> EvalConfig:
     return read_eval_config({"criteria": {n: 3 if n == "ces_semantic_similarity" else 1.0 for n in names}})

@@ -151,6 +151,26 @@ def test_every_kind_round_trips_through_the_record_into_its_own_class(tmp_path: 
     assert isinstance(hall, HallucinationDetails) and hall.sentences[0].span == (0, 9)
 
 
+def test_details_are_frozen_as_the_results_that_carry_them(tmp_path: Path) -> None:
+    """A metric builds its details whole: no details model, fresh or loaded from a record, changes in place
+    (a result, and so its details, may be shared by several cases)."""
+    kinds = every_kind()
+    case = CaseResult(eval_set_id="set", eval_id="c1", status=EvalStatus.FAILED, metrics=[
+        MetricResult(metric_name="m", threshold=1.0, score=0.5, status=EvalStatus.FAILED, criterion={},
+                     per_invocation=[InvocationMetricResult(score=0.5, status=EvalStatus.FAILED, details=d)
+                                     for d in kinds])])
+    _meta, loaded = load_record(_write_record(tmp_path, case))
+    back = [inv.details for inv in loaded.case_results[0].metrics[0].per_invocation]
+    nested = [Votes(yes=1), JudgeSample(sample=0), CheckedResponse(), SentenceVerdict(text="t"),
+              RubricVerdict(rubric_id="r"), SimulatorSample(sample=0), StopSignalVerdict()]
+    for details in [*kinds, *back, *nested]:
+        assert details is not None
+        name = next(n for n in type(details).model_fields if n != "kind")
+        with pytest.raises(ValidationError, match="frozen"):
+            setattr(details, name, getattr(details, name))
+    assert back == kinds
+
+
 def test_an_unknown_kind_is_an_error_not_a_guess() -> None:
     adapter: TypeAdapter[MetricDetails] = TypeAdapter(MetricDetails)
     with pytest.raises(ValidationError):

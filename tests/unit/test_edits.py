@@ -281,3 +281,22 @@ def test_set_criterion_changes_only_that_value(tmp_path: Path) -> None:
                                    '"ANY_ORDER"}, "response_match_score": {"threshold": 0.7, "x": 1}}}')
     with pytest.raises(EditError, match="no criterion 'safety_v1'"):
         set_criterion(compact, "safety_v1", threshold=0.5)
+
+
+def test_set_criterion_keeps_a_byte_order_mark_and_never_overwrites_a_broken_config(tmp_path: Path) -> None:
+    from tui_eval.schema.edits import set_criterion
+
+    config = tmp_path / "test_config.json"
+    config.write_bytes(b'\xef\xbb\xbf{"criteria": {"response_match_score": 0.8}}\r\n')
+    set_criterion(config, "response_match_score", threshold=0.5)
+    assert config.read_bytes() == b'\xef\xbb\xbf{"criteria": {"response_match_score": 0.5}}\r\n'
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"criteria": {"response_match_score": 0.8')
+    with pytest.raises(EditError, match=r"broken.json: the file is not valid JSON right now \(.*\); fix it first"):
+        set_criterion(broken, "response_match_score", threshold=0.5)
+    assert broken.read_text() == '{"criteria": {"response_match_score": 0.8'
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"criteria": {"caf\xe9": 0.8}}')
+    with pytest.raises(EditError, match="latin.json: the file is not UTF-8"):
+        set_criterion(latin, "caf\xe9", threshold=0.5)
+    assert latin.read_bytes() == b'{"criteria": {"caf\xe9": 0.8}}'

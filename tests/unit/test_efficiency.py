@@ -96,6 +96,18 @@ def _same_scores(ours: MetricResult, adk: Any) -> None:
     assert all(r.status is EvalStatus.INFORMATIONAL for r in ours.per_invocation)
 
 
+def _same_details(ours: MetricResult, kind: type[TokenUsageDetails] | type[DurationDetails], overall: Any,
+                  per_turn: list[Any]) -> None:
+    """Our details equal ADK's details dicts, the case's and each turn's."""
+    assert isinstance(ours.details, kind)
+    assert overall is not None
+    assert ours.details.to_adk() == overall.model_dump()
+    for mine, adk_details in zip(ours.per_invocation, per_turn):
+        assert isinstance(mine.details, kind)
+        assert adk_details is not None
+        assert mine.details.to_adk() == adk_details.model_dump()
+
+
 @SETTINGS
 @given(st.lists(turn(), min_size=0, max_size=4))
 def test_every_efficiency_metric_equals_adk(actual: list[Invocation]) -> None:
@@ -109,25 +121,15 @@ def test_every_efficiency_metric_equals_adk(actual: list[Invocation]) -> None:
     theirs = _TokenUsageV1Evaluator().evaluate_invocations(adk_actual)
     _same_scores(ours, theirs)
     if actual:
-        assert isinstance(ours.details, TokenUsageDetails)
-        assert theirs.overall_token_usage_details is not None
-        assert ours.details.to_adk() == theirs.overall_token_usage_details.model_dump()
-        for mine, adk_inv in zip(ours.per_invocation, theirs.per_invocation_results):
-            assert isinstance(mine.details, TokenUsageDetails)
-            assert adk_inv.token_usage_details is not None
-            assert mine.details.to_adk() == adk_inv.token_usage_details.model_dump()
+        _same_details(ours, TokenUsageDetails, theirs.overall_token_usage_details,
+                      [adk_inv.token_usage_details for adk_inv in theirs.per_invocation_results])
 
     ours = efficiency.invocation_duration_result(actual)
     theirs = _InvocationDurationV1Evaluator().evaluate_invocations(adk_actual)
     _same_scores(ours, theirs)
     if actual:
-        assert isinstance(ours.details, DurationDetails)
-        assert theirs.overall_duration_details is not None
-        assert ours.details.to_adk() == theirs.overall_duration_details.model_dump()
-        for mine, adk_inv in zip(ours.per_invocation, theirs.per_invocation_results):
-            assert isinstance(mine.details, DurationDetails)
-            assert adk_inv.duration_details is not None
-            assert mine.details.to_adk() == adk_inv.duration_details.model_dump()
+        _same_details(ours, DurationDetails, theirs.overall_duration_details,
+                      [adk_inv.duration_details for adk_inv in theirs.per_invocation_results])
 
 
 def _turn_with_usage(prompt: int, out: int, thoughts: int | None = None) -> Invocation:

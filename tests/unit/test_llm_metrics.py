@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pytest
 
@@ -78,15 +78,6 @@ def case(turns: list[dict], rubrics: list | None = None) -> EvalCase:
     if rubrics is not None:
         data["rubrics"] = rubrics
     return read_eval_case(data, "$")
-
-
-@pytest.fixture
-async def judge(fake_gemini: FakeGemini, tmp_path: Path) -> AsyncIterator[JudgeService]:
-    service = create_judge_service(JudgeOptions(api_key="dummy", base_url=fake_gemini.base_url,
-                                                cache_dir=tmp_path / "cache", backoff_base=0.001,
-                                                backoff_max=0.002, max_retries=1, timeout=5))
-    yield service
-    await service.aclose()
 
 
 async def run_metric(name: str, criterion: Any, ev_case: EvalCase, judge: JudgeService,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from google.adk.evaluation.eval_case import Invocation as AdkInvocation
@@ -17,7 +16,7 @@ from google.adk.evaluation.rubric_based_multi_turn_trajectory_evaluator import R
 from tests.support.evalfiles import turns_of
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, json_reply, text_reply
 from tests.unit.test_vertex import CONVERSATION, case, tool_events, turn
-from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
+from tui_eval.judge import JudgeService
 from tui_eval.metrics import get_metric
 from tui_eval.metrics.base import MetricInput
 from tui_eval.metrics.llm.multi_turn_trajectory import NAME, dialogue, instructions_and_tools
@@ -30,15 +29,6 @@ RUBRICS: list[dict[str, Any]] = [
     {"rubric_id": "r1", "rubric_content": {"text_property": "The agent calls get_weather for every city asked."}},
     {"rubric_id": "r2", "rubric_content": {"text_property": "The agent asks before assuming a city."}},
 ]
-
-
-@pytest.fixture
-async def judge(fake_gemini: FakeGemini, tmp_path: Path) -> AsyncIterator[JudgeService]:
-    service = create_judge_service(JudgeOptions(api_key="dummy", base_url=fake_gemini.base_url,
-                                                cache_dir=tmp_path / "cache", backoff_base=0.001,
-                                                backoff_max=0.002, max_retries=1, timeout=5))
-    yield service
-    await service.aclose()
 
 
 async def run(criterion: Any, ev: EvalCase, judge: JudgeService) -> MetricResult:

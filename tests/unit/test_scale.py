@@ -280,22 +280,26 @@ def test_replay_files_the_fast_path_leaves_to_the_full_loader_still_load(tmp_pat
 
 
 def test_the_loader_indexes_every_loaded_file_and_a_reload_is_indexed_again(tmp_path: Path) -> None:
-    from tui_eval.engine.workspace import Workspace
     from tui_eval.tui.listing import CaseListing
-    from tui_eval.tui.loader import load_workspace
+    from tui_eval.tui.loader import FolderLoader
+    from tui_eval.tui.readmodel import ReadModel
 
     path = _cases(tmp_path, 5)
-    workspace = Workspace(tmp_path)
-    load_workspace(workspace)
-    catalog = CaseListing(tmp_path, workspace=workspace)
-    [loaded] = workspace.eval_files
-    catalog.index_cases()  # on the loader's thread (EvalApp._load)
-    cases = workspace.eval_files[loaded].eval_set.eval_cases  # type: ignore[union-attr]
+    catalog = CaseListing(tmp_path)
+    model = ReadModel(catalog)
+    # On the loader's thread (the dashboard's folder loader): each file arrives with its case index.
+    loader = FolderLoader(tmp_path, None, model.inbox.put)
+    loader.load_all()
+    model.pull(None)
+    loaded = path.resolve()
+    assert catalog.workspace is not None
+    cases = catalog.workspace.eval_files[loaded].eval_set.eval_cases  # type: ignore[union-attr]
     assert catalog._case_index[loaded][1] == {c.eval_id: c for c in cases}
     assert catalog.case(catalog.key(loaded, "c03")) is cases[3]
     # The file is rewritten with one case fewer: a new list, looked up afresh.
     write_set(path, "many", *[case(f"c{i:02d}", turn(f"q{i}", "other answer")) for i in range(4)])
-    workspace.reload(loaded)
+    loader.reload(loaded)
+    model.pull(None)
     assert catalog.case(catalog.key(loaded, "c04")) is None
     c03 = catalog.case(catalog.key(loaded, "c03"))
     assert c03 is not None

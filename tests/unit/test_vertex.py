@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -83,19 +83,6 @@ async def run(name: str, criterion: Any, ev: EvalCase, expected: list[Any] | Non
                       expected=expected if expected is not None else turns_of(ev), config=config, judge=None)
     result = spec.evaluate(inp)
     return await result if not isinstance(result, MetricResult) else result
-
-
-@pytest.fixture
-def vertex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
-    server = FakeVertex().start()
-    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
-    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
-    monkeypatch.setenv("TUI_EVAL_VERTEX_EVAL_URL", server.base_url)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(server.credentials_file(tmp_path)))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 # -- settings -------------------------------------------------------------------------------------------

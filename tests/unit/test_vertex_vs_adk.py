@@ -15,7 +15,6 @@ import math
 import sys
 import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -124,17 +123,6 @@ def adk(monkeypatch: pytest.MonkeyPatch) -> Iterator[AdkSide]:
                 if parent in sys.modules and getattr(sys.modules[parent], child, None) is sys.modules[name]:
                     delattr(sys.modules[parent], child)
                 del sys.modules[name]
-
-
-@pytest.fixture
-def vertex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
-    server = FakeVertex().start()
-    monkeypatch.setenv("TUI_EVAL_VERTEX_EVAL_URL", server.base_url)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(server.credentials_file(tmp_path)))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def adk_invocations(ev: Any) -> list[AdkInvocation]:

@@ -313,8 +313,7 @@ def evaluate_parameter_correctness(inp: MetricInput) -> MetricResult:
     for i in range(len(inp.actual)):
         details = _turn_tools(inp, i, cases, threshold)
         if not details.tools:
-            turns.append(InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                                reason="the golden turn expects no tool call", details=details))
+            turns.append(InvocationMetricResult.not_evaluated("the golden turn expects no tool call", details))
         else:
             score = sum(t.parameter_correctness_score or 0.0 for t in details.tools) / len(details.tools)
             failing = [t for t in details.tools if t.outcome == "FAIL"]
@@ -354,8 +353,7 @@ def evaluate_latency(inp: MetricInput) -> MetricResult:
         details = CesLatencyDetails(turn_seconds=inv.duration,
                                     tools=[CesToolLatency(name=t.name, seconds=t.seconds) for t in inv.tool_timings])
         if inv.duration is None:
-            turns.append(InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                                reason="the agent did not time this turn", details=details))
+            turns.append(InvocationMetricResult.not_evaluated("the agent did not time this turn", details))
         else:
             turns.append(InvocationMetricResult(score=inv.duration, status=EvalStatus.INFORMATIONAL,
                                                 details=details))
@@ -406,7 +404,7 @@ async def evaluate_semantic_similarity(inp: MetricInput) -> MetricResult:
     0-4 scale (the median of the samples, rounded down); the turn passes at the success threshold."""
     if not is_ces_case(inp.case) or inp.expected is None:
         return _not_ces(SEMANTIC_SIMILARITY, inp)
-    from .llm.common import ask_samples, failure_reason, score_invocations, sum_usage
+    from .llm.common import ask_and_vote, score_invocations
 
     crit = inp.criterion
     opts = crit.judge
@@ -417,8 +415,7 @@ async def evaluate_semantic_similarity(inp: MetricInput) -> MetricResult:
         reference = content_text(expected[i].final_response)
         response = content_text(inp.actual[i].final_response)
         if not reference.strip():
-            return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                          reason="the golden turn expects no agent response")
+            return InvocationMetricResult.not_evaluated("the golden turn expects no agent response")
         if not response.strip():
             details = CesSemanticSimilarityDetails(score=0, label=SIMILARITY_LABELS[0],
                                                    rationale="the agent gave no response")
@@ -426,33 +423,17 @@ async def evaluate_semantic_similarity(inp: MetricInput) -> MetricResult:
                                           reason="the agent gave no response", details=details)
         prompt = SIMILARITY_PROMPT.format(prompt=content_text(expected[i].user_content), response=response,
                                           reference=reference)
-        samples = await ask_samples(inp.judge, model=opts.judge_model, prompt=prompt, schema=SimilarityVerdict,
-                                    config=opts.judge_model_config, num_samples=opts.num_samples)
-        records: list[JudgeSample] = []
-        scores: list[int] = []
-        votes = Votes()
-        for s in samples:
-            if s.parsed is None:
-                records.append(s.record())
-                continue
-            scores.append(s.parsed.score)
-            if s.parsed.score >= threshold:
-                votes.yes += 1
-            else:
-                votes.no += 1
-            records.append(s.record(verdict=str(s.parsed.score), rationale=s.parsed.reasoning))
-        details = CesSemanticSimilarityDetails(
-            samples=records, votes=votes, scores=scores, token_usage=sum_usage(samples),
-            errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
-        )
+        ballot = await ask_and_vote(inp.judge, opts, prompt, SimilarityVerdict,
+                                    lambda answer: answer.score >= threshold)
+        scores = [s.parsed.score for s in ballot.samples if s.parsed is not None]
+        records = ballot.records(lambda answer: {"verdict": str(answer.score), "rationale": answer.reasoning})
         if not scores:
-            return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                          reason=failure_reason(s.error for s in samples if s.error), details=details)
+            return InvocationMetricResult.not_evaluated(
+                ballot.failure, ballot.details(CesSemanticSimilarityDetails, records, scores=scores))
         score = int(statistics.median_low(scores))
-        details.score = score
-        details.label = SIMILARITY_LABELS[score]
-        details.verdict = str(score)
-        details.rationale = next(r.rationale for r in records if r.verdict == str(score))
+        details = ballot.details(CesSemanticSimilarityDetails, records, scores=scores, score=score,
+                                 label=SIMILARITY_LABELS[score], verdict=str(score),
+                                 rationale=next(r.rationale for r in records if r.verdict == str(score)))
         status = status_for(float(score), threshold)
         reason = f"{score} ({details.label}) < {threshold:g}" if status == EvalStatus.FAILED else None
         return InvocationMetricResult(score=float(score), status=status, reason=reason, details=details)

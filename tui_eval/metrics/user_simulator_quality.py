@@ -26,7 +26,7 @@ from ..schema.details import (
 from ..schema.model import Invocation
 from ..schema.results import EvalStatus, InvocationMetricResult, MetricResult, status_for
 from .base import MetricInput, builtin
-from .llm.common import ask_and_vote, judge_identity
+from .llm.common import Sample, ask_and_vote, judge_identity
 
 NAME = "per_turn_user_simulator_quality_v1"
 
@@ -129,32 +129,33 @@ def _first_turn(inp: MetricInput) -> InvocationMetricResult:
     return InvocationMetricResult(score=score, status=status_for(score, inp.criterion.threshold), details=details)
 
 
+def _sample_record(s: Sample[TurnVerdict]) -> SimulatorSample:
+    """What the dashboard shows for one judge sample on a simulated user message."""
+    parsed = s.parsed
+    if parsed is None:
+        return s.record_as(SimulatorSample)
+    return s.record_as(SimulatorSample, is_valid=parsed.is_valid,
+                       criteria=[SimulatorCriterionVerdict(name=c.name, reasoning=c.reasoning, passes=c.passes)
+                                 for c in parsed.criteria])
+
+
 async def _judge_turn(inp: MetricInput, history: list[Invocation], user_text: str,
                       kind: Literal["user_message", "stop_signal"]) -> InvocationMetricResult:
     ballot = await ask_and_vote(inp.judge, inp.criterion.judge, _prompt(inp, history, user_text), TurnVerdict,
                                 lambda answer: answer.is_valid)
-    records: list[SimulatorSample] = []
-    for s in ballot.samples:
-        base = s.record()
-        record = SimulatorSample(sample=base.sample, cached=base.cached, latency=base.latency, usage=base.usage,
-                                 error=base.error, raw_text=base.raw_text)
-        if s.parsed is not None:
-            record.is_valid = s.parsed.is_valid
-            record.criteria = [SimulatorCriterionVerdict(name=c.name, reasoning=c.reasoning, passes=c.passes)
-                               for c in s.parsed.criteria]
-        records.append(record)
-    details = ballot.details(SimulatorTurnDetails, records, user_text=user_text, turn_kind=kind, judged=True)
+    records = [_sample_record(s) for s in ballot.samples]
+    turn = {"user_text": user_text, "turn_kind": kind, "judged": True}
     verdict = ballot.outcome
     if verdict is None:
-        return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=ballot.failure,
-                                      details=details)
+        return InvocationMetricResult.not_evaluated(ballot.failure,
+                                                    ballot.details(SimulatorTurnDetails, records, **turn))
     # The rationale shown is that of a sample that voted with the majority: its failed criteria first.
     winner = next(s.parsed for s in ballot.samples if s.parsed is not None and s.parsed.is_valid == verdict)
     failed = [c for c in winner.criteria if not c.passes]
     shown = failed or winner.criteria
-    details.verdict = verdict
-    details.rationale = "; ".join(f"{c.name}: {c.reasoning}" for c in shown)
-    details.failed_criteria = [c.name for c in failed]
+    details = ballot.details(SimulatorTurnDetails, records, **turn, verdict=verdict,
+                             rationale="; ".join(f"{c.name}: {c.reasoning}" for c in shown),
+                             failed_criteria=[c.name for c in failed])
     score = 1.0 if verdict else 0.0
     return InvocationMetricResult(score=score, status=status_for(score, inp.criterion.threshold), details=details)
 

@@ -193,10 +193,8 @@ async def _call(client: Any, spec_name: str, request: dict[str, Any]) -> VertexD
     except VertexError as exc:
         logger.info("Vertex AI could not score %s: %s", spec_name, exc.reason)
         return VertexDetails(metric_spec=spec_name, error=exc.reason, attempts=exc.attempts)
-    details = read_reply(spec_name, reply.body)
-    details.attempts = reply.attempts
-    details.latency = round(reply.latency, 4)
-    return details
+    return read_reply(spec_name, reply.body).model_copy(
+        update={"attempts": reply.attempts, "latency": round(reply.latency, 4)})
 
 
 def _turn_result(details: VertexDetails, threshold: float) -> InvocationMetricResult:
@@ -237,11 +235,9 @@ async def _single_turn(inp: MetricInput, spec_name: str) -> MetricResult:
         response = content_text(actual.final_response)
         if not response:
             # The SDK refuses a case without a response ("Response is required but missing").
-            result = InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                            reason="no final response to rate")
+            result = InvocationMetricResult.not_evaluated("no final response to rate")
         elif spec_name != COHERENCE and not prompt:
-            result = InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED,
-                                            reason="no user prompt (Vertex AI requires one)")
+            result = InvocationMetricResult.not_evaluated("no user prompt (Vertex AI requires one)")
         else:
             if spec_name == COHERENCE:
                 request = coherence_request(response)
@@ -278,8 +274,7 @@ async def _multi_turn(inp: MetricInput, spec_name: str) -> MetricResult:
     client, reason = _client_or_reason()
     if client is None:
         return MetricResult.not_evaluated(crit.metric_name, crit.threshold, reason or "", crit.to_dict())
-    earlier = [InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=MULTI_TURN_EARLIER)
-               for _ in inp.actual[:-1]]
+    earlier = [InvocationMetricResult.not_evaluated(MULTI_TURN_EARLIER) for _ in inp.actual[:-1]]
     for i in range(len(earlier)):
         inp.progress(i)
     details = await _call(client, spec_name, multi_turn_request(spec_name, inp.actual))

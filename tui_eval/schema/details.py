@@ -11,6 +11,7 @@ still validates them, field by field, whenever a details model is built or a rec
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -28,7 +29,9 @@ class _Details(BaseModel):
     """The base of every details model: records keep unknown keys out, field names are the JSON keys."""
 
     # defer_build: built on first validation or dump, not when the dashboard imports this module.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+    # frozen, as the results that carry them (schema/results.py): a metric builds each details model
+    # whole, never fills one in afterwards; a changed one is a copy.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True, frozen=True)
 
 
 # --- trajectory ---------------------------------------------------------------------------------------
@@ -128,6 +131,13 @@ class Votes(_Details):
     yes: int = 0
     no: int = 0
 
+    @classmethod
+    def count(cls, answers: Iterable[bool]) -> Votes:
+        """The votes of the samples' yes (True) / no (False) answers."""
+        listed = list(answers)
+        yes = sum(listed)
+        return cls(yes=yes, no=len(listed) - yes)
+
     @property
     def total(self) -> int:
         return self.yes + self.no
@@ -136,6 +146,11 @@ class Votes(_Details):
     def text(self) -> str:
         """`4/5`: positive votes over counted votes."""
         return f"{self.yes}/{self.total}"
+
+
+def dropped(samples: Iterable[JudgeSample | SimulatorSample]) -> int:
+    """How many judge samples were dropped: their call failed or their reply did not parse."""
+    return sum(1 for s in samples if s.error is not None)
 
 
 class JudgeSample(_Details):
@@ -164,7 +179,7 @@ class JudgeDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for s in self.samples if s.error is not None)
+        return dropped(self.samples)
 
 
 class ResponseMatchJudgeDetails(JudgeDetails):
@@ -227,7 +242,7 @@ class RubricDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for s in self.samples if s.error is not None)
+        return dropped(self.samples)
 
 
 # --- hallucinations -----------------------------------------------------------------------------------
@@ -280,7 +295,7 @@ class HallucinationDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for st in self.steps for s in st.samples if s.error is not None)
+        return dropped(s for st in self.steps for s in st.samples)
 
 
 # --- user simulator -----------------------------------------------------------------------------------
@@ -322,7 +337,7 @@ class SimulatorTurnDetails(_Details):
 
     @property
     def dropped_samples(self) -> int:
-        return sum(1 for s in self.samples if s.error is not None)
+        return dropped(self.samples)
 
 
 # --- case level -----------------------------------------------------------------------------------

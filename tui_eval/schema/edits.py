@@ -59,7 +59,12 @@ class _Style:
         text = json.dumps(data, indent=self.indent, separators=self.separators, ensure_ascii=self.ensure_ascii)
         if self.newline != "\n":
             text = text.replace("\n", self.newline)
-        return ("\ufeff" if self.bom else "").encode("utf-8") + (text + self.tail).encode("utf-8")
+        return _encode(text + self.tail, self.bom)
+
+
+def _encode(text: str, bom: bool) -> bytes:
+    """The file's bytes: UTF-8, with the BOM it was read with."""
+    return (("\ufeff" if bom else "") + text).encode("utf-8")
 
 
 _INDENT = re.compile(r"\n([ \t]+)\S")
@@ -90,7 +95,8 @@ def _escaped(text: str) -> bool:
     return text.isascii() and "\\u" in text
 
 
-def _read(path: Path) -> tuple[Any, _Style]:
+def _read_text(path: Path) -> tuple[str, bool]:
+    """The file's text (without a UTF-8 BOM) and whether it starts with one."""
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8-sig")
@@ -98,12 +104,21 @@ def _read(path: Path) -> tuple[Any, _Style]:
         raise EditError(f"{path}: cannot read file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise EditError(f"{path}: the file is not UTF-8 ({exc.reason}); fix it first") from None
+    return text, raw.startswith(b"\xef\xbb\xbf")
+
+
+def _not_json(path: Path, exc: Exception) -> EditError:
+    return EditError(f"{path}: the file is not valid JSON right now ({exc}); fix it first")
+
+
+def _read(path: Path) -> tuple[Any, _Style]:
+    text, bom = _read_text(path)
     try:
         # The stdlib parser, not a faster one: it keeps every number as written (big ints too) and
         # every key in order, so what is written back is what was read.
-        return json.loads(text), _style(text, raw.startswith(b"\xef\xbb\xbf"))
+        return json.loads(text), _style(text, bom)
     except ValueError as exc:
-        raise EditError(f"{path}: the file is not valid JSON right now ({exc}); fix it first") from None
+        raise _not_json(path, exc) from None
 
 
 def _write(path: Path, data: Any, style: _Style) -> None:
@@ -338,19 +353,12 @@ def set_criterion(path: Path, metric: str, *, threshold: float | None = None, ma
     """Set a metric's threshold and/or trajectory match type in an EvalConfig file, changing only those
     characters: a number criterion stays a number unless a match type is added (then it becomes
     `{"threshold": …, "match_type": …}` in place); an object gets its key replaced, or added first."""
-    try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8-sig")
-    except OSError as exc:
-        raise EditError(f"{path}: cannot read file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise EditError(f"{path}: the file is not UTF-8 ({exc.reason}); fix it first") from None
-    bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
+    text, bom = _read_text(path)
     try:
         data = json.loads(text)
         top = _member_spans(text, _skip_ws(text, 0)) if isinstance(data, dict) else {}
     except (ValueError, IndexError) as exc:
-        raise EditError(f"{path}: the file is not valid JSON right now ({exc}); fix it first") from None
+        raise _not_json(path, exc) from None
     criteria = data.get("criteria") if isinstance(data, dict) else None
     if not isinstance(criteria, dict) or metric not in criteria:
         raise EditError(f"{path}: no criterion {metric!r} in this config")
@@ -380,4 +388,4 @@ def set_criterion(path: Path, metric: str, *, threshold: float | None = None, ma
             edits.append((start + 1, start + 1, ", ".join(added) + sep))
     for s, e, new in sorted(edits, reverse=True):
         text = text[:s] + new + text[e:]
-    atomic_write(path, (bom + text).encode("utf-8"))
+    atomic_write(path, _encode(text, bom))

@@ -78,6 +78,11 @@ class InvocationMetricResult(_Result):
     reason: str | None = None
     details: MetricDetails | None = None
 
+    @classmethod
+    def not_evaluated(cls, reason: str, details: MetricDetails | None = None) -> InvocationMetricResult:
+        """A turn the metric could not score, and why."""
+        return cls(score=None, status=EvalStatus.NOT_EVALUATED, reason=reason, details=details)
+
 
 class MetricResult(_Result):
     """One metric's verdict on a whole case, with its per-invocation verdicts."""

@@ -312,17 +312,6 @@ class CaseListing:
         """Use a file's case index built off the UI thread (the dashboard's loader builds it)."""
         self._case_index[path] = ((id(cases), len(cases)), by_id)
 
-    def index_cases(self) -> None:
-        """Build every loaded file's case index now. The loader calls this on its thread: the first run's
-        results look each case up, and indexing a 100,000-case file there held the UI thread (and every
-        key) too long beside a scoring engine. A reload later rebuilds its file's index on first use."""
-        ws = self.workspace
-        if ws is None:
-            return
-        for path, state in list(ws.eval_files.items()):
-            if state.eval_set is not None:
-                self._cases_by_id(path, state.eval_set.eval_cases)
-
     def key(self, path: Path, eval_id: str) -> CaseKey:
         return _case_key()(str(path), eval_id)
 

@@ -69,7 +69,11 @@ class Sample(Generic[T]):
 
     def record(self, **verdict: Any) -> JudgeSample:
         """What the dashboard shows for this sample; `verdict` holds the metric's verdict fields."""
-        return JudgeSample(
+        return self.record_as(JudgeSample, **verdict)
+
+    def record_as(self, kind: type[D], **verdict: Any) -> D:
+        """This sample as a details model of `kind` (JudgeSample, SimulatorSample), with `verdict`'s fields."""
+        return kind(
             sample=self.index, cached=self.cached, latency=round(self.latency, 4),
             usage=self.usage, error=self.error,
             raw_text=self.raw_text[:2000] if self.error is not None and self.raw_text is not None else None,
@@ -115,6 +119,11 @@ def add_usage(*usages: TokenUsage) -> TokenUsage:
     return TokenUsage.total(list(usages))
 
 
+def sample_errors(samples: Iterable[Sample[Any]]) -> list[str]:
+    """One line per dropped sample, as the details keep them."""
+    return [f"sample {s.index}: {s.error}" for s in samples if s.error]
+
+
 def failure_reason(errors: Iterable[str]) -> str:
     """The NOT_EVALUATED reason when every sample was dropped: each distinct cause once."""
     distinct = list(dict.fromkeys(errors))
@@ -147,7 +156,7 @@ class Ballot(Generic[T]):
     @property
     def errors(self) -> list[str]:
         """One line per dropped sample, as the details keep them."""
-        return [f"sample {s.index}: {s.error}" for s in self.samples if s.error]
+        return sample_errors(self.samples)
 
     @property
     def failure(self) -> str:
@@ -157,6 +166,11 @@ class Ballot(Generic[T]):
     @property
     def token_usage(self) -> TokenUsage:
         return sum_usage(self.samples)
+
+    def records(self, verdict: Callable[[T], dict[str, Any]]) -> list[JudgeSample]:
+        """What the dashboard shows of each sample: a parsed answer's `verdict(answer)` fields (verdict,
+        rationale...), a dropped sample's reason."""
+        return [s.record(**verdict(s.parsed)) if s.parsed is not None else s.record() for s in self.samples]
 
     def details(self, kind: type[D], records: list[Any], **fields: Any) -> D:
         """A turn's details of `kind`: the samples' records, the votes, dropped samples and tokens."""
@@ -168,17 +182,22 @@ async def ask_and_vote(judge: Any, opts: JudgeModelOptions, prompt: str, schema:
     """Ask `opts.num_samples` samples of one prompt; each parsed answer votes yes when `says_yes(answer)`."""
     samples = await ask_samples(judge, model=opts.judge_model, prompt=prompt, schema=schema,
                                 config=opts.judge_model_config, num_samples=opts.num_samples)
-    votes = Votes()
-    for s in samples:
-        if s.parsed is not None:
-            if says_yes(s.parsed):
-                votes.yes += 1
-            else:
-                votes.no += 1
-    return Ballot(samples, votes)
+    return Ballot(samples, Votes.count(says_yes(s.parsed) for s in samples if s.parsed is not None))
 
 
 # -- the judge's view of an invocation -------------------------------------------------------------
+
+#: The turn a yes / no verdict judge reads (final_response_match_v2, safety_v1): `prompt`, `response`.
+PROMPT_AND_RESPONSE = """\
+<user_prompt>
+{prompt}
+</user_prompt>
+
+<agent_response>
+{response}
+</agent_response>
+"""
+
 
 def app_details_for(inp: MetricInput, index: int) -> AppDetails | None:
     """The actual turn's app details, else the expected turn's (recorded eval sets often carry them)."""
@@ -323,8 +342,7 @@ async def score_invocations(inp: MetricInput, score_one: ScoreFn) -> list[Invoca
     return list(await asyncio.gather(*(run(i) for i in range(len(inp.actual)))))
 
 
-def not_evaluated(reason: str, details: MetricDetails | None = None) -> InvocationMetricResult:
-    return InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=reason, details=details)
+not_evaluated = InvocationMetricResult.not_evaluated
 
 
 def invocation_result(score: float | None, crit: Criterion, details: MetricDetails,
@@ -333,15 +351,18 @@ def invocation_result(score: float | None, crit: Criterion, details: MetricDetai
                                   details=details)
 
 
-def verdict_result(ballot: Ballot[Any], details: ResponseMatchJudgeDetails | SafetyDetails, crit: Criterion,
-                   words: tuple[str, str]) -> InvocationMetricResult:
-    """A yes / no judge's turn: NOT_EVALUATED when no sample voted, else 1 or 0, with the winning side's word
-    (`words` is (yes, no)) and one rationale from that side."""
+def verdict_result(ballot: Ballot[Any], kind: type[ResponseMatchJudgeDetails | SafetyDetails],
+                   records: list[JudgeSample], crit: Criterion, words: tuple[str, str],
+                   **fields: Any) -> InvocationMetricResult:
+    """A yes / no judge's turn: NOT_EVALUATED when no sample voted, else 1 or 0; its details of `kind` (the
+    samples' `records`, the metric's own `fields`) with the winning side's word (`words` is (yes, no)) and
+    one rationale from that side."""
     outcome = ballot.outcome
     if outcome is None:
-        return not_evaluated(ballot.failure, details)
-    details.verdict = words[0] if outcome else words[1]
-    details.rationale = next(r.rationale for r in details.samples if r.verdict == details.verdict)
+        return not_evaluated(ballot.failure, ballot.details(kind, records, **fields))
+    verdict = words[0] if outcome else words[1]
+    rationale = next(r.rationale for r in records if r.verdict == verdict)
+    details = ballot.details(kind, records, verdict=verdict, rationale=rationale, **fields)
     return invocation_result(1.0 if outcome else 0.0, crit, details)
 
 

@@ -10,7 +10,7 @@ from ...schema.model import content_text
 from ...schema.details import ResponseMatchJudgeDetails
 from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
-from .common import ask_and_vote, case_result, response_text, score_invocations, verdict_result
+from .common import PROMPT_AND_RESPONSE, ask_and_vote, case_result, response_text, score_invocations, verdict_result
 
 NAME = "final_response_match_v2"
 
@@ -42,13 +42,7 @@ How to judge:
   asks for that clarification or declines for the same reason.
 - Missing, wrong or contradicting key facts make the response invalid.
 
-<user_prompt>
-{prompt}
-</user_prompt>
-
-<agent_response>
-{response}
-</agent_response>
+""" + PROMPT_AND_RESPONSE + """\
 
 <reference_response>
 {reference}
@@ -75,9 +69,7 @@ async def evaluate(inp: MetricInput) -> MetricResult:
         )
         ballot = await ask_and_vote(inp.judge, opts, prompt, ResponseMatchVerdict,
                                     lambda answer: answer.verdict == "valid")
-        records = [s.record(verdict=s.parsed.verdict, rationale=s.parsed.reasoning) if s.parsed is not None
-                   else s.record() for s in ballot.samples]
-        details = ballot.details(ResponseMatchJudgeDetails, records)
-        return verdict_result(ballot, details, crit, ("valid", "invalid"))
+        records = ballot.records(lambda answer: {"verdict": answer.verdict, "rationale": answer.reasoning})
+        return verdict_result(ballot, ResponseMatchJudgeDetails, records, crit, ("valid", "invalid"))
 
     return case_result(inp, await score_invocations(inp, score_one))

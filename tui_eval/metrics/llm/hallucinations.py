@@ -10,7 +10,14 @@ from pydantic import BaseModel, Field
 
 from ...judge import JudgeError
 from ...schema.model import AppDetails, Invocation, content_text
-from ...schema.details import CheckedResponse, HallucinationDetails, SentenceSampleLabel, SentenceVerdict, TokenUsage
+from ...schema.details import (
+    CheckedResponse,
+    HallucinationDetails,
+    JudgeSample,
+    SentenceSampleLabel,
+    SentenceVerdict,
+    TokenUsage,
+)
 from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput
 from .common import (
@@ -26,6 +33,7 @@ from .common import (
     majority,
     not_evaluated,
     response_dict,
+    sample_errors,
     score_invocations,
     sum_usage,
     tool_declarations_text,
@@ -169,30 +177,30 @@ async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> tuple[Check
     """Segment once, label num_samples times, vote per sentence. Returns the checked response and its
     sentences."""
     opts = inp.criterion.judge
-    record = CheckedResponse(source=step.source, author=step.author, text=step.text)
+
+    def checked(*, reason: str | None, score: float | None = None, errors: list[str] | None = None,
+                token_usage: TokenUsage | None = None, samples: list[JudgeSample] | None = None) -> CheckedResponse:
+        return CheckedResponse(source=step.source, author=step.author, text=step.text, score=score, reason=reason,
+                               errors=errors or [], samples=samples or [],
+                               token_usage=token_usage if token_usage is not None else TokenUsage())
+
     if inp.judge is None:  # the runner says so before asking: no judge, nothing checked
-        record.reason = "judge failed: segmentation: no judge credentials"
-        return record, []
+        return checked(reason="judge failed: segmentation: no judge credentials"), []
     try:
         seg = await inp.judge.ask(model=opts.judge_model, contents=SEGMENT_PROMPT.format(response=step.text),
                                   schema=Segmentation, config=opts.judge_model_config, sample=0)
     except JudgeError as exc:
-        record.errors.append(f"segmentation: {exc.reason}")
-        record.token_usage = exc.usage
-        record.reason = f"judge failed: segmentation: {exc.reason}"
-        return record, []
+        return checked(errors=[f"segmentation: {exc.reason}"], token_usage=exc.usage,
+                       reason=f"judge failed: segmentation: {exc.reason}"), []
     seg_usage = seg.usage
     sentences = [s for s in seg.parsed.sentences if s.strip()] if seg.parsed is not None else []
     if not sentences:
-        record.token_usage = seg_usage
-        record.reason = "the judge found no sentences in the response"
-        return record, []
+        return checked(token_usage=seg_usage, reason="the judge found no sentences in the response"), []
     numbered = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(sentences))
     samples = await ask_samples(inp.judge, model=opts.judge_model,
                                 prompt=LABEL_PROMPT.format(context=step.context, sentences=numbered),
                                 schema=SentenceLabels, config=opts.judge_model_config,
                                 num_samples=opts.num_samples)
-    record.token_usage = add_usage(seg_usage, sum_usage(samples))
     by_sentence: list[list[tuple[int, SentenceLabel]]] = [[] for _ in sentences]
     for s in samples:
         if s.parsed is not None:
@@ -206,8 +214,6 @@ async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> tuple[Check
                     continue
                 seen.add(k)
                 by_sentence[k].append((s.index, item))
-        record.samples.append(s.record())
-    record.errors = [f"sample {s.index}: {s.error}" for s in samples if s.error]
     spans = _locate(step.text, sentences)
     positives = 0
     labelled = 0
@@ -217,31 +223,37 @@ async def _check(inp: MetricInput, step: CheckStep, step_no: int) -> tuple[Check
         pos = sum(votes[label] for label in POSITIVE)
         neg = sum(votes[label] for label in NEGATIVE)
         outcome = majority(pos, neg)
-        entry = SentenceVerdict(
-            text=text, source=step.source, step=step_no, votes=dict(votes), span=spans[k],
-            samples=[SentenceSampleLabel(sample=si, label=lab.label, rationale=lab.rationale)
-                     for si, lab in by_sentence[k]],
-        )
+        winner: Label | None = None
+        chosen: SentenceLabel | None = None
         if outcome is not None:
             side = POSITIVE if outcome else NEGATIVE
             # The commonest label on the winning side; ties go to the first in the side's order.
             label: Label = max(side, key=lambda lab: (votes[lab], -side.index(lab)))
             chosen = next(lab for _si, lab in by_sentence[k] if lab.label == label)
-            excerpts = [e for e in (chosen.supporting_excerpt, chosen.contradicting_excerpt) if e]
-            entry.label = label
-            entry.rationale = chosen.rationale
-            entry.excerpt = " / ".join(excerpts) or None
-            entry.supporting_excerpt = chosen.supporting_excerpt
-            entry.contradicting_excerpt = chosen.contradicting_excerpt
+            winner = label
             labelled += 1
             positives += 1 if outcome else 0
-        verdicts.append(entry)
+        excerpts = [e for e in (chosen.supporting_excerpt, chosen.contradicting_excerpt) if e] if chosen else []
+        verdicts.append(SentenceVerdict(
+            text=text, source=step.source, step=step_no, votes=dict(votes), span=spans[k],
+            samples=[SentenceSampleLabel(sample=si, label=lab.label, rationale=lab.rationale)
+                     for si, lab in by_sentence[k]],
+            label=winner,
+            rationale=chosen.rationale if chosen else None,
+            excerpt=" / ".join(excerpts) or None,
+            supporting_excerpt=chosen.supporting_excerpt if chosen else None,
+            contradicting_excerpt=chosen.contradicting_excerpt if chosen else None,
+        ))
+    score: float | None = None
+    reason: str | None = None
     if labelled:
-        record.score = positives / labelled
+        score = positives / labelled
     elif not any(s.ok for s in samples):
-        record.reason = failure_reason(s.error for s in samples if s.error)
+        reason = failure_reason(s.error for s in samples if s.error)
     else:
-        record.reason = "the judge labelled none of the sentences"
+        reason = "the judge labelled none of the sentences"
+    record = checked(samples=[s.record() for s in samples], errors=sample_errors(samples),
+                     token_usage=add_usage(seg_usage, sum_usage(samples)), score=score, reason=reason)
     return record, verdicts
 
 

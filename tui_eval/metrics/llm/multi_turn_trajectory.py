@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ...schema.model import Invocation, InvocationEvents
-from ...schema.results import EvalStatus, InvocationMetricResult, MetricResult
+from ...schema.results import InvocationMetricResult, MetricResult
 from ..base import MetricInput, builtin
 from .rubrics import RubricMetric, evaluate_rubrics
 
@@ -155,8 +155,7 @@ async def evaluate(inp: MetricInput) -> MetricResult:
     for i in range(last):
         inp.progress(i)
     judged = await evaluate_rubrics(metric, sub)
-    earlier = [InvocationMetricResult(score=None, status=EvalStatus.NOT_EVALUATED, reason=EARLIER_TURN)
-               for _ in range(last)]
+    earlier = [InvocationMetricResult.not_evaluated(EARLIER_TURN) for _ in range(last)]
     return judged.model_copy(update={"per_invocation": [*earlier, *judged.per_invocation]})
 
 

@@ -22,6 +22,7 @@ from .common import (
     majority,
     not_evaluated,
     response_text,
+    sample_errors,
     score_invocations,
     sum_usage,
     tool_declarations_text,
@@ -214,7 +215,6 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
                                     schema=metric.schema, config=opts.judge_model_config,
                                     num_samples=opts.num_samples)
         known = {r.rubric_id: r for r in rubrics}
-        votes: dict[str, Votes] = {r.rubric_id: Votes() for r in rubrics}
         per_sample: dict[str, list[RubricSampleVerdict]] = {r.rubric_id: [] for r in rubrics}
         unmatched: list[str] = []
         records: list[JudgeSample] = []
@@ -229,10 +229,6 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
                     if rid in seen:
                         continue  # a judge repeating itself gets one vote per sample
                     seen.add(rid)
-                    if v.verdict == "yes":
-                        votes[rid].yes += 1
-                    else:
-                        votes[rid].no += 1
                     per_sample[rid].append(RubricSampleVerdict(sample=s.index, verdict=v.verdict,
                                                                rationale=v.rationale,
                                                                evidence=getattr(v, "evidence", None)))
@@ -240,7 +236,8 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
         verdicts: list[RubricVerdict] = []
         for r in rubrics:
             rid = r.rubric_id
-            outcome = majority(votes[rid].yes, votes[rid].no)
+            votes = Votes.count(e.verdict == "yes" for e in per_sample[rid])
+            outcome = majority(votes.yes, votes.no)
             verdict: Literal["yes", "no"] | None = None if outcome is None else ("yes" if outcome else "no")
             verdicts.append(RubricVerdict(
                 rubric_id=rid,
@@ -248,14 +245,14 @@ async def evaluate_rubrics(metric: RubricMetric, inp: MetricInput) -> MetricResu
                 type=r.type,
                 verdict=verdict,
                 score=None if outcome is None else (1.0 if outcome else 0.0),
-                votes=votes[rid],
+                votes=votes,
                 rationale=next((e.rationale for e in per_sample[rid] if e.verdict == verdict), None),
                 samples=per_sample[rid],
             ))
         details = RubricDetails(
             rubrics=verdicts,
             samples=records,
-            errors=[f"sample {s.index}: {s.error}" for s in samples if s.error],
+            errors=sample_errors(samples),
             token_usage=sum_usage(samples),
             unmatched_rubric_ids=sorted(set(unmatched)),
         )

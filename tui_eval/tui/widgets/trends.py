@@ -79,12 +79,26 @@ def _is_score(name: str) -> bool:
     return name not in INFORMATIONAL_METRICS
 
 
-def _parts(name: str, values: Sequence[float], rate: bool) -> tuple[str, list[float], str]:
-    """The label, the values drawn (the newest SPARK_WIDTH) and the `last (n)` tail of a row."""
-    shown = list(values)[-SPARK_WIDTH:]
-    label = name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
-    fmt = (lambda v: f"{v:.0%}") if rate else fmt_score
-    return f"{label:<{_NAME_WIDTH}} ", shown, f" {fmt(shown[-1])} ({len(values)})"
+_Parts = tuple[str, tuple[float, ...], str]
+
+
+class _Shown:
+    """What a trend row shows: the label, the values drawn (the newest SPARK_WIDTH) and the `last (n)` tail."""
+
+    def __init__(self) -> None:
+        self.parts: _Parts | None = None
+
+    def change(self, name: str, values: Sequence[float], rate: bool) -> _Parts | None:
+        """The row's new parts; None when they are the ones shown (moving between cases with the same trend
+        repaints nothing)."""
+        shown = tuple(values)[-SPARK_WIDTH:]
+        label = name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+        fmt = (lambda v: f"{v:.0%}") if rate else fmt_score
+        parts = (f"{label:<{_NAME_WIDTH}} ", shown, f" {fmt(shown[-1])} ({len(values)})")
+        if parts == self.parts:
+            return None
+        self.parts = parts
+        return parts
 
 
 class TrendRow(Horizontal):
@@ -95,7 +109,7 @@ class TrendRow(Horizontal):
         self._name_label = Label(classes="trend-name")
         self._spark_line = Label(classes="trend-spark")
         self._tail_label = Label(classes="trend-tail")
-        self._shown: tuple[str, tuple[float, ...], str] | None = None
+        self._shown = _Shown()
         #: The values drawn (the newest SPARK_WIDTH).
         self.values: list[float] = []
         self.set(name, values, rate=rate)
@@ -106,13 +120,12 @@ class TrendRow(Horizontal):
         yield self._tail_label
 
     def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
-        label, shown, tail = _parts(name, values, rate)
-        key = (label, tuple(shown), tail)
-        if key == self._shown:
-            return  # moving between cases with the same trend repaints nothing
-        self._shown = key
+        parts = self._shown.change(name, values, rate)
+        if parts is None:
+            return
+        label, shown, tail = parts
         # The name is padded to a fixed width and the tail fills the rest: neither changes the layout.
-        self.values = shown
+        self.values = list(shown)
         self._name_label.update(plain(label), layout=False)
         # A fixed scale (0..1 for rates and scores): a steady 100% is a full bar, not the lowest.
         self._spark_line.update(Content.styled(bars(shown, 1.0 if rate or _is_score(name) else None), "$accent"),
@@ -146,14 +159,13 @@ class CaseTrendRow(Sparkline):
         self.label = ""
         self.tail = ""
         self._score = True
-        self._shown: tuple[str, tuple[float, ...], str] | None = None
+        self._shown = _Shown()
 
     def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
-        label, shown, tail = _parts(name, values, rate)
-        key = (label, tuple(shown), tail)
-        if key == self._shown:
-            return  # moving between cases with the same trend repaints nothing
-        self._shown = key
+        parts = self._shown.change(name, values, rate)
+        if parts is None:
+            return
+        label, shown, tail = parts
         self._score = rate or _is_score(name)
         # Metric names come from a config file: one line, control characters escaped (never markup).
         self.label, self.tail = safe_line(label), tail
