@@ -340,9 +340,9 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
             executor: str = "local") -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
-    The entry point owns the process, so its heap policy is here (figures: bench/README.md, "GC"): the
-    cyclic GC stays off while the folder loads, and the loaded folder is then frozen out of later
-    collections."""
+    The entry point owns the process, so its heap policy is here (figures: bench/README.md, "The young
+    generation"): the cyclic GC stays off while the folder loads, the loaded folder is then frozen out
+    of later collections, and the older generations are collected rarely (UI_GC_THRESHOLD)."""
     import gc
 
     run_options = None
