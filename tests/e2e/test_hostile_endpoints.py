@@ -5,9 +5,8 @@ is bounded, and an oversize answer is that call's error. Each client runs in a c
 from __future__ import annotations
 
 import struct
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Iterator
 
@@ -15,6 +14,7 @@ import pytest
 
 from tests.support.bounded import python
 from tests.support.fake_gemini import FakeGemini, Reply
+from tests.support.fake_server import HandlerServer
 from tests.support.fake_vertex import FakeVertex, VertexReply
 
 CHILD_MEMORY = 1536 * 1024**2
@@ -157,14 +157,8 @@ def bomb_server(bomb: bytes) -> Iterator[str]:
 
         do_POST = do_GET = _bomb  # noqa: N815
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with HandlerServer(Handler) as server:
+        yield f"http://127.0.0.1:{server.port}/mcp"
 
 
 CES = """
@@ -228,17 +222,11 @@ async def test_every_encoding_is_read_within_the_bound(encoding: str, size: int)
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with HandlerServer(Handler) as server:
         async with httpx.AsyncClient(event_hooks=with_answer_bound(limit=4000), timeout=10) as client:
-            url = f"http://127.0.0.1:{server.server_address[1]}/"
+            url = f"http://127.0.0.1:{server.port}/"
             if encoding == "br" or size > 4000:
                 with pytest.raises(AnswerTooLarge, match="larger than|content encoding 'br'"):
                     await client.get(url)
             else:
                 assert (await client.get(url)).content == text
-    finally:
-        server.shutdown()
-        server.server_close()

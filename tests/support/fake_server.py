@@ -95,6 +95,17 @@ class LocalServer:
         return int(self._server.server_address[1])
 
 
+class HandlerServer(LocalServer):
+    """A LocalServer answering with a given request handler class."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__()
+        self._handler = handler
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return self._handler
+
+
 class FakeServer(LocalServer, Generic[Req, Rep]):
     """A fake model API: what it records and answers (see the module docstring)."""
 
