@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -31,27 +30,6 @@ _LLM_ENV = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
 )
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Without pytest-xdist (a virtualenv from before it joined the dev extras), addopts' `-n 2 --dist
-    loadgroup` are accepted and the suite runs in one process (the header says so)."""
-    if importlib.util.find_spec("xdist") is None:
-        group = parser.getgroup("xdist")
-        # (pytest keeps lowercase short options for plugins: xdist registers -n the same way)
-        group._addoption("-n", "--numprocesses", dest="numprocesses", default=0,
-                         help="pytest-xdist is not installed: the suite runs in one process")
-        group.addoption("--dist", dest="dist", default="no", help="pytest-xdist is not installed")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "xdist_group(name): tests that run on the same pytest-xdist worker")
-
-
-def pytest_report_header(config: pytest.Config) -> str | None:
-    if config.pluginmanager.has_plugin("xdist"):
-        return None
-    return "pytest-xdist is not installed: one process (pip install -e '.[dev]' for two workers)"
 
 
 @pytest.fixture(autouse=True)
