@@ -164,7 +164,10 @@ async def test_timeout_retried_then_fails(fake_gemini: FakeGemini, tmp_path: Pat
     with pytest.raises(JudgeCallError) as exc:
         await judge.ask(model="m", contents="q", schema=Verdict)
     assert exc.value.reason == "timeout after 0.1s after 2 retries"
-    assert fake_gemini.calls == 3
+    # Three attempts left the client. (The server may never see the last one: on a loaded machine the
+    # client can give up on it at 0.1 s before the request is even sent.)
+    assert (judge.stats.calls, judge.stats.retries, judge.stats.failures) == (3, 2, 1)
+    assert fake_gemini.calls >= 2
 
 
 async def test_timeout_then_success(fake_gemini: FakeGemini, tmp_path: Path) -> None:
