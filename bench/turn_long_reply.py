@@ -51,10 +51,10 @@ async def main(mb: float, width: int, height: int) -> None:
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.press("R")
-        while app.catalog.result(app.catalog.all_keys()[0]) is None:
+        while app.listing.result(app.listing.all_keys()[0]) is None:
             await pilot.pause(0.05)
             app.pull()
-        key = app.catalog.all_keys()[0]
+        key = app.listing.all_keys()[0]
         t0 = time.perf_counter()
         app.open_turn(key, 0)
         await pilot.pause()

@@ -83,15 +83,15 @@ async def test_failed_only_metric_and_search_filters(workspace: Path, make_app) 
         assert not any("broken" in line for line in labels(app))  # no failed case in it
         assert "filter: failed only" in str(app.screen.query_one("#topbar").render())
         # By metric: failed on hallucinations_v1 only.
-        metric_order = app.catalog.metric_names()
+        metric_order = app.listing.metric_names()
         presses = metric_order.index("hallucinations_v1") + 1
         await pilot.press(*["m"] * presses)
-        assert app.catalog.filter.metric == "hallucinations_v1"
+        assert app.listing.filter.metric == "hallucinations_v1"
         assert visible_cases(app) == ["weather_paris"]
         assert any("✘ weather_paris  0.33" in line for line in labels(app))
         # Escape clears every filter.
         await pilot.press("escape")
-        assert not app.catalog.filter.active
+        assert not app.listing.filter.active
         assert len(labels(app)) == 3
         # Search matches ids and user messages.
         await pilot.press("slash")
@@ -101,7 +101,7 @@ async def test_failed_only_metric_and_search_filters(workspace: Path, make_app) 
         await pilot.press("enter")
         assert app.focused is app.screen.query_one(EvalBrowser)
         await pilot.press("escape")
-        assert app.catalog.filter.query == ""
+        assert app.listing.filter.query == ""
 
 
 async def test_palette_jumps_to_a_case_by_name(workspace: Path, make_app) -> None:
@@ -132,7 +132,7 @@ async def test_palette_reaches_actions_and_metric_filters(workspace: Path, make_
         await pilot.pause(0.5)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.catalog.filter.failed_only
+        assert app.listing.filter.failed_only
 
 
 async def test_turn_node_opens_the_turn_view(workspace: Path, make_app) -> None:

@@ -18,13 +18,13 @@ async def test_demo_opens_runs_and_shows_a_scenario_turn(tmp_path: Path, make_ap
     app = make_app(demo, recording=None)
     async with app.run_test(size=(100, 34)) as pilot:
         await settle(pilot)
-        assert len(app.catalog.files) == 4 and len(app.catalog.workspace.agent_dirs) == 3
+        assert len(app.listing.files) == 4 and len(app.listing.workspace.agent_dirs) == 3
         await pilot.press("R")
         await settle(pilot)
         state = app.run_state
-        assert state.phase == "finished" and state.cases_done == state.cases_total == len(app.catalog.all_keys())
+        assert state.phase == "finished" and state.cases_done == state.cases_total == len(app.listing.all_keys())
         assert not state.errors
-        key = next(k for k in app.catalog.all_keys() if app.catalog.case(k).is_scenario)
+        key = next(k for k in app.listing.all_keys() if app.listing.case(k).is_scenario)
         app.open_turn(key, 0)
         await pilot.pause()
         response = str(app.screen.query_one("#turn-response", Static).render())

@@ -15,7 +15,7 @@ from tui_eval.tui.messages import EditKind, EditRequested
 async def open_turn_2_of_book_flight(pilot, path: Path):
     """Once the folder is loaded, the turn view on book_flight's second turn; its key."""
     await settle(pilot)
-    key = pilot.app.catalog.key(path, "book_flight")
+    key = pilot.app.listing.key(path, "book_flight")
     pilot.app.open_turn(key, 1)
     await pilot.pause()
     return key
@@ -45,7 +45,7 @@ async def test_accept_turn_after_confirm(workspace: Path, make_app) -> None:
         assert data["description"] == "Flights, weather and hotels"
         # The app reloaded the file; the turn view shows the new expected text at once and marks the
         # result, scored against the old one, stale.
-        assert app.catalog.case(key).conversation[1].final_response.text.startswith("Booked AZ 331 for 2")
+        assert app.listing.case(key).conversation[1].final_response.text.startswith("Booked AZ 331 for 2")
         response = str(app.screen.query_one("#turn-response").render())
         assert response.startswith("expected\nBooked AZ 331 for 2 passengers. Confirmation code QX7T2.\n"), response
         assert "⚠ stale: this result was scored against the expected turn before the eval file changed" in response
@@ -64,7 +64,7 @@ async def test_delete_case_from_the_browser(workspace: Path, make_app) -> None:
         await settle(pilot)
         ids = [c["eval_id"] for c in json.loads(path.read_text())["eval_cases"]]
         assert ids == ["book_flight", "weather_paris", "hotel_rubrics", "transfer_order", "judge_down"]
-        assert app.catalog.result(app.catalog.key(path, "agent_crash")) is None
+        assert app.listing.result(app.listing.key(path, "agent_crash")) is None
         assert "agent_crash" not in [n.data.key.eval_id for n in app.main.browser._case_nodes.values()]
 
 
@@ -72,7 +72,7 @@ async def test_accept_needs_a_result(workspace: Path, make_app) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "agent_crash")
+        key = app.listing.key(workspace / "travel" / "travel.evalset.json", "agent_crash")
         app.main.post_message(EditRequested(EditKind.ACCEPT_CASE, key))
         await pilot.pause()
         assert app.screen.id == "main"  # no confirm: nothing to accept

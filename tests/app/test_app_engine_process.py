@@ -63,11 +63,11 @@ async def test_a_run_streams_from_the_engine_process(tmp_path: Path, make_app) -
         assert "/40 cases" in str(app.main.query_one("#run-status").render())
         await settle(pilot)
         assert app.run_state.phase == "finished" and app.run_state.cases_done == 40
-        assert len(app.catalog.results) == 40
+        assert len(app.listing.results) == 40
         # A result reached the dashboard packed; the summary pane parses it when it shows it.
-        key = app.catalog.key(root / "slow" / "slow.evalset.json", "case-03")
-        assert app.catalog.results.status(key) == 1
-        assert app.catalog.result(key).eval_id == "case-03"
+        key = app.listing.key(root / "slow" / "slow.evalset.json", "case-03")
+        assert app.listing.results.status(key) == 1
+        assert app.listing.result(key).eval_id == "case-03"
 
 
 CANCEL_CASES = 30_000
@@ -99,7 +99,7 @@ async def test_quitting_during_a_run_keeps_the_finished_cases_and_ends_the_engin
         pid = app.engine.pid
         await pilot.press("R")
         await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 2)
-        done = {k.eval_id for k in app.catalog.results.keys()}
+        done = {k.eval_id for k in app.listing.results.keys()}
         await pilot.press("q")
         await pilot.press("y")  # "Quit during a run?"
         await pilot.pause()

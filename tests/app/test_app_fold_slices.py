@@ -1,4 +1,4 @@
-"""A big run's finished cases reach the run book in the same bounded slices as the catalog (issue 9,
+"""A big run's finished cases reach the run book in the same bounded slices as the listing (issue 9,
 item 15): the book once took every case finished since the last tick at once, and a 100k-case replay
 kept the UI thread in it for seconds."""
 
@@ -26,7 +26,7 @@ async def test_the_run_book_is_fed_a_slice_a_tick_and_its_timeline_entry_counts_
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        book = app.catalog.run_book
+        book = app.listing.run_book
         fed: list[int] = []
         feed = RunBook.feed
 
@@ -41,7 +41,7 @@ async def test_the_run_book_is_fed_a_slice_a_tick_and_its_timeline_entry_counts_
         assert max(fed) <= 50, fed  # never more than one slice a call
         entry = book.timeline[0]
         assert entry.ran == CASES and entry.phase == "finished"  # made once every case was folded
-        assert len(app.catalog.results) == CASES
+        assert len(app.listing.results) == CASES
 
 
 async def test_a_run_started_while_the_last_ones_cases_are_still_folding_keeps_its_timeline_entry(
@@ -64,6 +64,6 @@ async def test_a_run_started_while_the_last_ones_cases_are_still_folding_keeps_i
         assert app.model.backlog  # the first run's cases are still being folded
         await pilot.press("R")
         await settle(pilot)
-        second, first = app.catalog.run_book.timeline[:2]
+        second, first = app.listing.run_book.timeline[:2]
         assert first.ran == CASES and first.phase == "finished"
         assert second.ran == CASES and second.phase == "finished"

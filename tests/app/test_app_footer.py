@@ -103,7 +103,7 @@ async def test_it_draws_what_textuals_footer_draws(compact: bool) -> None:
 async def test_the_first_loaded_frame_does_not_wait_for_the_pull_tick(tmp_path: Path, make_app,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """With the pull timer slowed to once in 1,000 s, the loader's end alone brings the folder on screen:
-    every eval file in the tree, the top bar's count, the catalog marked loaded."""
+    every eval file in the tree, the top bar's count, the listing marked loaded."""
     monkeypatch.setattr(pump, "TICK_HZ", 0.001)
     folder = install_fixture("workspace", tmp_path / "ws")
     app = make_app(folder)
@@ -111,8 +111,8 @@ async def test_the_first_loaded_frame_does_not_wait_for_the_pull_tick(tmp_path: 
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert app.catalog.loaded
-        files = len(app.catalog.files)
+        assert app.listing.loaded
+        files = len(app.listing.files)
         assert files >= 2
         assert len(app.main.browser.root.children) == files
         assert f"{files} eval files ·" in str(app.main.query_one("#topbar").render())

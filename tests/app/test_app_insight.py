@@ -229,13 +229,13 @@ async def test_live_saves_add_timeline_entries_with_the_cases_they_flipped(tmp_p
         await settle(pilot)
         await wait_until(pilot, lambda: app.model.watch_ready)
         await pilot.press("R")  # flip passes (its first call says heads)
-        await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 1 and not app.busy, timeout=30)
+        await wait_until(pilot, lambda: len(app.listing.run_book.timeline) == 1 and not app.busy, timeout=30)
         # Saved with a bug: flip always says tails. The live re-run breaks it.
         agent.write_text(source.replace('"heads" if n % 2 else "tails"', '"tails"'))
-        await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 2 and not app.busy, timeout=30)
+        await wait_until(pilot, lambda: len(app.listing.run_book.timeline) == 2 and not app.busy, timeout=30)
         # Saved again, fixed.
         agent.write_text(source)
-        await wait_until(pilot, lambda: len(app.catalog.run_book.timeline) == 3, timeout=30)
+        await wait_until(pilot, lambda: len(app.listing.run_book.timeline) == 3, timeout=30)
         await pilot.press("t")
         lines = text_of(app, "#timeline-text").splitlines()
         heads = [line for line in lines if not line.startswith(" ")]

@@ -83,7 +83,7 @@ def test_run_app_passes_no_mouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     seen: dict[str, object] = {}
 
     def fake_run(self: EvalApp, *, mouse: bool = True, **kwargs: object) -> None:
-        seen.update(mouse=mouse, live=self.live, agent=self.agent_ref, root=self.catalog.root)
+        seen.update(mouse=mouse, live=self.live, agent=self.agent_ref, root=self.listing.root)
 
     monkeypatch.setattr(app_module.EvalApp, "run", fake_run)
     assert main([str(tmp_path), "--no-mouse", "--live", "--agent", "replay:x.json"]) == 0

@@ -38,7 +38,7 @@ async def test_saved_files_reload_and_broken_ones_stay_stale(workspace: Path, ma
         path.write_text('{"eval_set_id": "smalltalk", "eval_cases": [')
         await wait_until(pilot, lambda: "stale" in set_label(app, path.name))
         assert "(3)" in set_label(app, path.name)
-        app.main.browser.select_key(app.catalog.key(path, "greet"))
+        app.main.browser.select_key(app.listing.key(path, "greet"))
         await pilot.pause()
         app.main.summary.show(app.main.browser.cursor_node.parent.data)
         assert "last good version" in str(app.main.summary.render())
@@ -62,10 +62,10 @@ async def test_live_mode_reruns_only_the_edited_case(workspace: Path, make_app) 
         await wait_until(pilot, lambda: app.run_state is not None and app.run_state.phase == "finished")
         assert app.run_state.cases_total == 1
         assert "weather_paris" in app.run_state.label
-        key = app.catalog.key(path, "weather_paris")
-        assert app.catalog.results.origin(key) == "this session"
-        other = app.catalog.key(path, "book_flight")
-        assert app.catalog.results.origin(other).startswith("saved")
+        key = app.listing.key(path, "weather_paris")
+        assert app.listing.results.origin(key) == "this session"
+        other = app.listing.key(path, "book_flight")
+        assert app.listing.results.origin(other).startswith("saved")
 
 
 async def test_live_config_edit_rescores_without_the_agent(workspace: Path, make_app) -> None:
@@ -74,12 +74,12 @@ async def test_live_config_edit_rescores_without_the_agent(workspace: Path, make
     app = make_app(workspace, watch=True, live=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await start(app, pilot)
-        farewell = app.catalog.key(workspace / "smalltalk" / "smalltalk.evalset.json", "farewell")
-        assert app.catalog.result(farewell).status == 2
+        farewell = app.listing.key(workspace / "smalltalk" / "smalltalk.evalset.json", "farewell")
+        assert app.listing.result(farewell).status == 2
         # The saved inference scores 0.0 on response_match; a threshold of 0 passes it without re-running.
         (workspace / "all.recorded.json").unlink()  # the agent could not run now
         config.write_text(json.dumps({"criteria": {"response_match_score": 0.0}}))
         await wait_until(pilot, lambda: app.run_state is not None and app.run_state.phase == "finished")
         assert app.run_state.label.startswith("re-score")
-        assert app.catalog.result(farewell).status == 1
+        assert app.listing.result(farewell).status == 1
         assert not app.run_state.errors

@@ -67,8 +67,8 @@ async def test_markup_in_notifications_and_run_errors(markup_workspace: Path, ma
         await settle(pilot)
         await pilot.press("R")
         await settle(pilot)
-        key = app.catalog.key(markup_workspace / "markup.evalset.json", "[/oops]")
-        assert "missing[/x].json" in app.catalog.result(key).error
+        key = app.listing.key(markup_workspace / "markup.evalset.json", "[/oops]")
+        assert "missing[/x].json" in app.listing.result(key).error
         assert app.main.browser.select_key(key)
         await pilot.pause()
         assert "missing[/x].json" in str(app.main.summary.render())

@@ -66,7 +66,7 @@ def big_folder(root: Path, cases: int) -> Path:
 
 
 async def test_ten_thousand_results_keep_the_file_counts_current(tmp_path: Path, make_app) -> None:
-    """10,000 results reach the catalog, and the file's counts follow each one (how fast: the folding of
+    """10,000 results reach the listing, and the file's counts follow each one (how fast: the folding of
     100,000 is timed by bench/tui_scale.py, never here)."""
     from tui_eval.schema.results import CaseResult, EvalStatus
 
@@ -74,7 +74,7 @@ async def test_ten_thousand_results_keep_the_file_counts_current(tmp_path: Path,
     app = make_app(folder, recording=None, agent=f"replay:{folder / 'big.evalset.json'}")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        cat = app.catalog
+        cat = app.listing
         path = cat.files[0]
         keys = [cat.key(path, c.eval_id) for c in cat.cases(path)]
         assert len(keys) == 10_000
@@ -130,7 +130,7 @@ async def test_a_pass_with_metrics_not_evaluated_says_so(workspace: Path, make_a
         assert "2/4 evaluated" in judge_down
         hotel = next(line for line in lines if "hotel_rubrics" in line)
         assert "evaluated" not in hotel  # passed on all four
-        app.main.browser.select_key(app.catalog.key(app.catalog.files[2], "judge_down"))
+        app.main.browser.select_key(app.listing.key(app.listing.files[2], "judge_down"))
         await pilot.pause()
         assert "passed · 2 of 4 metrics evaluated" in summary_text(app)
 
@@ -199,15 +199,15 @@ async def test_deleting_a_turn_redraws_the_turn_view_at_once(workspace: Path, ma
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         path = workspace / "travel" / "travel.evalset.json"
-        key = app.catalog.key(path.resolve(), "book_flight")
+        key = app.listing.key(path.resolve(), "book_flight")
         app.open_turn(key, 0)
         await pilot.pause()
         assert isinstance(app.screen, TurnScreen)
         await pilot.press("d", "y")
         await settle(pilot)
         # The file has one turn left, the old result (scored on two) is gone, and the view shows that turn.
-        assert len(app.catalog.case(key).conversation) == 1
-        assert app.catalog.result(key) is None
+        assert len(app.listing.case(key).conversation) == 1
+        assert app.listing.result(key) is None
         screen = app.screen
         assert isinstance(screen, TurnScreen)
         expected, actual, n = screen._turns()
@@ -305,7 +305,7 @@ async def test_a_huge_file_shows_its_cases_a_page_at_a_time(tmp_path: Path, make
         assert isinstance(more.data, MoreEntry)
         assert "10 more cases" in browser.render_label(more, browser.rich_style, browser.rich_style).plain
         # Selecting a case beyond the page shows the next page; enter on the leaf would do the same.
-        last = app.catalog.key(app.catalog.files[0], f"c{PAGE + 9:06d}")
+        last = app.listing.key(app.listing.files[0], f"c{PAGE + 9:06d}")
         assert browser.select_key(last)
         assert len(file_node.children) == PAGE + 10
         assert isinstance(browser.cursor_node.data, CaseEntry) and browser.cursor_node.data.key == last

@@ -36,9 +36,9 @@ async def test_run_everything_fills_one_bar_per_metric(workspace: Path, make_app
         status = str(app.main.query_one("#run-status").render())
         assert "8/8 cases" in status and "finished" in status
         # The session's results replace the saved ones; judges have no credentials here.
-        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "weather_paris")
-        assert app.catalog.results.origin(key) == SESSION
-        halluc = app.catalog.result(key).metric("hallucinations_v1")
+        key = app.listing.key(workspace / "travel" / "travel.evalset.json", "weather_paris")
+        assert app.listing.results.origin(key) == SESSION
+        halluc = app.listing.result(key).metric("hallucinations_v1")
         assert halluc.status == 3 and "credentials" in (halluc.reason or "")
         # History was written beside the eval file (replay agent).
         assert len(list((workspace / "travel" / ".adk" / "eval_history").glob("*.tui-eval.json"))) == 3
@@ -52,10 +52,10 @@ async def test_run_selected_case_only(workspace: Path, make_app) -> None:
         await pilot.press("r")
         await settle(pilot)
         assert app.run_state.cases_total == 1
-        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
-        assert app.catalog.results.origin(key) == SESSION
-        other = app.catalog.key(workspace / "travel" / "travel.evalset.json", "weather_paris")
-        assert app.catalog.results.origin(other).startswith("saved")
+        key = app.listing.key(workspace / "travel" / "travel.evalset.json", "book_flight")
+        assert app.listing.results.origin(key) == SESSION
+        other = app.listing.key(workspace / "travel" / "travel.evalset.json", "weather_paris")
+        assert app.listing.results.origin(other).startswith("saved")
 
 
 async def test_run_a_file_and_then_the_failures(workspace: Path, make_app) -> None:
@@ -66,7 +66,7 @@ async def test_run_a_file_and_then_the_failures(workspace: Path, make_app) -> No
         await pilot.press("r")
         await settle(pilot)
         assert app.run_state.cases_total == 2
-        failed = app.catalog.failed_keys()
+        failed = app.listing.failed_keys()
         assert failed
         await pilot.press("F")
         await settle(pilot)
@@ -94,7 +94,7 @@ async def test_cancel_keeps_finished_cases_and_ui_stays_responsive(tmp_path: Pat
         state = app.run_state
         assert state.phase == "cancelled"
         assert 1 <= state.cases_done < 40
-        finished = [k for k in app.catalog.results.keys() if app.catalog.results.origin(k) == SESSION]
+        finished = [k for k in app.listing.results.keys() if app.listing.results.origin(k) == SESSION]
         assert len(finished) == state.cases_done
         assert "cancelled" in str(app.main.query_one("#run-status").render())
         assert app.main.query_one(RunPanel).has_class("-cancelled")
@@ -105,8 +105,8 @@ async def test_runs_refuse_to_overlap(tmp_path: Path, make_app) -> None:
     app = make_app(root, recording=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert app.engine.start_run("first", files=list(app.catalog.files))
-        assert not app.engine.start_run("second", files=list(app.catalog.files))
+        assert app.engine.start_run("first", files=list(app.listing.files))
+        assert not app.engine.start_run("second", files=list(app.listing.files))
         await settle(pilot)
         assert app.run_state.label == "first" and app.run_state.cases_done == 4
 
@@ -136,8 +136,8 @@ async def test_a_misspelt_criterion_is_an_error_on_screen_not_a_dropped_metric(w
         status = str(app.main.query_one("#run-status").render())
         assert "unknown metric(s) response_match_scor (did you mean 'response_match_score'?)" in status
         assert app.run_state.cases_done == 0
-        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
-        assert app.catalog.results.origin(key).startswith("saved")
+        key = app.listing.key(workspace / "travel" / "travel.evalset.json", "book_flight")
+        assert app.listing.results.origin(key).startswith("saved")
 
 
 

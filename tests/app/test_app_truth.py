@@ -34,7 +34,7 @@ async def test_the_number_beside_a_case_is_its_deciding_score_never_a_count_or_s
         assert _case_line(app, "greeting").endswith("✔ greeting  1.00")
         assert _case_line(app, "roll_six_sided").endswith("✔ roll_six_sided  1.00")
         # A failed case shows the failing metric's score (ten_sided_wording fails on wording only).
-        wording = app.catalog.result(next(k for k in app.catalog.all_keys() if k.eval_id == "ten_sided_wording"))
+        wording = app.listing.result(next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording"))
         response = wording.metric("response_match_score")
         assert response.status == 2
         assert _case_line(app, "ten_sided_wording").endswith(f"✘ ten_sided_wording  {response.score:.2f}")
@@ -66,8 +66,8 @@ async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Pa
         await settle(pilot)
         await pilot.press("right")  # hello_world's cases
         in_file = visible_cases(app)
-        hello = [k for k in app.catalog.all_keys() if k.eval_id in in_file]
-        scores = {k.eval_id: app.catalog.case_score(k) for k in hello}
+        hello = [k for k in app.listing.all_keys() if k.eval_id in in_file]
+        scores = {k.eval_id: app.listing.case_score(k) for k in hello}
         await pilot.press("s")
         await pilot.pause()
         assert app.screen.browser.border_title == "Eval sets · worst score first"
@@ -75,12 +75,12 @@ async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Pa
         assert sorted(by_score) == sorted(in_file) and by_score != in_file
         assert [scores[c] for c in by_score] == sorted(scores.values())
         # The failed cases (their failing metric's score) come before the passed ones.
-        statuses = [int(app.catalog.result(next(k for k in hello if k.eval_id == c)).status) for c in by_score]
+        statuses = [int(app.listing.result(next(k for k in hello if k.eval_id == c)).status) for c in by_score]
         assert statuses == sorted(statuses, reverse=True)
         await pilot.press("s")
         await pilot.pause()
         assert app.screen.browser.border_title == "Eval sets · slowest first"
-        walls = {k.eval_id: app.catalog.result(k).wall_seconds for k in hello}
+        walls = {k.eval_id: app.listing.result(k).wall_seconds for k in hello}
         by_time = visible_cases(app)
         assert [walls[c] for c in by_time] == sorted(walls.values(), reverse=True)
         for case in by_time:  # the number is now the case's wall time, with its unit
@@ -307,14 +307,14 @@ async def test_flaky_is_a_status_in_the_tree_the_filter_the_counts_and_the_histo
         # f: failed only, then flaky only, then everything.
         await pilot.press("f")
         await pilot.pause()
-        assert app.catalog.filter.failed_only
+        assert app.listing.filter.failed_only
         await pilot.press("f")
         await pilot.pause()
-        assert app.catalog.filter.flaky_only and visible_cases(app) == ["flip"]
+        assert app.listing.filter.flaky_only and visible_cases(app) == ["flip"]
         await pilot.press("f")
         await pilot.pause()
-        assert not app.catalog.filter.active
-        assert [len(app.catalog.visible_cases(p)) for p in app.catalog.files] == [3]
+        assert not app.listing.filter.active
+        assert [len(app.listing.visible_cases(p)) for p in app.listing.files] == [3]
         # The history says which repetition each record is.
         await pilot.press("h")
         await settle(pilot)
@@ -426,8 +426,8 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         await settle(pilot)
         await pilot.press("R")
         await settle(pilot)
-        key = app.catalog.all_keys()[0]
-        assert len(app.catalog.result(key).actual[0].final_response.text) == len(words)
+        key = app.listing.all_keys()[0]
+        assert len(app.listing.result(key).actual[0].final_response.text) == len(words)
         app.open_turn(key, 0)
         await pilot.pause()
         screen = app.screen
@@ -463,7 +463,7 @@ async def test_search_finds_responses_tools_and_arguments_and_y_copies_json(work
             assert visible_cases(app) == expected, (needle, visible_cases(app))
         main.action_clear_filters()
         await pilot.pause()
-        key = app.catalog.key(app.catalog.root / "travel" / "travel.evalset.json", "transfer_order")
+        key = app.listing.key(app.listing.root / "travel" / "travel.evalset.json", "transfer_order")
         main.browser.select_key(key)
         await pilot.press("y")
         copied = json.loads(app.clipboard)

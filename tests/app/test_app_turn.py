@@ -21,7 +21,7 @@ def grid_text(screen) -> list[str]:
 
 
 async def open_turn(app, pilot, eval_id: str, index: int = 0) -> TurnScreen:
-    key = app.catalog.key(app.catalog.root / "travel" / "travel.evalset.json", eval_id)
+    key = app.listing.key(app.listing.root / "travel" / "travel.evalset.json", eval_id)
     app.open_turn(key, index)
     await pilot.pause()
     assert isinstance(app.screen, TurnScreen)
@@ -156,8 +156,8 @@ async def test_a_case_without_a_result_shows_the_expected_turn(workspace: Path, 
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        key = app.catalog.key(workspace / "travel" / "travel.evalset.json", "book_flight")
-        app.catalog.results.forget(key)
+        key = app.listing.key(workspace / "travel" / "travel.evalset.json", "book_flight")
+        app.listing.results.forget(key)
         screen = await open_turn(app, pilot, "book_flight", 0)
         assert "no result yet" in text_of(screen, "#turn-title")
         cells = grid_text(screen)

@@ -75,7 +75,7 @@ async def test_turn_view_opens_the_diff_of_a_saved_result_from_history(tmp_path:
     async with again.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await open_flip_turn(pilot)
-        assert "saved" in again.catalog.results.origin(again.screen.key)
+        assert "saved" in again.listing.results.origin(again.screen.key)
         await pilot.press("g")
         await wait_until(pilot, lambda: isinstance(again.screen, DiffScreen))
         assert "+" + MARKER in text_of(again, "#diff-text")
@@ -87,7 +87,7 @@ async def test_turn_view_says_a_result_of_a_running_run_is_not_saved_yet(tmp_pat
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("R")
-        await wait_until(pilot, lambda: any(k.eval_id == "case-00" for k in app.catalog.results.keys()))
+        await wait_until(pilot, lambda: any(k.eval_id == "case-00" for k in app.listing.results.keys()))
         assert app.run_state.active
         await pilot.press("enter", "down", "enter", "down", "enter")  # the first case's turn 1
         await wait_until(pilot, lambda: isinstance(app.screen, TurnScreen))

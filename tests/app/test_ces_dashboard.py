@@ -83,14 +83,14 @@ def messages(app: Any) -> list[str]:
 
 
 def ces_file(app: Any) -> Path:
-    return next(p for p in app.catalog.files if p.name == "app1.evalset.json")
+    return next(p for p in app.listing.files if p.name == "app1.evalset.json")
 
 
 async def run_whole_app_in_ces(pilot: Any) -> Any:
     """Once the pulled file is loaded, press C (every evaluation of the app) and wait for the run to end."""
     app = pilot.app
     await settle(pilot)
-    await wait_until(pilot, lambda: bool(app.catalog.files))
+    await wait_until(pilot, lambda: bool(app.listing.files))
     await pilot.press("C")
     await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active)
     return app.model.current
@@ -99,7 +99,7 @@ async def run_whole_app_in_ces(pilot: Any) -> Any:
 async def open_case(pilot: Any, eval_id: str) -> None:
     """Highlight a case of the CES file in the browser."""
     app = pilot.app
-    key = app.catalog.key(ces_file(app), eval_id)
+    key = app.listing.key(ces_file(app), eval_id)
     app.main.select_key(key)
     await pilot.pause()
 
@@ -109,8 +109,8 @@ async def test_pull_shows_ces_cases_beside_local_sets(ces, tmp_path: Path, works
     app = make_app(workspace, ces=target(url, tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
-        names = sorted(p.name for p in app.catalog.files)
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
+        names = sorted(p.name for p in app.listing.files)
         # The local sets are still there, beside the CES app's file.
         assert "app1.evalset.json" in names and "travel.evalset.json" in names
         # Three evaluations at two a page: the pull followed the page token.
@@ -119,16 +119,16 @@ async def test_pull_shows_ces_cases_beside_local_sets(ces, tmp_path: Path, works
         assert any("wrote" in m and "3 evaluation(s)" in m for m in messages(app))
         await open_case(pilot, "weather-golden")
         browser = app.main.browser
-        label = browser._case_label(app.catalog.key(ces_file(app), "weather-golden")).plain
+        label = browser._case_label(app.listing.key(ces_file(app), "weather-golden")).plain
         assert label.startswith("· CES ✘ weather-golden")  # its last CES result failed
-        label = browser._case_label(app.catalog.key(ces_file(app), "refund-scenario")).plain
+        label = browser._case_label(app.listing.key(ces_file(app), "refund-scenario")).plain
         assert label.startswith("· CES scenario ✔ refund-scenario")
-        label = browser._case_label(app.catalog.key(ces_file(app), "fail-golden")).plain
+        label = browser._case_label(app.listing.key(ces_file(app), "fail-golden")).plain
         assert label.startswith("· CES · fail-golden")  # never run in CES
         # A local case has no CES tag.
-        travel = next(p for p in app.catalog.files if p.name == "travel.evalset.json")
-        local = app.catalog.cases(travel)[0].eval_id
-        assert "CES" not in browser._case_label(app.catalog.key(travel, local)).plain
+        travel = next(p for p in app.listing.files if p.name == "travel.evalset.json")
+        local = app.listing.cases(travel)[0].eval_id
+        assert "CES" not in browser._case_label(app.listing.key(travel, local)).plain
 
 
 async def test_turn_view_shows_the_ces_result_literally(ces, tmp_path: Path, make_app) -> None:
@@ -137,8 +137,8 @@ async def test_turn_view_shows_the_ces_result_literally(ces, tmp_path: Path, mak
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(120, 60)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
-        app.open_turn(app.catalog.key(ces_file(app), "weather-golden"), 0)
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
+        app.open_turn(app.listing.key(ces_file(app), "weather-golden"), 0)
         await pilot.pause()
         panel = app.screen.query_one(CesTurnPanel)
         assert panel.display
@@ -160,7 +160,7 @@ async def test_turn_view_shows_the_ces_result_literally(ces, tmp_path: Path, mak
         text = str(panel.query_one("#ces-turn-result").render())
         assert "turn 2" in text and "error TIMEOUT the agent did not answer in 30s" in text
 
-        app.open_turn(app.catalog.key(ces_file(app), "refund-scenario"), 0)
+        app.open_turn(app.listing.key(ces_file(app), "refund-scenario"), 0)
         await pilot.pause()
         text = str(app.screen.query_one(CesTurnPanel).query_one("#ces-turn-result").render())
         for expected in ("task completion 1 Completed", "The refund was issued.", "user goal satisfaction 1 Satisfied",
@@ -175,8 +175,8 @@ async def test_last_ten_results_are_the_history(ces, tmp_path: Path, make_app) -
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
-        app.open_turn(app.catalog.key(ces_file(app), "weather-golden"), 0)
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
+        app.open_turn(app.listing.key(ces_file(app), "weather-golden"), 0)
         await pilot.pause()
         await pilot.press("c")
         await pilot.pause()
@@ -209,7 +209,7 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
         await pilot.press("C")  # on the file: every evaluation of the app
         seen: list[tuple[str, int, int]] = []
 
@@ -231,7 +231,7 @@ async def test_a_run_in_ces_streams_progress_then_pulls_the_results(ces, tmp_pat
         await settle(pilot)
         # The new results were pulled into the file and are shown: fail-golden now failed in CES.
         await wait_until(pilot, lambda: "CES ✘ fail-golden" in app.main.browser._case_label(
-            app.catalog.key(ces_file(app), "fail-golden")).plain)
+            app.listing.key(ces_file(app), "fail-golden")).plain)
         data = orjson.loads(t.eval_file.read_bytes())
         fail = next(c for c in data["eval_cases"] if c["eval_id"] == "fail-golden")
         assert fail["ces"]["evaluation"]["lastCompletedResult"]["evaluationStatus"] == "FAIL"
@@ -248,7 +248,7 @@ async def test_one_case_runs_alone_and_x_stops_following(ces, tmp_path: Path, ma
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
         await open_case(pilot, "weather-golden")
         await pilot.press("C")
         await wait_until(pilot, lambda: any(n == "get_evaluation_run" for n, _ in state.calls))
@@ -290,7 +290,7 @@ async def test_refused_credentials_are_one_line_and_local_sets_stay(ces, tmp_pat
         assert f"{url} refused the credentials (HTTP 401)" in line
         assert "gcloud auth application-default login" in line
         assert any(line in m for m in messages(app))
-        assert any(p.name == "travel.evalset.json" for p in app.catalog.files)
+        assert any(p.name == "travel.evalset.json" for p in app.listing.files)
         assert app.is_running
 
 
@@ -300,7 +300,7 @@ async def test_a_pull_keeps_unpushed_edits(ces, tmp_path: Path, make_app) -> Non
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
     # Edit the pulled golden's question, then open the app again: the pull must not undo the edit.
     data = orjson.loads(t.eval_file.read_bytes())
     weather = next(c for c in data["eval_cases"] if c["eval_id"] == "weather-golden")
@@ -322,8 +322,8 @@ def test_ces_result_view_snapshot(snap_compare, ces, tmp_path: Path, make_app) -
 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
-        app.open_turn(app.catalog.key(ces_file(app), "weather-golden"), 0)
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
+        app.open_turn(app.listing.key(ces_file(app), "weather-golden"), 0)
         await pilot.pause()
         # Scroll the CES section into view, as a reader of the turn would.
         app.screen.query_one(CesTurnPanel).scroll_visible(top=True, animate=False)
@@ -349,7 +349,7 @@ async def test_an_unreachable_endpoint_is_one_line(ces, tmp_path: Path, make_app
         line = app.ces.last_error
         assert line is not None and "\n" not in line
         assert line.startswith(f"CES pull of {APP} failed: cannot reach the CES MCP server at {url}")
-        assert app.is_running and app.catalog.files == []
+        assert app.is_running and app.listing.files == []
 
 
 async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Path, make_app) -> None:
@@ -365,9 +365,9 @@ async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Pa
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         path = ces_file(app)
-        label = app.main.browser._case_label(app.catalog.key(path, "weather-golden")).plain
+        label = app.main.browser._case_label(app.listing.key(path, "weather-golden")).plain
         assert label.startswith("· CES ✘ weather-golden")
-        app.open_turn(app.catalog.key(path, "weather-golden"), 0)
+        app.open_turn(app.listing.key(path, "weather-golden"), 0)
         await pilot.pause()
         assert "semantic similarity 2/4" in str(app.screen.query_one(CesTurnPanel).query_one("#ces-turn-result").render())
         await pilot.press("escape")
@@ -376,7 +376,7 @@ async def test_a_pulled_folder_opened_as_a_path_works_the_same(ces, tmp_path: Pa
         await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active, 20)
         assert app.model.current.phase == "finished"
         await wait_until(pilot, lambda: "CES ✘ fail-golden" in app.main.browser._case_label(
-            app.catalog.key(path, "fail-golden")).plain)
+            app.listing.key(path, "fail-golden")).plain)
         run_args = next(a for n, a in state.calls if n == "run_evaluation")
         assert run_args == {"app": APP, "evaluations": ["fail-golden"]}
 
@@ -403,8 +403,8 @@ async def test_c_in_the_turn_view_runs_that_case_with_the_app_version(ces, tmp_p
     app = make_app(t.eval_file.parent, recording=None, ces=t)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.catalog.files))
-        app.open_turn(app.catalog.key(ces_file(app), "refund-scenario"), 0)
+        await wait_until(pilot, lambda: any(p.name == "app1.evalset.json" for p in app.listing.files))
+        app.open_turn(app.listing.key(ces_file(app), "refund-scenario"), 0)
         await pilot.pause()
         await pilot.press("C")
         await wait_until(pilot, lambda: app.model.current is not None and not app.model.current.active, 20)

@@ -41,9 +41,9 @@ def done(eval_id: str, status: EvalStatus, repetition: int = 1, **kw: Any) -> fe
 
 
 def model() -> tuple[ReadModel, list[str]]:
-    catalog = CaseListing(Path("/f"), workspace=Workspace(Path("/f")))
-    catalog.clock = lambda: 1000.0
-    m = ReadModel(catalog)
+    listing = CaseListing(Path("/f"), workspace=Workspace(Path("/f")))
+    listing.clock = lambda: 1000.0
+    m = ReadModel(listing)
     cancels: list[str] = []
     m.cancel_engine = lambda: cancels.append("cancel")
     return m, cancels
@@ -56,7 +56,7 @@ def test_a_requested_run_streams_into_the_catalog_and_its_state() -> None:
     m.inbox.put_many([feed.RunBegan("Run all"), ev.RunStarted("r1", 3, {"m": 3}), ev.CaseStarted(CaseKey(FILE, "a"))])
     changes = m.pull(None)
     assert changes.new_run and changes.phase and changes.run is not None and changes.run.phase == "running"
-    assert CaseKey(FILE, "a") in changes.dirty and m.catalog.running == {CaseKey(FILE, "a")}
+    assert CaseKey(FILE, "a") in changes.dirty and m.listing.running == {CaseKey(FILE, "a")}
     m.inbox.put_many([done("a", P), done("b", F, turn_statuses=(P, F), score=0.2), done("c", P),
                       feed.MetricsScored({"m": 3}), ev.CasesStopped("r1", 3), ev.RunFinished("r1", {}, saved=("h.json",)),
                       feed.RunEnded(state.ticket)])
@@ -64,13 +64,13 @@ def test_a_requested_run_streams_into_the_catalog_and_its_state() -> None:
     snap = changes.run
     assert snap is not None and snap.phase == "finished" and snap.cases_done == 3
     assert snap.counts == {1: 2, 2: 1, 3: 0} and snap.metric_done == {"m": 3} and snap.metric_evaluated == {"m": 3}
-    assert changes.dirty == {CaseKey(FILE, i) for i in "abc"} and m.catalog.running == set()
-    results = m.catalog.results
+    assert changes.dirty == {CaseKey(FILE, i) for i in "abc"} and m.listing.running == set()
+    results = m.listing.results
     b = CaseKey(FILE, "b")
     assert results.status(b) == 2 and results.score(b) == 0.2 and results.origin(b) == SESSION
     assert results.turn_status(b, 0) == 1 and results.turn_status(b, 1) == 2 and results.turn_status(b, 5) == 3
-    assert changes.timeline and m.catalog.run_book.timeline[0].ran == 3
-    assert m.catalog.run_book.saved[b] == ("h.json",)
+    assert changes.timeline and m.listing.run_book.timeline[0].ran == 3
+    assert m.listing.run_book.saved[b] == ("h.json",)
     assert not m.busy
 
 
@@ -84,16 +84,16 @@ def test_finished_cases_are_stored_a_slice_at_a_time_while_the_counts_are_whole_
     m.inbox.put_many(records + [done(f"c{i:02d}", P) for i in range(35)] + [feed.RunEnded(state.ticket)])
     first = m.pull(0.0)  # no time to spare: one slice
     assert first.run is not None and first.run.cases_done == 35 and first.run.phase == "finished"
-    assert len(m.catalog.results) == 10 and m.backlog == 25
+    assert len(m.listing.results) == 10 and m.backlog == 25
     assert not first.timeline  # the timeline entry waits for every case
-    stored = [len(m.catalog.results)]
+    stored = [len(m.listing.results)]
     while m.backlog:
         changes = m.pull(0.0)
-        stored.append(len(m.catalog.results))
+        stored.append(len(m.listing.results))
         assert len(changes.dirty) == 10 or not m.backlog
     assert stored == [10, 20, 30, 35]
-    assert changes.timeline and m.catalog.run_book.timeline[0].ran == 35
-    assert sorted(k.eval_id for k in m.catalog.results.keys()) == [f"c{i:02d}" for i in range(35)]
+    assert changes.timeline and m.listing.run_book.timeline[0].ran == 35
+    assert sorted(k.eval_id for k in m.listing.results.keys()) == [f"c{i:02d}" for i in range(35)]
 
 
 def test_a_full_result_is_fetched_from_the_engine_only_when_something_reads_it_and_then_kept() -> None:
@@ -110,7 +110,7 @@ def test_a_full_result_is_fetched_from_the_engine_only_when_something_reads_it_a
     records: list[Inbound] = [feed.RunBegan("Run all")]
     m.inbox.put_many(records + [done(f"c{i}", F if i % 2 else P) for i in range(200)] + [feed.RunEnded(state.ticket)])
     m.pull(None)
-    cat = m.catalog
+    cat = m.listing
     assert sum(cat.results.status(CaseKey(FILE, f"c{i}")) == 2 for i in range(200)) == 100
     assert cat.results.metric_names() == ["m"]
     assert cat.case_score(CaseKey(FILE, "c1")) == 1.0 and cat.score_text(CaseKey(FILE, "c1")) == "1.00"
@@ -133,10 +133,10 @@ def test_a_result_the_engine_cannot_send_reads_as_none_and_is_asked_for_again_la
     m.inbox.put_many([feed.RunBegan("Run"), done("a", F), feed.RunEnded(state.ticket)])
     m.pull(None)
     key = CaseKey(FILE, "a")
-    assert m.catalog.results.status(key) == 2  # the summary is there
-    assert m.catalog.result(key) is None  # the engine did not answer
+    assert m.listing.results.status(key) == 2  # the summary is there
+    assert m.listing.result(key) is None  # the engine did not answer
     answers[0] = {(key, 1): ENGINE[(key, 1)]}
-    got = m.catalog.result(key)
+    got = m.listing.result(key)
     assert got is not None and got.status == F
 
 
@@ -148,7 +148,7 @@ def test_repetitions_are_fetched_each_and_flakiness_reads_only_summaries() -> No
         return {w: ENGINE[w] for w in wanted if w in ENGINE}
 
     m, _ = model()
-    m.catalog.run_book.num_runs = 3
+    m.listing.run_book.num_runs = 3
     m.set_fetcher(fetch)
     state = m.new_run("Run x3")
     assert state is not None
@@ -156,8 +156,8 @@ def test_repetitions_are_fetched_each_and_flakiness_reads_only_summaries() -> No
                       feed.RunEnded(state.ticket)])
     m.pull(None)
     key = CaseKey(FILE, "a")
-    assert m.catalog.flaky(key) == (2, 3) and fetched == []
-    runs = m.catalog.run_book.runs_of(key)
+    assert m.listing.flaky(key) == (2, 3) and fetched == []
+    runs = m.listing.run_book.runs_of(key)
     assert [r.status if r is not None else None for r in runs] == [P, F, P]
     assert sorted(fetched) == [(key, 1), (key, 2), (key, 3)]
 
@@ -182,7 +182,7 @@ def test_a_live_rerun_gets_a_state_of_its_own_and_ends_with_its_run() -> None:
     m.inbox.put_many([feed.RunBegan("a.evalset.json: c1"), done("c1", F), feed.RunOver("a.evalset.json: c1")])
     changes = m.pull(None)
     assert changes.new_run and m.current is not None and m.current.label == "a.evalset.json: c1"
-    assert m.current.phase == "finished" and m.catalog.results.status(CaseKey(FILE, "c1")) == 2
+    assert m.current.phase == "finished" and m.listing.results.status(CaseKey(FILE, "c1")) == 2
     m.inbox.put(feed.RunBegan("config", rescore=True))
     m.pull(None)
     assert m.current.label == "re-score: config" and m.busy
@@ -203,9 +203,9 @@ def test_saved_results_never_replace_this_sessions_and_removed_cases_drop() -> N
                                  "saved 2026-01-01 00:00", 500.0))
     m.inbox.put_many([LoadDone(), Notice("could not read x.json", "warning")])
     changes = m.pull(None)
-    assert changes.loaded and not m.loading and m.catalog.loaded
+    assert changes.loaded and not m.loading and m.listing.loaded
     assert changes.messages == [("could not read x.json", "warning")]
-    results = m.catalog.results
+    results = m.listing.results
     assert results.origin(CaseKey(FILE, "a")) == SESSION and results.status(CaseKey(FILE, "a")) == 1
     assert results.origin_text(CaseKey(FILE, "b"), 1000.0, short=True) == "saved 8min ago"
     m.inbox.put(CasesRemoved((CaseKey(FILE, "b"),)))
@@ -221,30 +221,30 @@ def test_the_engine_going_away_fails_the_run_and_says_why() -> None:
     changes = m.pull(None)
     assert state.phase == "failed" and "SIGKILL" in state.errors[-1]
     assert changes.messages and changes.messages[0][1] == "error" and not m.engine_ready
-    assert m.catalog.results.status(CaseKey(FILE, "a")) == 1  # what finished stays
+    assert m.listing.results.status(CaseKey(FILE, "a")) == 1  # what finished stays
 
 
 def test_files_the_loader_reads_reach_the_catalog_and_the_engines_reloads_are_asked_for(tmp_path: Path) -> None:
     from tests.support.evalfiles import case, turn, write_set
 
     path = write_set(tmp_path / "a.evalset.json", "a", case("c1", turn("hi", "yo")), case("c2", turn("hey", "yo")))
-    catalog = CaseListing(tmp_path)
-    m = ReadModel(catalog)
+    listing = CaseListing(tmp_path)
+    m = ReadModel(listing)
     loader = FolderLoader(tmp_path, None, m.inbox.put)
     loader.load_all()
     changes = m.pull(None)
     resolved = path.resolve()
     assert changes.files.added == [resolved] and changes.loaded
-    assert [c.eval_id for c in catalog.cases(resolved)] == ["c1", "c2"]
-    assert catalog.case(catalog.key(resolved, "c2")) is not None
+    assert [c.eval_id for c in listing.cases(resolved)] == ["c1", "c2"]
+    assert listing.case(listing.key(resolved, "c2")) is not None
     # The engine re-read the file: the app reloads the dashboard's copy, which then redraws its cases.
     m.inbox.put(feed.FilesChanged((str(resolved),)))
     assert m.pull(None).reload == [resolved]
     write_set(path, "a", case("c1", turn("hi", "yo")))
     loader.reload(resolved)
     changes = m.pull(None)
-    assert changes.files.reloaded == [resolved] and catalog.case(catalog.key(resolved, "c2")) is None
-    assert catalog.key(resolved, "c1") in changes.dirty
+    assert changes.files.reloaded == [resolved] and listing.case(listing.key(resolved, "c2")) is None
+    assert listing.key(resolved, "c1") in changes.dirty
 
 
 def test_a_batch_of_finished_cases_folds_as_its_cases_one_by_one_would() -> None:
@@ -263,9 +263,9 @@ def test_a_batch_of_finished_cases_folds_as_its_cases_one_by_one_would() -> None
         assert snap.metric_evaluated == {"m": 2}  # c was not evaluated
     for eval_id in "abc":
         key = CaseKey(FILE, eval_id)
-        assert batch.catalog.results.summary(key) == one.catalog.results.summary(key)
-        assert batch.catalog.results.origin(key) == SESSION
-    assert batch.catalog.results.turn_status(CaseKey(FILE, "b"), 1) == 2
+        assert batch.listing.results.summary(key) == one.listing.results.summary(key)
+        assert batch.listing.results.origin(key) == SESSION
+    assert batch.listing.results.turn_status(CaseKey(FILE, "b"), 1) == 2
 
 
 def test_the_engine_sends_a_batch_s_finished_cases_as_one_record_and_drops_starts_they_overtook() -> None:
@@ -294,7 +294,7 @@ def test_the_engine_sends_a_batch_s_finished_cases_as_one_record_and_drops_start
 def test_a_case_finishing_several_times_in_one_slice_counts_once_in_its_file() -> None:
     m, _ = model()
     path = Path(FILE)
-    m.catalog.workspace = None
+    m.listing.workspace = None
     state = m.new_run("Run x3")
     assert state is not None
     from tui_eval.engine.workspace import EvalFileState
@@ -303,12 +303,12 @@ def test_a_case_finishing_several_times_in_one_slice_counts_once_in_its_file() -
     ws = Workspace(Path("/f"))
     ws.eval_files[path] = EvalFileState(path, eval_set=EvalSet(eval_set_id="s", eval_cases=[
         EvalCase(eval_id="a", conversation=[]), EvalCase(eval_id="b", conversation=[])]))
-    m.catalog.workspace = ws
-    assert m.catalog.counts(path)[None] == 2  # counted (and cached) before the run
+    m.listing.workspace = ws
+    assert m.listing.counts(path)[None] == 2  # counted (and cached) before the run
     m.inbox.put_many([feed.RunBegan("Run x3"), feed.cases_done([done("a", P, 1), done("a", F, 2), done("a", P, 3),
                                                                 done("b", F, 1)]), feed.RunEnded(state.ticket)])
     m.pull(None)
-    counts = m.catalog.counts(path)
+    counts = m.listing.counts(path)
     assert counts[P] == 1 and counts[F] == 1 and counts[None] == 0
 
 
@@ -321,6 +321,6 @@ def test_cases_stored_between_pulls_are_told_at_the_next_pull(monkeypatch: pytes
     first = m.pull(0.0)  # one slice
     assert len(first.dirty) == 10 and m.backlog == 20
     m.store(0.0)  # between pulls: one more slice, told at the next pull
-    assert m.backlog == 10 and len(m.catalog.results) == 20
+    assert m.backlog == 10 and len(m.listing.results) == 20
     second = m.pull(None)
     assert second.dirty == {CaseKey(FILE, f"c{i:02d}") for i in range(10, 30)} and m.backlog == 0

@@ -285,23 +285,23 @@ def test_the_loader_indexes_every_loaded_file_and_a_reload_is_indexed_again(tmp_
     from tui_eval.tui.readmodel import ReadModel
 
     path = _cases(tmp_path, 5)
-    catalog = CaseListing(tmp_path)
-    model = ReadModel(catalog)
+    listing = CaseListing(tmp_path)
+    model = ReadModel(listing)
     # On the loader's thread (the dashboard's folder loader): each file arrives with its case index.
     loader = FolderLoader(tmp_path, None, model.inbox.put)
     loader.load_all()
     model.pull(None)
     loaded = path.resolve()
-    assert catalog.workspace is not None
-    cases = catalog.workspace.eval_files[loaded].eval_set.eval_cases  # type: ignore[union-attr]
-    assert catalog._case_index[loaded][1] == {c.eval_id: c for c in cases}
-    assert catalog.case(catalog.key(loaded, "c03")) is cases[3]
+    assert listing.workspace is not None
+    cases = listing.workspace.eval_files[loaded].eval_set.eval_cases  # type: ignore[union-attr]
+    assert listing._case_index[loaded][1] == {c.eval_id: c for c in cases}
+    assert listing.case(listing.key(loaded, "c03")) is cases[3]
     # The file is rewritten with one case fewer: a new list, looked up afresh.
     write_set(path, "many", *[case(f"c{i:02d}", turn(f"q{i}", "other answer")) for i in range(4)])
     loader.reload(loaded)
     model.pull(None)
-    assert catalog.case(catalog.key(loaded, "c04")) is None
-    c03 = catalog.case(catalog.key(loaded, "c03"))
+    assert listing.case(listing.key(loaded, "c04")) is None
+    c03 = listing.case(listing.key(loaded, "c03"))
     assert c03 is not None
     answer = turns_of(c03)[0].final_response
     assert answer is not None and answer.parts is not None and answer.parts[0].text == "other answer"

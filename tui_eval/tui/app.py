@@ -113,15 +113,15 @@ class EvalApp(App[int]):
         super().__init__()
         #: Called once the folder is loaded (the entry point's heap policy hangs here).
         self.on_loaded = on_loaded
-        self.catalog = CaseListing(Path(path).resolve())
+        self.listing = CaseListing(Path(path).resolve())
         if clock is not None:
-            self.catalog.clock = clock
-        self.catalog.run_book.num_runs = num_runs
+            self.listing.clock = clock
+        self.listing.run_book.num_runs = num_runs
         self.agent_ref = agent
         self.set_reactive(EvalApp.live, live)
         #: The read model: the one inbound queue and its fold.
-        self.model = ReadModel(self.catalog)
-        self.loader = FolderLoader(self.catalog.root, agent, self.model.inbox.put)
+        self.model = ReadModel(self.listing)
+        self.loader = FolderLoader(self.listing.root, agent, self.model.inbox.put)
         #: What each pull of the read model changed; the screens subscribe (see `watch_changes`).
         self.changed: Signal[Changes] = Signal(self, "changed")
         #: The user's keymap (binding id -> keys); read from the keymap file unless given.
@@ -139,7 +139,7 @@ class EvalApp(App[int]):
         self.theme = theme or default_theme()
 
     def get_default_screen(self) -> Screen[Any]:
-        return MainScreen(self.catalog)
+        return MainScreen(self.listing)
 
     @property
     def main(self) -> MainScreen:
@@ -284,7 +284,7 @@ class EvalApp(App[int]):
     def _open_history(self, message: msg.OpenHistory) -> None:
         from .screens.history import HistoryScreen
 
-        self.push_screen(HistoryScreen(self.catalog))
+        self.push_screen(HistoryScreen(self.listing))
 
     @on(msg.OpenTimeline)
     @_reported
@@ -292,14 +292,14 @@ class EvalApp(App[int]):
         from .screens.timeline import TimelineScreen
 
         if not isinstance(self.screen, TimelineScreen):
-            self.push_screen(TimelineScreen(self.catalog))
+            self.push_screen(TimelineScreen(self.listing))
 
     @on(msg.OpenCesHistory)
     @_reported
     def _open_ces_history(self, message: msg.OpenCesHistory) -> None:
         from .screens.ces_history import CesHistoryScreen
 
-        self.push_screen(CesHistoryScreen(self.catalog, message.key))
+        self.push_screen(CesHistoryScreen(self.listing, message.key))
 
     @on(msg.JumpTo)
     @_reported
@@ -312,7 +312,7 @@ class EvalApp(App[int]):
         if isinstance(self.screen, TurnScreen):
             self.screen.show(key, index)
         else:
-            self.push_screen(TurnScreen(self.catalog, key, index))
+            self.push_screen(TurnScreen(self.listing, key, index))
 
     def jump_to(self, key: CaseKey, turn: int | None = None) -> None:
         """Show a case in the browser, from anywhere."""

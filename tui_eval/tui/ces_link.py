@@ -95,7 +95,7 @@ class CesLink:
 
         if key is None:
             return (self.target, None) if self.target is not None else None
-        case = self.app.catalog.case(key)
+        case = self.app.listing.case(key)
         found = results_of(case.model_extra if case is not None else None)
         app = app_of(found.name) if found is not None else None
         if found is None or found.name is None or app is None:

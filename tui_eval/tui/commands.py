@@ -32,7 +32,7 @@ class CaseCommands(Provider):
     app: EvalApp  # type: ignore[assignment]
 
     def _cases(self) -> Iterator[tuple[str, CaseKey]]:
-        cat = self.app.catalog
+        cat = self.app.listing
         n = 0
         for path in list(cat.files):
             state = cat.file_state(path)
@@ -112,6 +112,6 @@ def binding_commands(app: EvalApp, screen: Screen[Any]) -> Iterator[SystemComman
             yield SystemCommand(binding.description, f"{keys} · {binding.id or binding.action}",
                                 partial(app.run_action, binding.action, node))
     if isinstance(screen, MainScreen):
-        for name in app.catalog.metric_names():
+        for name in app.listing.metric_names():
             yield SystemCommand(f"Filter by metric: {name}", "show this metric's status and score",
                                 partial(screen.set_metric, name))

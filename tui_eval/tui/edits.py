@@ -35,20 +35,20 @@ class Edit:
     leave_screens: bool = False
 
 
-def _turn_texts(catalog: CaseListing, key: CaseKey, index: int) -> tuple[str | None, str]:
-    case = catalog.case(key)
+def _turn_texts(listing: CaseListing, key: CaseKey, index: int) -> tuple[str | None, str]:
+    case = listing.case(key)
     expected = case.conversation[index] if case and case.conversation and index < len(case.conversation) else None
-    return (expected.user_content.text if expected is not None else None), catalog.relpath(Path(key.eval_file))
+    return (expected.user_content.text if expected is not None else None), listing.relpath(Path(key.eval_file))
 
 
-def accept_turn(catalog: CaseListing, key: CaseKey, index: int) -> Edit | str:
+def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
     """The edit, or why there is none (a warning line)."""
     from ..schema.edits import accept_turn as rewrite
 
-    result = catalog.result(key)
+    result = listing.result(key)
     if result is None or index >= len(result.actual):
         return "No actual turn to accept: run the case first."
-    user, rel = _turn_texts(catalog, key, index)
+    user, rel = _turn_texts(listing, key, index)
     if user is None:
         return "The eval file has no such turn any more."
     actual = result.actual[index]
@@ -67,15 +67,15 @@ def accept_turn(catalog: CaseListing, key: CaseKey, index: int) -> Edit | str:
                 partial(rewrite, path, key.eval_id, index, actual, user), key)
 
 
-def accept_case(catalog: CaseListing, key: CaseKey) -> Edit | str:
+def accept_case(listing: CaseListing, key: CaseKey) -> Edit | str:
     from ..schema.edits import accept_case as rewrite
 
-    result = catalog.result(key)
-    case = catalog.case(key)
+    result = listing.result(key)
+    case = listing.case(key)
     if result is None or not result.actual or case is None:
         return "No actual turns to accept: run the case first."
     expected_turns = len(case.conversation or [])
-    rel = catalog.relpath(Path(key.eval_file))
+    rel = listing.relpath(Path(key.eval_file))
     body = Content("\n").join([
         Content.assemble("Make all ", (f"{len(result.actual)}", "bold"), " actual turns of case ", plain(key.eval_id, "bold"),
                          " the expected ones in ", plain(rel, "bold"), "?"),
@@ -87,10 +87,10 @@ def accept_case(catalog: CaseListing, key: CaseKey) -> Edit | str:
                 partial(rewrite, path, key.eval_id, list(result.actual), expected_turns), key)
 
 
-def delete_turn(catalog: CaseListing, key: CaseKey, index: int) -> Edit | str:
+def delete_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
     from ..schema.edits import delete_turn as rewrite
 
-    user, rel = _turn_texts(catalog, key, index)
+    user, rel = _turn_texts(listing, key, index)
     if user is None:
         return "The eval file has no such turn."
     body = Content("\n").join([
@@ -102,28 +102,28 @@ def delete_turn(catalog: CaseListing, key: CaseKey, index: int) -> Edit | str:
                 partial(rewrite, path, key.eval_id, index, user), key, stale=True)
 
 
-def delete_case(catalog: CaseListing, key: CaseKey) -> Edit | str:
+def delete_case(listing: CaseListing, key: CaseKey) -> Edit | str:
     from ..schema.edits import delete_case as rewrite
 
-    rel = catalog.relpath(Path(key.eval_file))
+    rel = listing.relpath(Path(key.eval_file))
     body = Content.assemble("Delete case ", plain(key.eval_id, "bold"), " from ", plain(rel, "bold"), "?")
     path = Path(key.eval_file)
     return Edit("Delete case", body, f"Deleted case {key.eval_id}", path, partial(rewrite, path, key.eval_id),
                 None, leave_screens=True)
 
 
-def edit_for(catalog: CaseListing, request: EditRequested) -> Edit | str:
+def edit_for(listing: CaseListing, request: EditRequested) -> Edit | str:
     """The edit a screen asked for, or why it cannot be made (a line for the user)."""
     from .messages import EditKind
 
     key, kind = request.key, request.kind
     if kind is EditKind.ACCEPT_TURN:
-        return accept_turn(catalog, key, request.index)
+        return accept_turn(listing, key, request.index)
     if kind is EditKind.ACCEPT_CASE:
-        return accept_case(catalog, key)
+        return accept_case(listing, key)
     if kind is EditKind.DELETE_TURN:
-        return delete_turn(catalog, key, request.index)
-    return delete_case(catalog, key)
+        return delete_turn(listing, key, request.index)
+    return delete_case(listing, key)
 
 
 QUIT_DURING_RUN = ("Quit during a run?", Content.assemble(
@@ -138,7 +138,7 @@ class EditControl:
         self.app = app
 
     def request(self, request: EditRequested) -> None:
-        edit = edit_for(self.app.catalog, request)
+        edit = edit_for(self.app.listing, request)
         if isinstance(edit, str):
             self.app.notify(edit, severity="warning")
             return
@@ -166,9 +166,9 @@ class EditControl:
         key = edit.key
         if key is not None:
             if edit.stale:
-                self.app.catalog.set_result(key, None)
+                self.app.listing.set_result(key, None)
             else:
                 # An accepted turn or case: its result was scored against the old expected turns.
-                self.app.catalog.stale.add(key)
+                self.app.listing.stale.add(key)
             self.app.pump.redraw({key})
         self.app.notify(edit.done, markup=False)

@@ -31,7 +31,7 @@ class EngineControl:
                  store: ResultSink | None, watch: bool) -> None:
         self.app = app
         self.model = app.model
-        self.listing = app.catalog
+        self.listing = app.listing
         self.loader = app.loader
         self.agent_ref = agent_ref
         self.run_options = run_options

@@ -33,12 +33,12 @@ class Notices:
         for text, severity in changes.messages:
             app.notify(text, severity=severity, markup=False)  # type: ignore[arg-type]
         for path in changes.files.reloaded:
-            file_state = app.catalog.file_state(path)
+            file_state = app.listing.file_state(path)
             notice = self._not_loaded.pop(path, None)
             if notice is not None and file_state is not None and file_state.error is None:
                 withdraw_notification(app, notice)  # the file loads again: its notice is out of date
         for path, error in changes.files.broke:
-            notice = Notification(app.catalog.error_text(error), "File not loaded", "warning", FILE_NOTICE_SECONDS,
+            notice = Notification(app.listing.error_text(error), "File not loaded", "warning", FILE_NOTICE_SECONDS,
                                   markup=False)
             self._not_loaded[path] = notice
             app.post_message(Notify(notice))

@@ -1,8 +1,8 @@
-"""The dashboard's read model: one inbound queue of typed records, folded into the catalog on the UI thread.
+"""The dashboard's read model: one inbound queue of typed records, folded into the listing on the UI thread.
 
 Producers (the engine link's reader thread, the folder loader, reload workers) only `put` records into
 the `Inbox`. The app's timer calls `ReadModel.pull(budget)`, which applies every waiting record to plain
-state (the catalog's files and results, the run in progress) and returns the `Changes` the screens
+state (the listing's files and results, the run in progress) and returns the `Changes` the screens
 redraw from. Finished cases are stored a slice at a time, within the budget, so keys never wait behind
 a burst of 100,000 results. Nothing here imports Textual: it is tested without a screen.
 """
@@ -99,10 +99,10 @@ class Changes:
 
 
 class ReadModel:
-    """The catalog, the run in progress and the engine's state, folded from the inbox. UI thread only."""
+    """The listing, the run in progress and the engine's state, folded from the inbox. UI thread only."""
 
-    def __init__(self, catalog: CaseListing, inbox: Inbox | None = None) -> None:
-        self.catalog = catalog
+    def __init__(self, listing: CaseListing, inbox: Inbox | None = None) -> None:
+        self.listing = listing
         self.inbox = inbox or Inbox()
         #: The run in progress, or the last one.
         self.current: RunState | None = None
@@ -128,8 +128,8 @@ class ReadModel:
 
     def set_fetcher(self, fetcher: Fetcher | None) -> None:
         """Where full results of this session's runs come from (the engine holds them)."""
-        self.catalog.results.fetcher = fetcher
-        self.catalog.run_book.fetcher = fetcher
+        self.listing.results.fetcher = fetcher
+        self.listing.run_book.fetcher = fetcher
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class ReadModel:
         changes, self._switched = self._switched, Changes()
         for record in self.inbox.take():
             self._apply(record, changes)
-        cat = self.catalog
+        cat = self.listing
         delta = changes.files = cat.poll()
         for path in delta.reloaded:
             # Every case of a re-read file redraws (its cases' texts may have changed), and results of
@@ -212,14 +212,14 @@ class ReadModel:
             if last is not None:
                 snap = last.drain()
                 if snap.phase in ("finished", "cancelled", "failed"):
-                    self.catalog.run_book.finish(snap.phase, self.catalog.clock(), snap.saved)
+                    self.listing.run_book.finish(snap.phase, self.listing.clock(), snap.saved)
         self._shown_run = state
         self._shown_version = -1
-        self.catalog.run_book.start(state.label)
+        self.listing.run_book.start(state.label)
         changes.new_run = True
 
     def _store(self, changes: Changes, deadline: float | None, *, runs_only: bool = False) -> None:
-        cat = self.catalog
+        cat = self.listing
         backlog = self._backlog
         book = cat.run_book
         while backlog:
@@ -252,7 +252,7 @@ class ReadModel:
 
     def _apply(self, record: Inbound, changes: Changes) -> None:
         """One record: O(1), except a file's (its copy is swapped in)."""
-        cat = self.catalog
+        cat = self.listing
         if type(record) is feed.CaseDone:  # one case (the engine sends batches): taken as a batch of one
             record = feed.cases_done([record], ended=(record.key,))
         if type(record) is feed.CasesDone:
@@ -329,7 +329,7 @@ class ReadModel:
                                      "(live re-runs on agent edits are off)", "information"))
         elif isinstance(record, ev.CasesRemoved):
             for key in record.keys:
-                self.catalog.set_result(key, None)
+                self.listing.set_result(key, None)
                 changes.dirty.add(key)
         elif isinstance(record, ev.FileProblem):
             pass  # the browser flags broken files itself (from the dashboard's copy of the file)
@@ -347,7 +347,7 @@ class ReadModel:
                 changes.messages.append((record.message, "error"))
 
     def _file_loaded(self, record: FileLoaded) -> None:
-        ws = self.catalog.workspace
+        ws = self.listing.workspace
         if ws is None:
             return
         ws.agent_dirs = set(record.agent_dirs)
@@ -358,7 +358,7 @@ class ReadModel:
                 ws.eval_files[record.path] = record.state  # type: ignore[assignment]
                 eval_set = record.state.eval_set  # type: ignore[union-attr]
                 if eval_set is not None and record.index is not None:
-                    self.catalog.adopt_index(record.path, eval_set.eval_cases, record.index)
+                    self.listing.adopt_index(record.path, eval_set.eval_cases, record.index)
         elif record.state is None:
             ws.configs.pop(record.path, None)
         else:

@@ -46,9 +46,9 @@ class CausesScreen(Screen[None]):
 
     CSS_PATH = "../views.tcss"
 
-    def __init__(self, catalog: CaseListing) -> None:
+    def __init__(self, listing: CaseListing) -> None:
         super().__init__(id="causes")
-        self.catalog = catalog
+        self.listing = listing
         self.groups: list[CauseGroup] = []
         self._shown_version: int | None = None
 
@@ -68,7 +68,7 @@ class CausesScreen(Screen[None]):
         tree.focus()
 
     def _version(self) -> int:
-        return self.catalog.results.version
+        return self.listing.results.version
 
     def regroup(self) -> None:
         """Group the latest results again if they changed since the last time (in a thread: grouping
@@ -77,16 +77,16 @@ class CausesScreen(Screen[None]):
         if version == self._shown_version:
             return
         self._shown_version = version
-        results = self.catalog.results
+        results = self.listing.results
         # Which cases have a result is read here, on the UI thread that changes them; the worker fetches
         # the full results (those of this session's runs come from the engine) and groups them.
-        self._group([key for key in self.catalog.all_keys() if key in results])
+        self._group([key for key in self.listing.all_keys() if key in results])
 
     @work(thread=True, group="causes", exclusive=True, exit_on_error=False)
     def _group(self, keys: list[CaseKey]) -> list[CauseGroup]:
         from ...engine.causes import group_cases
 
-        found = self.catalog.results.get_many(keys)
+        found = self.listing.results.get_many(keys)
         return group_cases([(key.eval_file, found[key], 1) for key in keys if key in found])
 
     @on(Worker.StateChanged)
@@ -157,7 +157,7 @@ class CausesScreen(Screen[None]):
         event.stop()
         from pathlib import Path
 
-        self.post_message(JumpTo(self.catalog.key(Path(ref.eval_file), ref.eval_id)))
+        self.post_message(JumpTo(self.listing.key(Path(ref.eval_file), ref.eval_id)))
 
     def action_expand_all(self) -> None:
         tree: Tree[NodeData] = self.query_one(Tree)

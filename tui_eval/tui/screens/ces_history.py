@@ -74,9 +74,9 @@ class CesHistoryScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="ces_history.back"),
     ]
 
-    def __init__(self, catalog: CaseListing, key: CaseKey) -> None:
+    def __init__(self, listing: CaseListing, key: CaseKey) -> None:
         super().__init__(id="ces-history")
-        self.catalog = catalog
+        self.listing = listing
         self.key = key
         self.results: CesResults | None = None
 
@@ -95,7 +95,7 @@ class CesHistoryScreen(Screen[None]):
         self.query_one(OptionList).focus()
 
     def render_history(self) -> None:
-        case = self.catalog.case(self.key)
+        case = self.listing.case(self.key)
         self.results = results_of(case.model_extra if case is not None else None)
         shown = self.results.all() if self.results is not None else []
         title = Content.assemble(("CES history › ", "$text-muted"), plain(self.key.eval_id, "bold"),

@@ -112,9 +112,9 @@ class HistoryScreen(_RunsScreen):
         Binding("space", "mark", "Mark as base", id="history.mark"),
     ]
 
-    def __init__(self, catalog: CaseListing) -> None:
+    def __init__(self, listing: CaseListing) -> None:
         super().__init__(id="history")
-        self.catalog = catalog
+        self.listing = listing
         self.entries: dict[str, HistoryEntry] = {}
         self.base: str | None = None
         #: Records in the history folders that could not be read, each as "path: why".
@@ -146,10 +146,10 @@ class HistoryScreen(_RunsScreen):
         from ...engine.store import scan_history
         from ..loader import history_dir_for
 
-        ws = self.catalog.workspace
+        ws = self.listing.workspace
         dirs: dict[Path, None] = {}
         if ws is not None:
-            for path in list(self.catalog.files):
+            for path in list(self.listing.files):
                 dirs.setdefault(history_dir_for(ws, path), None)
         entries: list[HistoryEntry] = []
         unreadable: list[str] = []
@@ -175,8 +175,8 @@ class HistoryScreen(_RunsScreen):
         table.clear()
         self.entries = {}
         sizes: dict[str, int] = {}
-        for path in self.catalog.files:
-            state = self.catalog.file_state(path)
+        for path in self.listing.files:
+            state = self.listing.file_state(path)
             if state is not None and state.eval_set is not None:
                 sizes[state.eval_set.eval_set_id] = len(state.eval_set.eval_cases)
         for e in entries:
@@ -271,7 +271,7 @@ class HistoryScreen(_RunsScreen):
             # An agent run is compared with the agent's previous run, a replay with a replay, when there is one.
             older = [e for e in older if e.replay == after.replay] or older
             before = max(older, key=lambda e: e.creation_timestamp)
-        self.app.push_screen(CompareScreen(self.catalog, before, after))
+        self.app.push_screen(CompareScreen(self.listing, before, after))
 
 
 class CompareScreen(_RunsScreen):
@@ -285,9 +285,9 @@ class CompareScreen(_RunsScreen):
         Binding("t", "open_turns", "Turns side by side", id="compare.turns"),
     ]
 
-    def __init__(self, catalog: CaseListing, before: HistoryEntry, after: HistoryEntry) -> None:
+    def __init__(self, listing: CaseListing, before: HistoryEntry, after: HistoryEntry) -> None:
         super().__init__(id="compare")
-        self.catalog = catalog
+        self.listing = listing
         self.before = before
         self.after = after
         self.changes: list[CaseChange] = []
@@ -432,10 +432,10 @@ class CompareScreen(_RunsScreen):
         if path is None:
             self.notify("That eval file is no longer loaded.", markup=False)
             return
-        self.post_message(JumpTo(self.catalog.key(path, eval_id)))
+        self.post_message(JumpTo(self.listing.key(path, eval_id)))
 
     def _eval_file(self) -> Path | None:
-        cat = self.catalog
+        cat = self.listing
         for path in cat.files:
             state = cat.file_state(path)
             if self.after.eval_file and Path(self.after.eval_file).name == path.name and state and state.eval_set \

@@ -86,9 +86,9 @@ class MainScreen(Screen[None]):
         first = {k: v for k, v in bindings.items() if v.binding.id in _FOOTER_FIRST}
         return {**first, **{k: v for k, v in bindings.items() if k not in first}}
 
-    def __init__(self, catalog: CaseListing) -> None:
+    def __init__(self, listing: CaseListing) -> None:
         super().__init__(id="main")
-        self.catalog = catalog
+        self.listing = listing
         self._search_timer: Timer | None = None
         self._resort_timer: Timer | None = None
         # The what-if settings last until the dashboard closes (never written unless asked).
@@ -97,9 +97,9 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
         with Horizontal(id="body"):
-            yield EvalBrowser(self.catalog, id="browser")
+            yield EvalBrowser(self.listing, id="browser")
             with VerticalScroll(id="summary-scroll"):
-                yield Summary(self.catalog, id="summary")
+                yield Summary(self.listing, id="summary")
         yield RunPanel(id="run-panel")
         yield KeyFooter()
 
@@ -137,7 +137,7 @@ class MainScreen(Screen[None]):
 
     def refresh_topbar(self) -> None:
         app = self.app
-        cat = self.catalog
+        cat = self.listing
         parts: list[Content | tuple[str, str] | str] = [("tui-eval ", "bold $text-accent"), plain(cat.relpath(cat.root) if cat.root.is_file() else cat.root.name or str(cat.root))]
         if cat.filter.active:
             # Right after the folder: at 80 columns the end of the bar is cut off, and the filter is what
@@ -187,7 +187,7 @@ class MainScreen(Screen[None]):
         if not keys:
             return
         self.browser.refresh_keys(keys)
-        if self.catalog.order != "file" and self._resort_timer is None:
+        if self.listing.order != "file" and self._resort_timer is None:
             # Sorted by score or duration: new results move cases, at most once a second.
             self._resort_timer = self.set_timer(1.0, self._resort)
         entry = self.summary.entry
@@ -198,7 +198,7 @@ class MainScreen(Screen[None]):
 
     def _resort(self) -> None:
         self._resort_timer = None
-        if self.catalog.order != "file":
+        if self.listing.order != "file":
             self.browser.rebuild(keep_open=True)
 
     def show_changes(self, changes: Changes) -> None:
@@ -211,9 +211,9 @@ class MainScreen(Screen[None]):
         if changes.new_run:
             self.run_panel.reset()
         if changes.run is not None:
-            self.run_panel.show(changes.run, self.catalog.run_book.num_runs)
+            self.run_panel.show(changes.run, self.listing.run_book.num_runs)
         if changes.run is not None or changes.insight or changes.new_run:
-            self.run_panel.show_insight(self.catalog.run_book)
+            self.run_panel.show_insight(self.listing.run_book)
         if delta.added or delta.removed:
             self.files_changed()
         elif delta.configs_changed or delta.reloaded or changes.timeline or changes.loaded:
@@ -247,7 +247,7 @@ class MainScreen(Screen[None]):
             if action == "open_turn":
                 return isinstance(entry, TurnEntry) or None
             if action == "accept":
-                return isinstance(entry, (CaseEntry, TurnEntry)) and entry.key in self.catalog.results or None
+                return isinstance(entry, (CaseEntry, TurnEntry)) and entry.key in self.listing.results or None
             return isinstance(entry, (CaseEntry, TurnEntry)) or None
         return True
 
@@ -259,10 +259,10 @@ class MainScreen(Screen[None]):
             self.post_message(RunRequested(f"Run {entry.key.eval_id}", keys=(entry.key,)))
 
     def action_run_all(self) -> None:
-        self.post_message(RunRequested("Run all", files=tuple(self.catalog.files)))
+        self.post_message(RunRequested("Run all", files=tuple(self.listing.files)))
 
     def action_run_failed(self) -> None:
-        keys = self.catalog.failed_keys()
+        keys = self.listing.failed_keys()
         if not keys:
             self.notify("No failed cases to run.")
             return
@@ -273,11 +273,11 @@ class MainScreen(Screen[None]):
 
     def action_toggle_failed(self) -> None:
         """failed only → (with --num-runs and flaky cases) flaky only → everything."""
-        f = self.catalog.filter
+        f = self.listing.filter
         if f.failed_only:
             f.failed_only = False
-            f.flaky_only = self.catalog.run_book.num_runs > 1 and any(
-                self.catalog.flaky(k) is not None for k in self.catalog.run_book.repeats)
+            f.flaky_only = self.listing.run_book.num_runs > 1 and any(
+                self.listing.flaky(k) is not None for k in self.listing.run_book.repeats)
         elif f.flaky_only:
             f.flaky_only = False
         else:
@@ -285,11 +285,11 @@ class MainScreen(Screen[None]):
         self.apply_filter()
 
     def action_cycle_metric(self) -> None:
-        names = self.catalog.metric_names()
+        names = self.listing.metric_names()
         if not names:
             self.notify("No metrics yet: run something first.")
             return
-        current = self.catalog.filter.metric
+        current = self.listing.filter.metric
         cycle = [None, *names]
         self.set_metric(cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else None)
 
@@ -302,12 +302,12 @@ class MainScreen(Screen[None]):
         data: object = None
         what = ""
         if isinstance(entry, CaseEntry):
-            case = self.catalog.case(entry.key)
+            case = self.listing.case(entry.key)
             if case is not None:
                 data, what = case.to_dict(), f"case {entry.key.eval_id}"
         elif isinstance(entry, TurnEntry):
-            result = self.catalog.result(entry.key)
-            case = self.catalog.case(entry.key)
+            result = self.listing.result(entry.key)
+            case = self.listing.case(entry.key)
             if result is not None and entry.index < len(result.actual):
                 data, what = result.actual[entry.index].to_dict(), f"actual turn {entry.index + 1} of {entry.key.eval_id}"
             elif case is not None and case.conversation and entry.index < len(case.conversation):
@@ -322,19 +322,19 @@ class MainScreen(Screen[None]):
     def action_cycle_order(self) -> None:
         from ..listing import CASE_ORDER_WORDS
 
-        order = self.catalog.cycle_order()
+        order = self.listing.cycle_order()
         self._title_browser()
         self.browser.rebuild(keep_open=True)
         self.notify(f"Cases sorted: {CASE_ORDER_WORDS[order]} (s changes it).", markup=False, timeout=3)
 
     def _title_browser(self) -> None:
         # The tree's title says what its numbers are when they are not the file's order of scores.
-        order = self.catalog.order
+        order = self.listing.order
         self.browser.border_title = {"file": "Eval sets", "score": "Eval sets · worst score first",
                                      "duration": "Eval sets · slowest first"}[order]
 
     def set_metric(self, name: str | None) -> None:
-        self.catalog.filter.metric = name
+        self.listing.filter.metric = name
         self.apply_filter()
 
     def apply_filter(self) -> None:
@@ -368,8 +368,8 @@ class MainScreen(Screen[None]):
         self._search_timer = self.set_timer(0.15, lambda: self._set_query(event.value))
 
     def _set_query(self, value: str) -> None:
-        if value != self.catalog.filter.query:
-            self.catalog.filter.query = value
+        if value != self.listing.filter.query:
+            self.listing.filter.query = value
             self.apply_filter()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -382,16 +382,16 @@ class MainScreen(Screen[None]):
 
     def action_clear_filters(self) -> None:
         search = self._search_input()
-        had = self.catalog.filter.active or (search is not None and not search.has_class("-hidden"))
+        had = self.listing.filter.active or (search is not None and not search.has_class("-hidden"))
         if search is not None:
             search.value = ""
             search.add_class("-hidden")
         if self._search_timer is not None:
             self._search_timer.stop()
-        self.catalog.filter.failed_only = False
-        self.catalog.filter.flaky_only = False
-        self.catalog.filter.metric = None
-        self.catalog.filter.query = ""
+        self.listing.filter.failed_only = False
+        self.listing.filter.flaky_only = False
+        self.listing.filter.metric = None
+        self.listing.filter.query = ""
         if had:
             self.apply_filter()
         self.browser.focus()
@@ -432,7 +432,7 @@ class MainScreen(Screen[None]):
         from ..widgets.browser import ces_marker_of
 
         entry = self.selected
-        if isinstance(entry, (CaseEntry, TurnEntry)) and ces_marker_of(self.catalog, entry.key) is not None:
+        if isinstance(entry, (CaseEntry, TurnEntry)) and ces_marker_of(self.listing, entry.key) is not None:
             return entry.key
         return None
 
@@ -460,7 +460,7 @@ class MainScreen(Screen[None]):
     def action_causes(self) -> None:
         from .causes import CausesScreen
 
-        self.app.push_screen(CausesScreen(self.catalog))
+        self.app.push_screen(CausesScreen(self.listing))
 
     def action_whatif(self) -> None:
         from .whatif import WhatIfScreen, WhatIfState
@@ -468,7 +468,7 @@ class MainScreen(Screen[None]):
         state = self._whatif_state
         if state is None:
             state = self._whatif_state = WhatIfState()
-        self.app.push_screen(WhatIfScreen(self.catalog, state))
+        self.app.push_screen(WhatIfScreen(self.listing, state))
 
     def action_toggle_live(self) -> None:
         self.post_message(LiveToggled(not self.app.live))

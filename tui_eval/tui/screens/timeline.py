@@ -47,9 +47,9 @@ class TimelineScreen(Screen[None]):
 
     CSS_PATH = "../views.tcss"
 
-    def __init__(self, catalog: CaseListing) -> None:
+    def __init__(self, listing: CaseListing) -> None:
         super().__init__(id="timeline")
-        self.catalog = catalog
+        self.listing = listing
         self._shown = -1
 
     def compose(self) -> ComposeResult:
@@ -65,7 +65,7 @@ class TimelineScreen(Screen[None]):
         body.focus()
 
     def redraw(self) -> None:
-        timeline = self.catalog.run_book.timeline
+        timeline = self.listing.run_book.timeline
         stamp = id(timeline[0]) if timeline else 0
         if stamp == self._shown:
             return

@@ -87,9 +87,9 @@ class TurnScreen(Screen[None]):
         Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
     ]
 
-    def __init__(self, catalog: CaseListing, key: CaseKey, index: int) -> None:
+    def __init__(self, listing: CaseListing, key: CaseKey, index: int) -> None:
         super().__init__(id="turn")
-        self.catalog = catalog
+        self.listing = listing
         self.key = key
         self.index = index
         self.match_type: str | None = None
@@ -134,7 +134,7 @@ class TurnScreen(Screen[None]):
     # ---- data --------------------------------------------------------------------------------
 
     def _turns(self) -> tuple[Invocation | None, Invocation | None, int]:
-        cat = self.catalog
+        cat = self.listing
         case = cat.case(self.key)
         result = self._result()
         # The expected turns as the file has them now (an accepted turn shows its new text at once); the
@@ -150,10 +150,10 @@ class TurnScreen(Screen[None]):
     def _result(self) -> CaseResult | None:
         """The result shown: the picked repetition of this session's run (k), else the latest."""
         if self.repetition is not None:
-            runs = self.catalog.run_book.runs_of(self.key)
+            runs = self.listing.run_book.runs_of(self.key)
             if 0 < self.repetition <= len(runs) and runs[self.repetition - 1] is not None:
                 return runs[self.repetition - 1]
-        return self.catalog.result(self.key)
+        return self.listing.result(self.key)
 
     def show(self, key: CaseKey, index: int) -> None:
         """Show another turn in this screen."""
@@ -173,7 +173,7 @@ class TurnScreen(Screen[None]):
     # ---- rendering ---------------------------------------------------------------------------
 
     def render_turn(self) -> None:
-        cat = self.catalog
+        cat = self.listing
         result = self._result()
         case = cat.case(self.key)
         expected, actual, n = self._turns()
@@ -290,7 +290,7 @@ class TurnScreen(Screen[None]):
         """Whether the shown result was scored against other expected turns than the file's (accepted)."""
         if result is None or expected is None:
             return False
-        if self.key in self.catalog.stale:
+        if self.key in self.listing.stale:
             return True
         old = result.expected
         if old is None or self.index >= len(old):
@@ -366,11 +366,11 @@ class TurnScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("accept_turn", "accept_case"):
-            return self.key in self.catalog.results or None
+            return self.key in self.listing.results or None
         if action == "rerun":
             return (self.app.ready and not self.app.busy) or None
         if action == "cycle_repetition":
-            return bool(self.catalog.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
+            return bool(self.listing.run_book.runs_of(self.key))  # hidden unless the case ran N > 1 times
         if action in ("ces_history", "ces_run"):  # a CES case's keys, as in the browser
             return self.query_one(CesTurnPanel).display
         if action == "full_text":
@@ -431,7 +431,7 @@ class TurnScreen(Screen[None]):
 
     def action_cycle_repetition(self) -> None:
         """Show the next repetition (run k of N) of this session's --num-runs run."""
-        runs = self.catalog.run_book.runs_of(self.key)
+        runs = self.listing.run_book.runs_of(self.key)
         if not runs:
             return
         current = self.repetition or len(runs)
@@ -443,7 +443,7 @@ class TurnScreen(Screen[None]):
         or say why there is none. The run's record is read in a thread."""
         from ..app import SESSION
 
-        cat = self.catalog
+        cat = self.listing
         key = self.key
         if cat.result(key) is None:
             self.notify("No result yet: no run, no code diff.", markup=False)

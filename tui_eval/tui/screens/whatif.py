@@ -58,9 +58,9 @@ class WhatIfScreen(Screen[None]):
 
     CSS_PATH = "../views.tcss"
 
-    def __init__(self, catalog: CaseListing, state: WhatIfState) -> None:
+    def __init__(self, listing: CaseListing, state: WhatIfState) -> None:
         super().__init__(id="whatif")
-        self.catalog = catalog
+        self.listing = listing
         self.state = state
         self.flips: list[Flip] = []
 
@@ -84,7 +84,7 @@ class WhatIfScreen(Screen[None]):
     # ---- what is shown ---------------------------------------------------------------------------
 
     def results(self) -> list[tuple[CaseKey, CaseResult]]:
-        cat = self.catalog
+        cat = self.listing
         keys = cat.all_keys()
         found = cat.results.get_many([key for key in keys if key in cat.results])
         return [(key, found[key]) for key in keys if key in found]
@@ -149,7 +149,7 @@ class WhatIfScreen(Screen[None]):
         ]
         status.update(Content("\n").join(lines))
         for f in self.flips:
-            result = self.catalog.result(f.key)  # type: ignore[arg-type]
+            result = self.listing.result(f.key)  # type: ignore[arg-type]
             set_id = result.eval_set_id if result is not None else ""
             word = "pass" if f.would_pass else "fail"
             table.add_row(
@@ -227,7 +227,7 @@ class WhatIfScreen(Screen[None]):
 
     def config_files(self) -> list[Path]:
         """The config files the shown results of this metric were scored with (eval files' test_config.json)."""
-        ws = self.catalog.workspace
+        ws = self.listing.workspace
         if ws is None:
             return []
         files: dict[Path, None] = {}
@@ -252,7 +252,7 @@ class WhatIfScreen(Screen[None]):
             return
         body = Content("\n").join([
             Content.assemble("Write ", plain(what.describe(), "bold"), " to:"),
-            *(plain("  " + self.catalog.relpath(p)) for p in files),
+            *(plain("  " + self.listing.relpath(p)) for p in files),
             Content.styled("Only that value changes in each file.", "$text-muted"),
         ])
 

@@ -85,9 +85,9 @@ class EvalBrowser(Tree[Entry]):
         Binding("left", "collapse_node", "Collapse", show=False, id="browser.collapse"),
     ]
 
-    def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
+    def __init__(self, listing: CaseListing, *, id: str | None = None) -> None:
         super().__init__("eval files", id=id)
-        self.catalog = catalog
+        self.listing = listing
         self.show_root = False
         self.guide_depth = 2
         self._set_nodes: dict[Path, TreeNode[Entry]] = {}
@@ -97,8 +97,8 @@ class EvalBrowser(Tree[Entry]):
     # ---- building ----------------------------------------------------------------------------
 
     def sync_files(self) -> None:
-        """Add nodes for eval files the catalog knows and the tree does not (keeping catalog order)."""
-        visible = [p for p in self.catalog.files if not self.catalog.filter.active or self.catalog.visible_cases(p)]
+        """Add nodes for eval files the listing knows and the tree does not (keeping listing order)."""
+        visible = [p for p in self.listing.files if not self.listing.filter.active or self.listing.visible_cases(p)]
         for i, path in enumerate(visible):
             if path in self._set_nodes:
                 continue
@@ -111,7 +111,7 @@ class EvalBrowser(Tree[Entry]):
             else:
                 node = self.root.add(Text(literal(path.name)), SetEntry(path))
             self._set_nodes[path] = node
-            if self.catalog.filter.active:
+            if self.listing.filter.active:
                 node.expand()
         if self.cursor_node is None and self.root.children:
             self.move_cursor(self.root.children[0])
@@ -180,12 +180,12 @@ class EvalBrowser(Tree[Entry]):
 
     def _add_page(self, node: TreeNode[Entry], path: Path, start: int) -> None:
         """Add one page of a file's cases from `start`, then a MoreEntry leaf if any are left."""
-        cases = self.catalog.visible_cases(path)
+        cases = self.listing.visible_cases(path)
         items: list[tuple[Text, Entry, bool]] = []
         for case in cases[start:start + PAGE]:
-            key = self.catalog.key(path, case.eval_id)
+            key = self.listing.key(path, case.eval_id)
             turns = len(case.conversation or [])
-            summary = self.catalog.results.summary(key)
+            summary = self.listing.results.summary(key)
             if summary is not None:
                 turns = max(turns, summary.turns)
             items.append((Text(literal(case.eval_id)), CaseEntry(key), turns > 0))
@@ -219,8 +219,8 @@ class EvalBrowser(Tree[Entry]):
         assert isinstance(entry, CaseEntry)
         self._populated.add(id(node))
         node.remove_children()
-        case = self.catalog.case(entry.key)
-        summary = self.catalog.results.summary(entry.key)
+        case = self.listing.case(entry.key)
+        summary = self.listing.results.summary(entry.key)
         turns = len(case.conversation or []) if case is not None else 0
         if summary is not None:
             turns = max(turns, summary.turns)
@@ -253,7 +253,7 @@ class EvalBrowser(Tree[Entry]):
             if node is None:
                 continue
             if id(node) in self._populated:
-                summary = self.catalog.results.summary(key)
+                summary = self.listing.results.summary(key)
                 if summary is not None and summary.turns > len(node.children):
                     self._populated.discard(id(node))
                     if node.is_expanded:
@@ -352,18 +352,18 @@ class EvalBrowser(Tree[Entry]):
         return glyph, self._style(_STATUS_CLASS[status])
 
     def _set_label(self, path: Path) -> Text:
-        catalog = self.catalog
-        state = catalog.file_state(path)
-        counts = catalog.counts(path)
-        text = Text(literal(catalog.set_label(path)))
+        listing = self.listing
+        state = listing.file_state(path)
+        counts = listing.counts(path)
+        text = Text(literal(listing.set_label(path)))
         muted = self._style("browser--muted")
         n = sum(counts.values())
         text.append(f" ({n})", muted)
         for status in CASE_STATUSES:
             if counts[status]:
                 text.append(f" {STATUS_GLYPH[status]}{counts[status]}", self._style(_STATUS_CLASS[status]))
-        if catalog.run_book.num_runs > 1:
-            flaky = catalog.flaky_count(path)
+        if listing.run_book.num_runs > 1:
+            flaky = listing.flaky_count(path)
             if flaky:
                 # Counted above by their latest repetition; this says how many of them are flaky.
                 text.append(f" {FLAKY_GLYPH}{flaky} flaky", self._style("browser--not-evaluated"))
@@ -372,14 +372,14 @@ class EvalBrowser(Tree[Entry]):
         return text
 
     def _case_label(self, key: CaseKey) -> Text:
-        catalog = self.catalog
-        glyph, gstyle = self._glyph(catalog.case_status(key), key in catalog.running)
-        flaky = catalog.flaky(key) if catalog.run_book.num_runs > 1 else None
-        if flaky is not None and key not in catalog.running and not catalog.filter.metric:
+        listing = self.listing
+        glyph, gstyle = self._glyph(listing.case_status(key), key in listing.running)
+        flaky = listing.flaky(key) if listing.run_book.num_runs > 1 else None
+        if flaky is not None and key not in listing.running and not listing.filter.metric:
             # Passed in some repetitions, failed in others: neither ✔ nor ✘ is the truth.
             glyph, gstyle = FLAKY_GLYPH, self._style("browser--not-evaluated")
         text = Text.assemble((glyph, gstyle), " ")
-        ces = ces_marker_of(catalog, key)
+        ces = ces_marker_of(listing, key)
         if ces is not None:
             # A case pulled from CES: its last CES verdict (and the kind when it is a scenario), before the
             # id so that a long CES id never pushes it out of a narrow tree.
@@ -388,22 +388,22 @@ class EvalBrowser(Tree[Entry]):
             text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
             text.append(" ")
         text.append(literal(key.eval_id))
-        summary = catalog.results.summary(key)
-        if catalog.order == "duration":
+        summary = listing.results.summary(key)
+        if listing.order == "duration":
             if summary is not None:
                 text.append(f"  {summary.seconds:.2f}s", self._style("browser--muted"))
         else:
-            score = catalog.score_text(key)
+            score = listing.score_text(key)
             if score is not None:
                 text.append(f"  {score}", self._style("browser--muted"))
         if flaky is not None:
             text.append(f"  {flaky[0]}/{flaky[1]} passed", self._style("browser--not-evaluated"))
-        if key in catalog.stale:
+        if key in listing.stale:
             # Scored before its expected turns were accepted: the status is the old expected's.
             text.append("  stale", self._style("browser--not-evaluated"))
         elif summary is not None and summary.error:
             text.append("  agent error", self._style("browser--error"))
-        elif summary is not None and not catalog.filter.metric and summary.status == EvalStatus.PASSED:
+        elif summary is not None and not listing.filter.metric and summary.status == EvalStatus.PASSED:
             done, total = summary.coverage()
             if done != total:
                 # `2/4 evaluated` (`2 of 4 metrics evaluated` in the summary): the tree is narrow at 80 columns.
@@ -411,22 +411,22 @@ class EvalBrowser(Tree[Entry]):
         return text
 
     def _turn_label(self, entry: TurnEntry) -> Text:
-        catalog = self.catalog
-        glyph, gstyle = self._glyph(catalog.turn_status(entry.key, entry.index), entry.key in catalog.running)
-        case = catalog.case(entry.key)
+        listing = self.listing
+        glyph, gstyle = self._glyph(listing.turn_status(entry.key, entry.index), entry.key in listing.running)
+        case = listing.case(entry.key)
         prompt = ""
         if case is not None and case.conversation and entry.index < len(case.conversation):
             prompt = case.conversation[entry.index].user_content.text
         else:
-            result = catalog.result(entry.key)
+            result = listing.result(entry.key)
             if result is not None and entry.index < len(result.actual):
                 prompt = result.actual[entry.index].user_content.text
         return Text.assemble((glyph, gstyle), f" {entry.index + 1}. ", one_line(prompt, 48))
 
 
-def ces_marker_of(catalog: CaseListing, key: CaseKey) -> CesMarker | None:
+def ces_marker_of(listing: CaseListing, key: CaseKey) -> CesMarker | None:
     """The CES tag of a case (golden or scenario, last CES verdict), None for a case not from CES."""
-    case = catalog.case(key)
+    case = listing.case(key)
     if case is None or not case.model_extra:
         return None
     from ...schema.ces.caseview import marker

@@ -34,11 +34,11 @@ def _hint(text: str) -> Content:
 
 
 class Summary(Static):
-    """Renders one browser entry; `show(entry)` redraws it from the catalog."""
+    """Renders one browser entry; `show(entry)` redraws it from the listing."""
 
-    def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
+    def __init__(self, listing: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.catalog = catalog
+        self.listing = listing
         self.entry: Entry = None
         self._height = self._width = -1
         self._trends: CaseTrends | None = None
@@ -47,7 +47,7 @@ class Summary(Static):
         # The trend sparklines are widgets, not text: they sit right under this pane in its scroll view.
         parent = self.parent
         if isinstance(parent, Widget):
-            self._trends = CaseTrends(self.catalog, id="case-trends")
+            self._trends = CaseTrends(self.listing, id="case-trends")
             parent.mount(self._trends, after=self)
 
     def show(self, entry: Entry) -> None:
@@ -79,19 +79,19 @@ class Summary(Static):
         if isinstance(entry, TurnEntry):
             return self._turn(entry)
         if isinstance(entry, MoreEntry):
-            return _hint(f"{entry.total - entry.start:,} more cases of {self.catalog.relpath(entry.path)}: enter shows "
+            return _hint(f"{entry.total - entry.start:,} more cases of {self.listing.relpath(entry.path)}: enter shows "
                          "the next page; / searches and f shows failures only.")
-        if not self.catalog.loaded:
+        if not self.listing.loaded:
             return _hint("Looking for agents, eval files and configs…")
-        if self.catalog.filter.active and self.catalog.files:
+        if self.listing.filter.active and self.listing.files:
             # The folder has eval files: the filter hides them all, which is not "no eval files".
-            return _hint(f"No case matches ({self.catalog.filter.describe()}). esc clears the filter.")
+            return _hint(f"No case matches ({self.listing.filter.describe()}). esc clears the filter.")
         return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
 
     # ---- an eval file ----------------------------------------------------------------------
 
     def _set(self, path: Path) -> Content:
-        cat = self.catalog
+        cat = self.listing
         state = cat.file_state(path)
         lines: list[Content] = [_title("Eval set", one_line(state.eval_set.eval_set_id if state and state.eval_set else path.name, 60))]
         lines.append(plain(cat.relpath(path), "$text-muted"))
@@ -123,14 +123,14 @@ class Summary(Static):
         return joined(lines)
 
     def _config_lines(self, path: Path) -> list[Content]:
-        ws = self.catalog.workspace
+        ws = self.listing.workspace
         if ws is None:
             return []
         cstate = ws.config_state_for(path)
         lines = [Content.assemble(("config ", "$text-muted"),
-                                  plain(self.catalog.relpath(cstate.path) if cstate else "defaults (no test_config.json)"))]
+                                  plain(self.listing.relpath(cstate.path) if cstate else "defaults (no test_config.json)"))]
         if cstate is not None and cstate.error is not None:
-            lines.append(plain(f"⚠ {self.catalog.error_text(cstate.error)}", "$text-error"))
+            lines.append(plain(f"⚠ {self.listing.error_text(cstate.error)}", "$text-error"))
         if cstate is not None and cstate.config is None and cstate.error is not None:
             return lines  # a broken config with no good version: the error is shown above
         config = ws.config_for(path)
@@ -146,7 +146,7 @@ class Summary(Static):
     # ---- a case ----------------------------------------------------------------------------
 
     def _case(self, entry: CaseEntry) -> Content:
-        cat = self.catalog
+        cat = self.listing
         key = entry.key
         case = cat.case(key)
         result = cat.result(key)
@@ -218,7 +218,7 @@ class Summary(Static):
         from ...engine.pricing import UsageKey, estimate_cost
         from ...schema.usage import TokenUsage
 
-        prices = self.catalog.run_book.price_table()
+        prices = self.listing.run_book.price_table()
         cost = estimate_cost({UsageKey("agent", m): u for m, u in per_model.items()}, prices)
         total = TokenUsage.total(per_model.values())
         return [Content.styled(f"agent {tokens_text(total)} · {cost_text(cost)}", "$text-muted")]
@@ -226,7 +226,7 @@ class Summary(Static):
     # ---- a turn ----------------------------------------------------------------------------
 
     def _turn(self, entry: TurnEntry) -> Content:
-        cat = self.catalog
+        cat = self.listing
         key, i = entry.key, entry.index
         case = cat.case(key)
         result = cat.result(key)

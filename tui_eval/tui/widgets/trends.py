@@ -186,9 +186,9 @@ def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> Tren
 class CaseTrends(Vertical):
     """Shown under the summary: the highlighted case's (or eval set's) trend over its saved runs."""
 
-    def __init__(self, catalog: CaseListing, *, id: str | None = None) -> None:
+    def __init__(self, listing: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.catalog = catalog
+        self.listing = listing
         self.entry: Entry = None
         # eval file -> (generation, trends); the generation counts this session's finished runs.
         self._cache: dict[Path, tuple[int, FileTrends]] = {}
@@ -208,7 +208,7 @@ class CaseTrends(Vertical):
         yield from self._rows_pool
 
     def _generation(self) -> int:
-        return len(self.catalog.run_book.timeline)
+        return len(self.listing.run_book.timeline)
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
@@ -234,14 +234,14 @@ class CaseTrends(Vertical):
         if isinstance(entry, SetEntry):
             return entry.path
         if isinstance(entry, (CaseEntry, TurnEntry)):
-            return self.catalog.path_of(entry.key)
+            return self.listing.path_of(entry.key)
         return None
 
     def _load(self, path: Path) -> None:
-        if not self.catalog.loaded:
+        if not self.listing.loaded:
             return  # never compete with the start-up scan: the summary refreshes once it is done
-        ws = self.catalog.workspace
-        state = self.catalog.file_state(path)
+        ws = self.listing.workspace
+        state = self.listing.file_state(path)
         if ws is None or state is None or state.eval_set is None or path in self._loading:
             return
         from ..loader import history_dir_for
