@@ -9,8 +9,8 @@ socket, a batch at a time. The dashboard's process then never shares a GIL with 
   the cases under way, and their finished cases are saved.
 - A finished case goes up as its summary; the engine keeps its full result (the latest run's, each
   repetition) and sends it when the face asks (`Fetch`), from the command thread, so a face showing a
-  case never waits for the run's scoring. Pickling every result for a face that shows a few cost
-  about 40 % of a replay run's time in this process (bench/README.md).
+  case never waits for the run's scoring. Pickling every result for a face that shows a few was much
+  of a replay run's time in this process (figures: bench/README.md).
 - Records are batched: a batch goes up when it is FLUSH_SECONDS old or holds a record the face shows at
   once (a run starting, stopping, ending). A face that reads slowly slows the engine (the socket's
   back-pressure); it never blocks the face.
