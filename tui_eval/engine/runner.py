@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 # Seconds of uninterrupted scoring after which a worker lets the loop run (signals, the UI, events).
 # Each of the `concurrency` workers may run this long before a loop callback gets its turn, which is
 # why a cancel first sets a flag they read between cases (`request_stop`).
-YIELD_EVERY = 0.05
+YIELD_EVERY = 0.01
 
 
 @dataclass(slots=True, repr=False)
