@@ -105,6 +105,13 @@ async def wait_until(pilot: Any, condition: Callable[[], object], timeout: float
         pilot.app.pull()
 
 
+async def run_all_until(pilot: Any, cases_done: int = 1) -> None:
+    """Press R (run every case) and wait until the run has finished `cases_done` of them."""
+    app = pilot.app
+    await pilot.press("R")
+    await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= cases_done)
+
+
 def slow_agent_folder(root: Path, cases: int, delay: float) -> Path:
     """An agent folder with one eval set of `cases` one-turn cases, each answered after `delay` s."""
     import json

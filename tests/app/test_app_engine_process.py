@@ -16,7 +16,7 @@ import termios
 import time
 from pathlib import Path
 
-from tests.app.conftest import settle, slow_agent_folder, wait_until
+from tests.app.conftest import run_all_until, settle, slow_agent_folder
 from tests.support.evalfiles import case, turn, write_set
 
 
@@ -56,9 +56,8 @@ async def test_a_run_streams_from_the_engine_process(tmp_path: Path, make_app) -
         await settle(pilot)
         engine = app.engine
         assert engine is not None and engine.pid is not None and engine.pid != os.getpid()
-        await pilot.press("R")
         # Cases reach the screen while the run goes on, a few at a time.
-        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
+        await run_all_until(pilot)
         assert app.run_state.active and app.run_state.cases_done < 40
         assert "/40 cases" in str(app.main.query_one("#run-status").render())
         await settle(pilot)
@@ -81,8 +80,7 @@ async def test_x_cancels_a_replay_run_that_scores_flat_out(tmp_path: Path, make_
     app = make_app(tmp_path, recording="many.evalset.json")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("R")
-        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
+        await run_all_until(pilot)
         await pilot.press("x")
         await settle(pilot)
         state = app.run_state
@@ -97,8 +95,7 @@ async def test_quitting_during_a_run_keeps_the_finished_cases_and_ends_the_engin
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         pid = app.engine.pid
-        await pilot.press("R")
-        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 2)
+        await run_all_until(pilot, 2)
         done = {k.eval_id for k in app.listing.results.keys()}
         await pilot.press("q")
         await pilot.press("y")  # "Quit during a run?"

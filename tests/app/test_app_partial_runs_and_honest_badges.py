@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.app.conftest import settle, wait_until
+from tests.app.conftest import run_all_until, settle, wait_until
 from tests.app.test_app_browse import labels, summary_text
 
 HISTORY = Path("travel") / ".adk" / "eval_history"
@@ -100,8 +100,7 @@ async def test_q_during_a_run_asks_first(tmp_path: Path, make_app) -> None:
     app = make_app(root, recording=None, run_options=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("R")
-        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
+        await run_all_until(pilot)
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert "finished cases are kept" in str(app.screen.query_one("#confirm-body").render())

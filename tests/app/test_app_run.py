@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.app.conftest import settle, slow_agent_folder, wait_until
+from tests.app.conftest import run_all_until, settle, slow_agent_folder
 from tui_eval.tui.widgets.browser import EvalBrowser
 from tui_eval.tui.widgets.run_panel import MetricBar, RunPanel
 from textual.widgets import ProgressBar
@@ -79,9 +79,8 @@ async def test_cancel_keeps_finished_cases_and_ui_stays_responsive(tmp_path: Pat
     app = make_app(root, recording=None, run_options=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("R")
         # While it runs, keys are handled at once: the tree moves, the filter toggles.
-        await wait_until(pilot, lambda: app.run_state is not None and app.run_state.cases_done >= 1)
+        await run_all_until(pilot)
         tree = app.main.query_one(EvalBrowser)
         before = tree.cursor_line
         t0 = time.perf_counter()
