@@ -37,7 +37,7 @@ LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
-    from .engine.executor import Executor
+    from .executors import Executor
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
     from .engine.store import ResultStore

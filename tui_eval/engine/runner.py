@@ -37,7 +37,7 @@ from ..schema.results import (
 )
 from .causes import strict_status
 from .codestate import CodeState
-from .executor import Executor, InlineExecutor
+from ..executors import Executor, InlineExecutor
 from .events import (
     CaseFinished,
     CaseKey,
@@ -58,6 +58,7 @@ from .plan import EvalTarget, RunPlan
 from .pricing import PriceTable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.options import JudgeOptions
     from ..judge.service import JudgeService
 
 EventSink = Callable[[Event], None]
@@ -250,18 +251,21 @@ def _judge_needed(plan: RunPlan) -> bool:
     return False
 
 
+def judge_options(options: RunOptions) -> JudgeOptions:
+    """The judge settings of a run: the one carrier of them from the command line to every judge service
+    (the run's, and the user simulator's in each agent process)."""
+    from ..judge import JudgeOptions
+
+    timeout = options.judge_timeout if options.judge_timeout is not None else JudgeOptions().timeout
+    return JudgeOptions(concurrency=options.judge_concurrency, base_url=options.judge_base_url,
+                        use_cache=options.judge_cache, timeout=timeout)
+
+
 def make_judge(options: RunOptions) -> JudgeService:
     """The judge service for a run."""
-    from ..judge import JudgeOptions, create_judge_service
+    from ..judge import create_judge_service
 
-    judge_options = JudgeOptions(
-        concurrency=options.judge_concurrency,
-        base_url=options.judge_base_url,
-        use_cache=options.judge_cache,
-    )
-    if options.judge_timeout is not None:
-        judge_options.timeout = options.judge_timeout
-    return create_judge_service(judge_options)
+    return create_judge_service(judge_options(options))
 
 
 def judge_notice(plan: RunPlan, judge: JudgeClient | None) -> RunNotice | None:
@@ -354,13 +358,8 @@ class Run:
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._progress: ScoreProgress | None = None
-        # How a worker builds the user simulator's judge for scenario cases (as make_judge does here).
-        self._judge_settings: dict[str, Any] = {
-            "concurrency": self.options.judge_concurrency,
-            "base_url": self.options.judge_base_url,
-            "use_cache": self.options.judge_cache,
-            **({"timeout": self.options.judge_timeout} if self.options.judge_timeout is not None else {}),
-        }
+        # How an agent process builds the user simulator's judge for scenario cases (as make_judge does here).
+        self._judge_options = judge_options(self.options)
         self._owns_judge = False
         self._last_yield = time.perf_counter()
 
@@ -571,7 +570,7 @@ class Run:
             return Inference(error="no agent to run and no stored inference for this case")
         job = CaseJob(str(target.eval_file), case.eval_id, case, self.options.turn_timeout,
                       config=target.config if case.is_scenario else None,
-                      judge=self._judge_settings if case.is_scenario else {},
+                      judge=self._judge_options if case.is_scenario else None,
                       eval_set=target.eval_set if not executor.runs_user_code else None,
                       mock_tools=self.options.mock_tools)
         progress = self._progress
