@@ -38,6 +38,8 @@ LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
     from .engine.executor import Executor
+    from .engine.history import EvalSetPlace, Resolution
+    from .engine.options import RunOptions
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
     from .engine.store import ResultStore
@@ -306,7 +308,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan = prepared.plan
     _print_warnings(plan.warnings, err)
     store = ResultStore()
-    baseline_records = _find_baseline(args.baseline, plan, prepared.agent, store, err) if args.baseline else None
+    places = run_places(plan, prepared.agent_ref, options, store, prepared.agent)
+    resolution = _find_baseline(args.baseline, places, err) if args.baseline else None
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
@@ -331,7 +334,28 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def on_event(event: Event) -> None:
         deliver(print_errors, event, RunError)
 
-    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store, owns_agent=True)
+    from .engine.gate import BaselineError, BaselineReport, Outcome, baseline_report, gate_record, run_outcome
+
+    decided: list[tuple[Outcome, BaselineReport | None]] = []
+    problems: list[str] = []
+
+    def decide_gate(record: RunRecord) -> None:
+        """The run's verdict, decided before its record is saved, so the record keeps its gate."""
+        baseline = None
+        if resolution is not None:
+            try:
+                baseline = baseline_report({f: p.path for f, p in resolution.found.items()}, record.results,
+                                           why_missing=resolution.missing)
+            except BaselineError as exc:
+                problems.append(str(exc))
+                return
+        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
+                              fail_on_regression=args.fail_on_regression)
+        decided.append((outcome, baseline))
+        record.gate = gate_record(outcome, baseline, fail_on_regression=args.fail_on_regression)
+
+    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store, owns_agent=True,
+              before_save=decide_gate)
     try:
         record = asyncio.run(_execute(run))
     except SetupError as exc:  # the agent cannot be imported
@@ -341,16 +365,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bar.stop()
     _keep_for_exit(prepared, run, record)
 
-    from .engine.gate import BaselineError, baseline_report, run_outcome
-
-    baseline = None
-    if baseline_records is not None:
-        try:
-            baseline = baseline_report(baseline_records, record.results)
-        except BaselineError as exc:
-            raise UsageError(str(exc)) from None
-    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
-                          fail_on_regression=args.fail_on_regression)
+    if problems:
+        raise UsageError(problems[0])
+    if not decided:  # pragma: no cover - the runner always calls before_save
+        decide_gate(record)
+    outcome, baseline = decided[0]
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)
@@ -386,26 +405,39 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return outcome.code
 
 
-def _find_baseline(spec: str, plan: RunPlan, agent: Executor, store: ResultStore, err: TextIO) -> dict[str, Path]:
-    """The saved record of each eval set to compare with, found before the run (so this run's own
-    history is never its baseline, and a baseline that does not exist stops the run before it starts)."""
-    from .engine.gate import BaselineError, find_baseline
-
+def run_places(plan: RunPlan, agent_ref: str, options: RunOptions, store: ResultStore,
+               agent: Executor) -> list[EvalSetPlace]:
+    """Each eval set of a planned run: where its history is kept and its kind in this run (what the
+    resolver matches saved runs against)."""
+    from .engine.history import EvalSetPlace, agent_kind, run_kind, selection_of
+    from .engine.runner import plan_coverage
     from .engine.store import history_dir
 
-    # Where this run saves its history (ResultStore.history_dir's rule, for the executor's agent).
-    eval_sets = [(t.eval_set.eval_set_id, str(t.eval_file), store.root or history_dir(t.eval_file, agent.home))
-                 for t in plan.targets]
+    selection = selection_of(plan_coverage(plan))
+    kind = agent_kind(agent_ref)
+    return [EvalSetPlace(t.eval_set.eval_set_id, str(t.eval_file),
+                         store.root or history_dir(t.eval_file, agent.home),
+                         run_kind(t.config, agent=kind, options=options, selection=selection))
+            for t in plan.targets]
+
+
+def _find_baseline(spec: str, places: list[EvalSetPlace], err: TextIO) -> Resolution:
+    """The saved record of each eval set to compare with, found before the run (so this run's own
+    history is never its baseline, and a baseline that does not exist, or is of another kind, stops the
+    run before it starts)."""
+    from .engine.history import ResolveError, find_records
+
     try:
-        found = find_baseline(spec, eval_sets, replay=not agent.runs_user_code)
-    except BaselineError as exc:
+        found = find_records(spec, places)
+    except ResolveError as exc:
         raise UsageError(str(exc)) from None
     from .textsafe import safe_line
 
-    for eval_set_id, eval_file, _ in eval_sets:
-        if eval_file not in found:
-            print(f"warning: --baseline {safe_line(spec)}: no saved run of {safe_line(eval_set_id)} "
-                  f"({safe_line(eval_file)}); its cases count as not run there", file=err)
+    for place in places:
+        why = found.missing.get(place.eval_file)
+        if why is not None:
+            print(f"warning: --baseline {safe_line(spec)}: no baseline for {safe_line(place.eval_set_id)} "
+                  f"({safe_line(place.eval_file)}): {safe_line(why)}; its cases count as not run there", file=err)
     return found
 
 
