@@ -81,6 +81,8 @@ def test_exit_3_when_a_metric_was_not_evaluated_and_strict_makes_it_1(tmp_path: 
     found = ET.parse(xml).getroot().find("testsuite/properties")
     assert found is not None
     props = {p.get("name"): p.get("value") for p in found}
+    run_id = props.pop("tui_eval.run_id")
+    assert f"Run id: {run_id}" in out
     assert props == {"tui_eval.exit_code": "3", "tui_eval.outcome": f"exit 3 (incomplete): {why}"}
     assert f"**Exit 3 (incomplete)**: {why}" in md.read_text()
     code, out, err = run_cli("run", str(DEMO / "support"), RETURN_CASE, "--no-save", "--strict")

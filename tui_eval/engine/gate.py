@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable, Mapping
 
 from ..schema.results import CaseResult, EvalSetResult
 from ..schema.runrecord import GateRecord
 from ..schema.status import EvalStatus
 from .causes import causes_of, infrastructure_error, verdict_status
 from .exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
-from .store import NOT_EVALUATED, NOT_RUN, STILL_FAILING, compare_results, load_record
+from .history import Found
+from .store import NOT_EVALUATED, NOT_RUN, STILL_FAILING, compare_results
 
 OUTCOME_WORDS = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_BAD_INPUT: "error", EXIT_INCOMPLETE: "incomplete"}
 
@@ -91,8 +92,16 @@ def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, st
     reasons: list[str] = []
     if fail_on_regression and baseline is not None:
         regressions = len(baseline.of_kind("regression"))
-        if regressions:
-            return Outcome(EXIT_FAILED, (f"{_plural(regressions, 'regression')} against the baseline",))
+        # Fails safe: an eval set with no baseline run cannot show a regression, so any failure there fails.
+        unguarded = set(baseline.missing)
+        failed_unguarded = sum(1 for r in results if r.eval_set_id in unguarded for c in r.case_results
+                               if verdict_status(c) == EvalStatus.FAILED)
+        if regressions or failed_unguarded:
+            out = [f"{_plural(regressions, 'regression')} against the baseline"] if regressions else []
+            if failed_unguarded:
+                out.append(f"{_plural(failed_unguarded, 'case')} failed with no baseline to compare with "
+                           f"(--fail-on-regression fails on any failure then: {baseline.missing_text()})")
+            return Outcome(EXIT_FAILED, tuple(out))
         if failed:
             reasons.append(f"{_plural(failed, 'case')} failed, none of them a regression (--fail-on-regression)")
     elif failed:
@@ -153,7 +162,8 @@ class BaselineReport:
     def headline(self) -> str:
         """`Baseline run 20261126-…: 1 regression, 2 fixes, 3 still failing, 0 not run`."""
         if self.run_id is None:
-            return "Baseline: no saved run of these eval sets to compare with"
+            why = self.missing_text()
+            return "Baseline: no saved run of these eval sets to compare with" + (f" ({why})" if why else "")
         singular = {"regressions": "regression", "fixes": "fix"}
         counts = ", ".join(f"{len(cases)} {singular.get(name, name) if len(cases) == 1 else name}"
                            for name, cases in self.sections() if cases or name != "not evaluated")
@@ -206,29 +216,27 @@ def compare_with(baseline: EvalSetResult, now: EvalSetResult) -> list[BaselineCa
     return out
 
 
-def baseline_report(records: dict[str, Path], results: list[EvalSetResult],
-                    load: Callable[[Path], tuple[dict[str, object], EvalSetResult]] | None = None,
+def baseline_report(records: Mapping[str, Found], results: list[EvalSetResult],
                     why_missing: dict[str, str] | None = None) -> BaselineReport:
-    """Compare each eval set's first result of this run with its baseline record (`why_missing`: eval
-    file -> why it has none, as the resolver said)."""
-    load = load or (lambda p: load_record(p, with_turns=False))
+    """Compare each eval set's first result of this run with its baseline record (`records`: eval file ->
+    the record the resolver found; `why_missing`: eval file -> why it has none, as the resolver said)."""
     report = BaselineReport(None, None)
     done: set[str] = set()
     for result in results:
         if result.eval_set_file in done:
             continue  # --num-runs: the first repetition stands for the run
         done.add(result.eval_set_file)
-        path = records.get(result.eval_set_file)
-        if path is None:
+        found = records.get(result.eval_set_file)
+        if found is None:
             report.missing.append(result.eval_set_id)
             report.why_missing[result.eval_set_id] = (why_missing or {}).get(result.eval_set_file, "no saved run")
             report.cases += [BaselineCase(NOT_RUN, result.eval_set_id, c.eval_id, None, c.status,
                                           "not in the baseline run") for c in result.case_results]
             continue
         try:
-            meta, before = load(path)
+            meta, before = found.load()
         except (OSError, ValueError) as exc:
-            raise BaselineError(f"--baseline: cannot read {path}: {exc}") from None
+            raise BaselineError(f"--baseline: cannot read {found.path}: {exc}") from None
         if report.run_id is None:
             report.run_id = str(meta.get("run_id") or "")
             created = meta.get("creation_timestamp")

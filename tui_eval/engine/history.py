@@ -13,20 +13,35 @@ in the future or of another eval set is never `latest`.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import orjson
 
 from ..schema.runrecord import AgentKind, ExecutorInfo, JudgeRef, RunKind, Selection, ToolsKind
-from .store import HISTORY_DIR, RECORD_SUFFIX, HistoryEntry, RecordError, read_record_head, scan_history
+from ..schema.fileio import atomic_write
+from .store import (
+    HISTORY_DIR,
+    RECORD_SUFFIX,
+    HistoryEntry,
+    RecordError,
+    check_record_head,
+    history_entry,
+    load_record,
+    parse_record,
+    read_json,
+    read_record_head,
+    scan_history,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..schema.results import EvalSetResult
     from ..schema.config import EvalConfig
     from .options import RunOptions
 
@@ -166,11 +181,18 @@ class EvalSetPlace:
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """The saved record chosen for one eval set, and why it was the one (for --dry-run and notes)."""
+    """The saved record chosen for one eval set: a record file, or (`data`) a record a baseline file holds."""
 
     path: Path
     run_id: str
     entry: HistoryEntry
+    data: dict[str, Any] | None = None
+
+    def load(self) -> tuple[dict[str, Any], EvalSetResult]:
+        """The record's metadata and results (without turns). Raises RecordError."""
+        if self.data is not None:
+            return parse_record(copy.deepcopy(self.data), self.path, with_turns=False)
+        return load_record(self.path, with_turns=False)
 
 
 @dataclass(slots=True)
@@ -249,10 +271,17 @@ def find_records(spec: str, places: list[EvalSetPlace], *, exclude_run: str | No
     missing: dict[str, str] = {}
     listed: dict[Path, list[HistoryEntry]] = {}
     extra_folders: list[Path] = []
+    held: list[tuple[HistoryEntry, dict[str, Any]]] | None = None  # the records a baseline file holds
     run_id = spec
     if spec != LATEST:
         path = Path(spec)
-        if path.is_file():
+        if path.is_file() and is_baseline_file(path):
+            try:
+                held = read_baseline(path)
+            except RecordError as exc:
+                raise ResolveError(f"{what} {path}: {exc}") from None
+            run_id = held[0][0].run_id if held else ""
+        elif path.is_file():
             try:
                 run_id = str(read_record_head(path)["run_id"])
             except (OSError, RecordError) as exc:
@@ -262,6 +291,17 @@ def find_records(spec: str, places: list[EvalSetPlace], *, exclude_run: str | No
             raise ResolveError(f"{what} {spec}: no such file (nor a run id)")
     for place in places:
         if place.eval_file in found or place.eval_file in missing:
+            continue
+        if held is not None:
+            pick_held = _held_for(place, held)
+            if pick_held is None:
+                missing[place.eval_file] = f"the baseline file {spec} has no record of this eval set"
+                continue
+            entry, data = pick_held
+            if check_kind and (diff := kind_differences(place.kind, entry)):
+                raise ResolveError(f"{what} {spec}: the baseline of {place.eval_set_id} is of another kind than "
+                                   "this run: " + "; ".join(diff))
+            found[place.eval_file] = Found(entry.path, entry.run_id, entry, data)
             continue
         entries: list[HistoryEntry] = []
         for folder in [*extra_folders, place.history]:
@@ -283,8 +323,76 @@ def find_records(spec: str, places: list[EvalSetPlace], *, exclude_run: str | No
                                        + "; ".join(diff))
         found[place.eval_file] = Found(pick.path, pick.run_id, pick)
     if spec != LATEST and not found:
+        if held is not None:
+            raise ResolveError(f"{what} {spec}: the baseline file holds none of the eval sets run here")
         raise ResolveError(f"{what} {spec}: no saved run with this id of the eval sets run here")
     return Resolution(found, missing)
+
+
+# ---- baseline files: a saved run to commit beside the eval sets ------------------------------------
+
+BASELINE_FORMAT = "tui-eval.baseline/1"
+
+
+def is_baseline_file(path: Path) -> bool:
+    """Whether a file is a baseline file (`tui-eval baseline save`), by its first bytes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(200)
+    except OSError:
+        return False
+    return BASELINE_FORMAT.encode() in head
+
+
+def save_baseline(records: list[Path], out: Path) -> tuple[str, int]:
+    """Write the records of one saved run (with their cases, without turns) as a baseline file at `out`,
+    their eval files named relative to it, so a checkout elsewhere (CI) finds them. Returns the run id and
+    how many records it holds. Raises RecordError (a record that cannot be read) or OSError."""
+    held: list[dict[str, Any]] = []
+    run_id = ""
+    for path in records:
+        data = read_json(path)
+        head = check_record_head(data, path)
+        run_id = str(head["run_id"])
+        parse_record(copy.deepcopy(data), path, with_turns=False)  # a record that cannot be read is refused now
+        data.pop("adk_file", None)
+        data.pop("code_diff_file", None)
+        eval_file = data.get("eval_file") or ""
+        if eval_file:
+            try:
+                data["eval_file"] = Path(os.path.relpath(Path(eval_file).resolve(), out.resolve().parent)).as_posix()
+            except ValueError:  # another drive (Windows): kept as it is
+                pass
+        held.append(data)
+    body = {"format": BASELINE_FORMAT, "run_id": run_id, "saved": time.time(), "records": held}
+    atomic_write(out, orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+    return run_id, len(held)
+
+
+def read_baseline(path: Path) -> list[tuple[HistoryEntry, dict[str, Any]]]:
+    """The records a baseline file holds, each as the history lists it, their eval files resolved from
+    the file's folder. Raises RecordError."""
+    body = read_json(path)
+    if not isinstance(body, dict) or body.get("format") != BASELINE_FORMAT or not isinstance(body.get("records"), list):
+        raise RecordError(f"{path}: not a tui-eval baseline file (format {BASELINE_FORMAT})")
+    out = []
+    for i, data in enumerate(body["records"]):
+        where = Path(f"{path}#records[{i}]")
+        head = check_record_head(data, where)
+        if head.get("eval_file"):
+            head["eval_file"] = str((path.resolve().parent / head["eval_file"]).resolve())
+        out.append((history_entry(head, path), head))
+    return out
+
+
+def _held_for(place: EvalSetPlace, held: list[tuple[HistoryEntry, dict[str, Any]]]
+              ) -> tuple[HistoryEntry, dict[str, Any]] | None:
+    """The record of a baseline file for one eval set: same id and file, else same id and file name."""
+    same_id = [(e, d) for e, d in held if e.eval_set_id == place.eval_set_id]
+    exact = [(e, d) for e, d in same_id if e.eval_file and _same_file(e.eval_file, place.eval_file)]
+    named = [(e, d) for e, d in same_id if Path(e.eval_file).name == Path(place.eval_file).name]
+    pool = exact or named
+    return min(pool, key=lambda ed: ed[0].repetition) if pool else None
 
 
 def history_folder(path: Path) -> Path:
@@ -292,23 +400,47 @@ def history_folder(path: Path) -> Path:
     return path / HISTORY_DIR if (path / HISTORY_DIR).is_dir() else path
 
 
-def records_of_run(spec: str, where: Path = Path("."), *, prefer_agent: bool = True) -> list[Path]:
-    """The record files of one saved run, for `report` and `rescore`: `spec` is a `.tui-eval.json`
-    record (its run's records beside it), a folder (its eval history's newest run), `latest` (the newest
-    run in `where`'s eval history), or a run id (in `where`'s eval history). The newest run is an agent
-    run where the folder has any (a replay is not the agent's result). Raises ResolveError."""
-    path = Path(spec)
-    if spec == LATEST or path.is_dir():
-        folder = history_folder(where if spec == LATEST else path)
+def history_folders(where: Path) -> list[Path]:
+    """The eval history folders at and below `where` (its own, its agents', their sub-folders'): where a
+    run id or `latest` is looked for when no record or folder is named."""
+    found = [history_folder(where)]
+    for pattern in ("*/" + HISTORY_DIR.as_posix(), "*/*/" + HISTORY_DIR.as_posix()):
+        found += sorted(p for p in where.glob(pattern) if p.is_dir())
+    return list(dict.fromkeys(found))
+
+
+def _scan(folders: Iterable[Path]) -> list[HistoryEntry]:
+    out: list[HistoryEntry] = []
+    for folder in folders:
         listed, unreadable = scan_history(folder)
         for bad in unreadable:
             log.warning("unreadable run record: %s", bad.reason)
-        entries = [e for e in listed if _usable(e, time.time())]
+        out += listed
+    return out
+
+
+def records_of_run(spec: str, where: Path = Path("."), *, for_baseline: bool = False) -> list[Path]:
+    """The record files of one saved run, for `report`, `rescore` and `baseline save`: `spec` is a
+    `.tui-eval.json` record (its run's records beside it), a folder (its eval history's newest run),
+    `latest` (the newest run in the eval histories at and below `where`), or a run id (found there). The
+    newest run is an agent run where there is any (a replay is not the agent's result); `for_baseline`
+    also passes over runs that failed their gate or did not finish every case. Raises ResolveError."""
+    path = Path(spec)
+    now = time.time()
+    if spec == LATEST or path.is_dir():
+        folders = history_folders(where) if spec == LATEST else [history_folder(path)]
+        entries = [e for e in _scan(folders) if _usable(e, now)]
         if not entries:
-            raise ResolveError(f"{folder if spec == LATEST else path}: no run records ({RECORD_SUFFIX}) in this folder")
+            named = where if spec == LATEST else path
+            raise ResolveError(f"{named}: no run records ({RECORD_SUFFIX}) in this folder"
+                               + (" or the agent folders in it" if spec == LATEST else ""))
         entries.sort(key=run_order, reverse=True)
-        pool = [e for e in entries if not e.replay] if prefer_agent else entries
-        run_id = (pool or entries)[0].run_id
+        pool = [e for e in entries if not e.replay] or entries
+        if for_baseline:
+            pool = [e for e in pool if not e.gate_failed and not e.partial]
+            if not pool:
+                raise ResolveError(f"{spec}: no finished run of every case that passed its gate in the eval history")
+        run_id = pool[0].run_id
         return [e.path for e in entries if e.run_id == run_id]
     if path.is_file() or path.suffix or os.sep in spec:
         if not path.name.endswith(RECORD_SUFFIX):
@@ -318,9 +450,8 @@ def records_of_run(spec: str, where: Path = Path("."), *, prefer_agent: bool = T
         except (OSError, ValueError) as exc:
             raise ResolveError(f"cannot read this run record: {exc}") from None
         return [e.path for e in scan_history(path.parent)[0] if e.run_id == run_id] or [path]
-    folder = history_folder(where)
-    paths = [e.path for e in scan_history(folder)[0] if e.run_id == spec]
+    folders = history_folders(where)
+    paths = [e.path for e in _scan(folders) if e.run_id == spec]
     if not paths:
-        raise ResolveError(f"{spec}: no such run record, folder, or run id in {folder}")
+        raise ResolveError(f"{spec}: no such run record, folder, or run id in the eval history of {where}")
     return paths
-

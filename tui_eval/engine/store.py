@@ -407,6 +407,11 @@ def _loads(raw: bytes, path: Path) -> Any:
         raise RecordError(f"{path}: not valid JSON: {exc}") from None
 
 
+def read_json(path: Path) -> Any:
+    """A history file's JSON (a record, a baseline file), bounded like every record read. Raises RecordError."""
+    return _loads(_read_bounded(Path(path), MAX_RECORD_BYTES), Path(path))
+
+
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -529,31 +534,32 @@ def scan_history(directory: Path) -> tuple[list[HistoryEntry], list[UnreadableRe
         return entries, unreadable
     for path in directory.glob("*" + RECORD_SUFFIX):
         try:
-            data = read_record_head(path)
+            entries.append(history_entry(read_record_head(path), path))
         except RecordError as exc:
             unreadable.append(UnreadableRecord(path, str(exc)))
-            continue
-        entries.append(
-            HistoryEntry(
-                path=path,
-                run_id=data["run_id"],
-                eval_set_id=data["eval_set_id"],
-                eval_file=data.get("eval_file") or "",
-                creation_timestamp=float(data.get("creation_timestamp", 0.0)),
-                counts=dict(data.get("counts", {})),
-                cancelled=bool(data.get("cancelled", False)),
-                coverage=(data["coverage"] if data.get("coverage")
-                          else "cancelled" if data.get("cancelled") else None),
-                duration=float(data.get("duration") or 0.0),
-                replay=is_replay_record(data),
-                repetition=_count(data.get("repetition")),
-                num_runs=_count(data.get("num_runs")),
-                **_places(data, path),
-            )
-        )
     entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
     unreadable.sort(key=lambda u: u.path.name)
     return entries, unreadable
+
+
+def history_entry(data: dict[str, Any], path: Path) -> HistoryEntry:
+    """A record's metadata (checked by `check_record_head`) as the history lists it. Raises RecordError."""
+    return HistoryEntry(
+        path=path,
+        run_id=data["run_id"],
+        eval_set_id=data["eval_set_id"],
+        eval_file=data.get("eval_file") or "",
+        creation_timestamp=float(data.get("creation_timestamp", 0.0)),
+        counts=dict(data.get("counts", {})),
+        cancelled=bool(data.get("cancelled", False)),
+        coverage=(data["coverage"] if data.get("coverage")
+                  else "cancelled" if data.get("cancelled") else None),
+        duration=float(data.get("duration") or 0.0),
+        replay=is_replay_record(data),
+        repetition=_count(data.get("repetition")),
+        num_runs=_count(data.get("num_runs")),
+        **_places(data, path),
+    )
 
 
 _STATES: tuple[RunState, ...] = ("running", "finished", "interrupted", "cancelled")
@@ -596,14 +602,19 @@ def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any],
     """A saved run record: its metadata and its EvalSetResult with every case's details, and (unless
     `with_turns` is False) each case's actual and expected turns from the ADK file beside it. Raises
     RecordError (a ValueError) for a record that cannot be read or is not valid."""
+    path = Path(path)
+    return parse_record(_loads(_read_bounded(path, MAX_RECORD_BYTES), path), path, with_turns=with_turns)
+
+
+def parse_record(data: object, path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any], EvalSetResult]:
+    """`load_record` of a record already parsed as JSON (`path`: where it was read, for messages and the
+    ADK file beside it; a baseline file holds records without one)."""
     from pydantic import ValidationError
 
     from ..schema.results import CaseResult, EvalSetResult, RunRecordFile
 
-    path = Path(path)
-    data = _loads(_read_bounded(path, MAX_RECORD_BYTES), path)
     cases_in = data.get("cases", []) if isinstance(data, dict) else None
-    check_record_head(data, path)
+    data = check_record_head(data, path)
     if not isinstance(cases_in, list):
         raise RecordError(f"{path}: cases: expected a list")
     if data.get("format") in _V1_FORMATS:
