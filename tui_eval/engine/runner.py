@@ -258,9 +258,8 @@ def make_judge(options: RunOptions) -> JudgeService:
         concurrency=options.judge_concurrency,
         base_url=options.judge_base_url,
         use_cache=options.judge_cache,
+        **({"timeout": options.judge_timeout} if options.judge_timeout is not None else {}),
     )
-    if options.judge_timeout is not None:
-        judge_options.timeout = options.judge_timeout
     return create_judge_service(judge_options)
 
 
