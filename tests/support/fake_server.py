@@ -238,6 +238,7 @@ def _make_handler(server: FakeServer[Any, Any]) -> type[BaseHTTPRequestHandler]:
                 server.requests.append(request)
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            answered = False
             try:
                 refused = server.refuse(request, self, url)
                 reply = server.makers.error(404, refused) if refused else server._next_reply(request)
@@ -245,12 +246,18 @@ def _make_handler(server: FakeServer[Any, Any]) -> type[BaseHTTPRequestHandler]:
                 if delay > 0:
                     time.sleep(delay)
                 payload, content_type = server.wire(request, reply)
+                # Out of flight before the answer leaves: a client that sends its next call the moment it
+                # reads this answer never finds this one still counted.
+                with server._lock:
+                    server.in_flight -= 1
+                answered = True
                 self._send(reply.status, payload, content_type, reply.headers)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to answer
             finally:
-                with server._lock:
-                    server.in_flight -= 1
+                if not answered:
+                    with server._lock:
+                        server.in_flight -= 1
 
         def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
             self.send_response(status)
