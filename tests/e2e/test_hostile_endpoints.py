@@ -261,8 +261,10 @@ async def test_a_gemini_judge_redirected_to_another_origin_sends_it_nothing(fake
 
 
 async def test_a_gemini_judge_follows_a_redirect_within_its_endpoint(fake_gemini: FakeGemini) -> None:
+    from pydantic import BaseModel
+
     from tests.support.fake_gemini import text_reply
-    from tui_eval.judge import JudgeOptions, create_judge_service
+    from tui_eval.judge import JudgeOptions, JudgeReply, create_judge_service
 
     def respond(request: object) -> Reply:
         if getattr(request, "model") == "gemini-2.5-flash":
@@ -271,7 +273,7 @@ async def test_a_gemini_judge_follows_a_redirect_within_its_endpoint(fake_gemini
 
     fake_gemini.responder = respond
     judge = create_judge_service(JudgeOptions(api_key="dummy", base_url=fake_gemini.base_url, use_cache=False))
-    reply = await judge.ask(model="gemini-2.5-flash", contents="q")
+    reply: JudgeReply[BaseModel] = await judge.ask(model="gemini-2.5-flash", contents="q")
     await judge.aclose()
     assert reply.text == "answered after the redirect"
     assert [r.model for r in fake_gemini.requests] == ["gemini-2.5-flash", "gemini-2.5-pro"]

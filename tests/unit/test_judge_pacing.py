@@ -10,12 +10,13 @@ import threading
 from typing import Any, Callable
 
 import pytest
+from pydantic import BaseModel
 
 from tests.support.fake_gemini import FakeGemini, error_reply, json_reply
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_openai import error_reply as openai_error
 from tests.support.fake_openai import json_reply as openai_json
-from tui_eval.judge import JudgeOptions, JudgeService, create_judge_service
+from tui_eval.judge import JudgeOptions, JudgeReply, JudgeService, create_judge_service
 
 WIDE = 4
 VERDICT = {"reasoning": "r", "verdict": "valid"}
@@ -100,7 +101,8 @@ async def test_a_retry_after_holds_every_new_call_not_only_the_throttled_one(fak
     fake_gemini.enqueue(error_reply(429, retry_after=0.6))
     fake_gemini.default = json_reply(VERDICT)
     judge = service(fake_gemini.base_url)
-    first = asyncio.create_task(judge.ask(model="gemini-2.5-flash", contents="throttled"))
+    first: asyncio.Task[JudgeReply[BaseModel]] = asyncio.create_task(
+        judge.ask(model="gemini-2.5-flash", contents="throttled"))
     while judge.concurrency_limit == WIDE:  # until the 429 has been read
         await asyncio.sleep(0.005)
     await judge.ask(model="gemini-2.5-flash", contents="a new call")
@@ -118,7 +120,7 @@ async def test_an_openai_compatible_judge_backs_off_the_same_way(fake_openai: Fa
     fake_openai.default = openai_json(VERDICT)
     judge = service(None)
     model = f"openai:gpt-4.1-mini@{fake_openai.base_url}"
-    reply = await judge.ask(model=model, contents="throttled once")
+    reply: JudgeReply[BaseModel] = await judge.ask(model=model, contents="throttled once")
     assert reply.attempts == 2 and judge.concurrency_limit == WIDE // 2
     first, second = fake_openai.requests
     assert second.received_at - first.received_at >= 0.29

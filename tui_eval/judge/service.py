@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -305,6 +306,8 @@ class GeminiProvider(LazyClient):
 
     def __init__(self, options: JudgeOptions) -> None:
         self._credentials, self._reason = _find_credentials(options)
+        self._width = options.concurrency
+        self._making = threading.Lock()  # the client is made once, here or in the warm-up thread
         self._client: Any = None
         self._http: Any = None  # the httpx client handed to google-genai (which never closes it)
         self._configs: dict[tuple[Any, str, str | None], Any] = {}
@@ -322,27 +325,45 @@ class GeminiProvider(LazyClient):
             return {"vertex": "1", "base_url": creds.base_url, "project": creds.project, "location": creds.location}
         return {"base_url": creds.base_url}
 
+    def warm(self) -> None:
+        """Import google-genai and make the client in a background thread (with credentials only): the
+        first judge call then finds them made, instead of spending its first second on them."""
+        if self._credentials is None or self._client is not None:
+            return
+
+        def make() -> None:
+            try:
+                self._get_client()
+            except Exception as exc:  # the first call makes it again and reports the error as its own
+                logger.debug("warming the judge client failed: %s: %s", type(exc).__name__, exc)
+
+        threading.Thread(target=make, name="tui-eval-judge-warm", daemon=True).start()
+
     def _get_client(self) -> Any:
         if self._client is None:
-            from google import genai
-            from google.genai import types
-
-            creds = self._credentials
-            if creds is None:
-                raise JudgeCallError(self._reason or NO_CREDENTIALS)
-            from .transport import llm_http_client
-
-            # Our own httpx client, whatever transport google-genai would pick (aiohttp when importable):
-            # every answer bounded in decoded size, no redirect to another origin. No SDK retries (the
-            # service retries); no SDK timeout (the service times each attempt out).
-            self._http = llm_http_client(timeout=None)
-            http = types.HttpOptions(base_url=creds.base_url, httpx_async_client=self._http)
-            if creds.vertex:
-                self._client = genai.Client(vertexai=True, project=creds.project, location=creds.location,
-                                            api_key=creds.api_key, http_options=http)
-            else:
-                self._client = genai.Client(api_key=creds.api_key, http_options=http)
+            with self._making:
+                if self._client is None:
+                    self._client = self._make_client()
         return self._client
+
+    def _make_client(self) -> Any:
+        from google import genai
+        from google.genai import types
+
+        creds = self._credentials
+        if creds is None:
+            raise JudgeCallError(self._reason or NO_CREDENTIALS)
+        from .transport import llm_http_client
+
+        # Our own httpx client, whatever transport google-genai would pick (aiohttp when importable):
+        # every answer bounded in decoded size, no redirect to another origin. No SDK retries (the
+        # service retries); no SDK timeout (the service times each attempt out).
+        self._http = llm_http_client(timeout=None, width=self._width)
+        http = types.HttpOptions(base_url=creds.base_url, httpx_async_client=self._http)
+        if creds.vertex:
+            return genai.Client(vertexai=True, project=creds.project, location=creds.location,
+                                api_key=creds.api_key, http_options=http)
+        return genai.Client(api_key=creds.api_key, http_options=http)
 
     def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
                 system_instruction: str | None) -> Any:
@@ -361,12 +382,19 @@ class GeminiProvider(LazyClient):
         merged: dict[str, Any] = dict(config or {})
         if schema is not None:
             merged["response_mime_type"] = "application/json"
-            merged["response_schema"] = schema
+            merged["response_schema"] = self._wire_schema(schema)
         if system_instruction:
             merged["system_instruction"] = system_instruction
         # Judges send no tools; automatic function calling only adds a warning per request.
         merged["automatic_function_calling"] = {"disable": True}
         return types.GenerateContentConfig.model_validate(merged)
+
+    def _wire_schema(self, schema: type[BaseModel]) -> Any:
+        """The response schema as google-genai sends it, converted once: given the pydantic class, it
+        generates the class's JSON schema again for every call (a third of a call's CPU)."""
+        from google.genai import _transformers
+
+        return _transformers.t_schema(self._get_client()._api_client, schema)
 
     async def generate(self, model: str, contents: Any, prepared: Any) -> ProviderAnswer:
         response = await self._get_client().aio.models.generate_content(model=model, contents=contents,
@@ -413,6 +441,11 @@ class JudgeService:
     @property
     def available(self) -> bool:
         return self._gemini.unavailable_reason is None
+
+    def warm(self) -> None:
+        """Make the Gemini client (importing google-genai) in a background thread now, while the run
+        loads its files and starts its agents: off the judge's critical path. Nothing without credentials."""
+        self._gemini.warm()
 
     @property
     def unavailable_reason(self) -> str | None:

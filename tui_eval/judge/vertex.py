@@ -128,7 +128,7 @@ class VertexEvalClient:
         if state is None or state[0].is_closed:
             from .transport import llm_http_client
 
-            state = (llm_http_client(timeout=self.timeout), AdaptiveLimit(MAX_IN_FLIGHT))
+            state = (llm_http_client(timeout=self.timeout, width=MAX_IN_FLIGHT), AdaptiveLimit(MAX_IN_FLIGHT))
             self._per_loop[key] = state
         return state
 
