@@ -6,7 +6,8 @@
 `--whole` times whole processes instead: 100 judge calls at 100 ms laid out as 11 cases with 20 turns in
 all, 5 samples each (final_response_match_v2), one agent folder (an ADK agent that answers without a
 model), the same fake Gemini server in its own process: google-adk 2.13's `adk eval` with its defaults,
-`tui-eval run` of this checkout and, with `--before REV`, of REV (checked out in a temporary git worktree).
+`tui-eval run` of this checkout and, with `--before REV`, of REV (checked out in a temporary git worktree),
+each on the agent folder and on a replay of its answers (`--agent replay:`; ADK has no replay).
 Each row gives the whole process's wall time and its judge phase (from the first judge request the server
 received to the last answer it sent), and both as a multiple of google-adk's; runs alternate, medians shown.
 
@@ -172,17 +173,25 @@ def write_whole_inputs(folder: Path, samples: int) -> tuple[Path, Path]:
     return agent, evalset
 
 
-def timed_process(server: RemoteServer, command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """(whole process seconds, judge phase seconds, judge calls) for one process."""
+Timing = tuple[float, float, float, int]
+
+
+def timed_process(server: RemoteServer, command: list[str], env: dict[str, str]) -> Timing:
+    """(whole process seconds, its CPU seconds, judge phase seconds, judge calls) for one process."""
+    import resource
+
     server.reset()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=env["BENCH_CWD"], capture_output=True, text=True)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     stats = server.stats()
     if stats["calls"] == 0 or stats["first_received"] is None:
         raise SystemExit(f"{command[0]}... made no judge call (exit {done.returncode}):\n{done.stdout[-2000:]}"
                          f"\n{done.stderr[-2000:]}")
-    return wall, stats["last_answered"] - stats["first_received"], int(stats["calls"])
+    return wall, cpu, stats["last_answered"] - stats["first_received"], int(stats["calls"])
 
 
 def whole(args: argparse.Namespace) -> None:
@@ -200,17 +209,23 @@ def whole(args: argparse.Namespace) -> None:
         contenders: list[tuple[str, list[str], dict[str, str]]] = [
             ("google-adk 2.13 `adk eval`", [sys.executable, "-c", ADK_EVAL, str(agent), str(evalset),
                                              "--config_file_path", str(agent / "test_config.json")], env)]
-        tui = [sys.executable, "-m", "tui_eval.cli", "run", str(agent), str(evalset), "--no-judge-cache"]
+        # The same agent folder, and a replay of its answers (the eval set holds exactly what it answers).
+        tui = [sys.executable, "-m", "tui_eval.cli", "run", "--no-judge-cache", *args.tui_args]
+        runs = [("agent", [*tui, str(agent), str(evalset)]),
+                ("replay", [*tui, "--agent", f"replay:{evalset}", str(evalset)])]
+        checkouts = [("this checkout", ROOT)]
         if args.before:
             before = tmp / "before"
             subprocess.run(["git", "worktree", "add", "--detach", str(before), args.before], cwd=ROOT, check=True,
                            capture_output=True)
-            contenders.append((f"tui-eval run ({args.before})", tui, env | {"PYTHONPATH": str(before)}))
-        contenders.append(("tui-eval run (this checkout)", tui, env | {"PYTHONPATH": str(ROOT)}))
+            checkouts.insert(0, (args.before, before))
+        for name, path in checkouts:
+            for kind, command in runs:
+                contenders.append((f"tui-eval {kind} ({name})", command, env | {"PYTHONPATH": str(path)}))
         total = sum(CASE_TURNS) * args.samples
         print(f"{len(CASE_TURNS)} cases, {sum(CASE_TURNS)} turns, {args.samples} samples each = {total} judge calls "
               f"at {args.latency * 1000:.0f} ms (fake Gemini server in its own process); medians of {args.repeat}\n")
-        results: dict[str, list[tuple[float, float, int]]] = {label: [] for label, _c, _e in contenders}
+        results: dict[str, list[Timing]] = {label: [] for label, _c, _e in contenders}
         for label, command, run_env in contenders:  # warm-up: imports into the page cache
             timed_process(server, command, run_env)
         for _ in range(args.repeat):
@@ -222,16 +237,18 @@ def whole(args: argparse.Namespace) -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=ROOT, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    base_label = contenders[0][0]
-    base_wall = statistics.median(w for w, _j, _c in results[base_label])
-    base_judge = statistics.median(j for _w, j, _c in results[base_label])
-    print(f"{'':<32} {'whole process':>20} {'judge phase':>20}  calls")
+    base = results[contenders[0][0]]
+    base_wall = statistics.median(t[0] for t in base)
+    base_judge = statistics.median(t[2] for t in base)
+    print(f"{'':<32} {'whole process':>15} {'judge phase':>15} {'CPU':>7}  calls  whole (min-max)")
     for label, rows in results.items():
-        wall = statistics.median(w for w, _j, _c in rows)
-        judge = statistics.median(j for _w, j, _c in rows)
-        spread = f"{min(w for w, _j, _c in rows):.2f}-{max(w for w, _j, _c in rows):.2f}"
-        print(f"{label:<32} {wall:6.2f} s x{base_wall / wall:5.1f} {judge:6.2f} s x{base_judge / judge:5.1f}"
-              f"  {rows[0][2]:5d}   (whole {spread} s)")
+        wall = statistics.median(t[0] for t in rows)
+        cpu = statistics.median(t[1] for t in rows)
+        judge = statistics.median(t[2] for t in rows)
+        spread = f"{min(t[0] for t in rows):.2f}-{max(t[0] for t in rows):.2f} s"
+        print(f"{label:<32} {wall:6.2f} s x{base_wall / wall:4.1f} {judge:6.2f} s x{base_judge / judge:4.1f} "
+              f"{cpu:5.2f} s  {rows[0][3]:5d}  {spread}")
+    print(f"\n(x: google-adk's median over this row's; load average {os.getloadavg()[0]:.1f} at the end)")
 
 
 async def main() -> None:
@@ -247,6 +264,8 @@ async def main() -> None:
                         help="whole processes: adk eval vs tui-eval run on 11 cases / 20 turns (see above)")
     parser.add_argument("--before", metavar="REV", help="with --whole: also time tui-eval at this git revision")
     parser.add_argument("--repeat", type=int, default=3, help="with --whole: runs of each (medians shown)")
+    parser.add_argument("--tui-args", nargs="*", default=[], metavar="ARG",
+                        help="with --whole: further `tui-eval run` arguments (e.g. --judge-concurrency=8)")
     args = parser.parse_args()
     if args.whole:
         whole(args)

@@ -134,3 +134,14 @@ async def test_a_narrow_judge_is_never_wider_than_asked(fake_gemini: FakeGemini,
     await ask_many(judge, "gemini-2.5-flash", 6, "narrow")
     await judge.aclose()
     assert fake_gemini.max_in_flight == concurrency and judge.stats.failures == 0
+
+
+def test_the_cli_says_where_the_judge_starts() -> None:
+    import argparse
+
+    from tui_eval.cli import _add_run_args
+
+    parser = argparse.ArgumentParser()
+    _add_run_args(parser)
+    text = " ".join(parser.format_help().split())
+    assert f"the most judge calls in flight (default {JudgeOptions().concurrency})" in text

@@ -8,7 +8,6 @@ reason kept.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import logging
 import os
@@ -59,6 +58,7 @@ from .plan import EvalTarget, RunPlan
 from .pricing import PriceTable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.options import JudgeOptions
     from ..judge.service import JudgeService
 
 EventSink = Callable[[Event], None]
@@ -251,18 +251,23 @@ def _judge_needed(plan: RunPlan) -> bool:
     return False
 
 
+def judge_options(options: RunOptions) -> JudgeOptions:
+    """The judge settings a run's options ask for (its own judge service, and its workers' simulators)."""
+    from ..judge import JudgeOptions
+
+    asked: dict[str, Any] = {"base_url": options.judge_base_url, "use_cache": options.judge_cache}
+    if options.judge_concurrency is not None:
+        asked["concurrency"] = options.judge_concurrency
+    if options.judge_timeout is not None:
+        asked["timeout"] = options.judge_timeout
+    return JudgeOptions(**asked)
+
+
 def make_judge(options: RunOptions) -> JudgeService:
     """The judge service for a run."""
-    from ..judge import JudgeOptions, create_judge_service
+    from ..judge import create_judge_service
 
-    judge_options = JudgeOptions(
-        concurrency=options.judge_concurrency,
-        base_url=options.judge_base_url,
-        use_cache=options.judge_cache,
-    )
-    if options.judge_timeout is not None:
-        judge_options = dataclasses.replace(judge_options, timeout=options.judge_timeout)
-    return create_judge_service(judge_options)
+    return create_judge_service(judge_options(options))
 
 
 def judge_notice(plan: RunPlan, judge: JudgeClient | None) -> RunNotice | None:
@@ -356,12 +361,9 @@ class Run:
         self._cancelled = False
         self._progress: ScoreProgress | None = None
         # How a worker builds the user simulator's judge for scenario cases (as make_judge does here).
-        self._judge_settings: dict[str, Any] = {
-            "concurrency": self.options.judge_concurrency,
-            "base_url": self.options.judge_base_url,
-            "use_cache": self.options.judge_cache,
-            **({"timeout": self.options.judge_timeout} if self.options.judge_timeout is not None else {}),
-        }
+        settings = judge_options(self.options)
+        self._judge_settings: dict[str, Any] = {"concurrency": settings.concurrency, "base_url": settings.base_url,
+                                                "use_cache": settings.use_cache, "timeout": settings.timeout}
         self._owns_judge = False
         self._last_yield = time.perf_counter()
 

@@ -12,6 +12,11 @@ from ..userpaths import user_path
 from .pacing import RetryPolicy
 
 
+#: Judge calls in flight at the start of a run: wide, since the service halves it as soon as an endpoint
+#: pushes back (429 / RESOURCE_EXHAUSTED / Retry-After) and widens again as calls are answered.
+DEFAULT_CONCURRENCY = 64
+
+
 def default_cache_dir() -> Path:
     """$TUI_EVAL_CACHE_DIR, else $XDG_CACHE_HOME/tui-eval/judge, else ~/.cache/tui-eval/judge."""
     return user_path("cache", "judge", env="TUI_EVAL_CACHE_DIR")
@@ -23,7 +28,7 @@ class JudgeOptions:
 
     # The most judge calls in flight at once, across every metric and case of the run: where the service
     # starts, halving when an endpoint pushes back (429 / RESOURCE_EXHAUSTED / Retry-After) and growing back.
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     # Seconds one call may take before it is abandoned (and retried).
     timeout: float = 60.0
     # Retries after the first attempt, on 408/429/5xx, timeouts and transport errors.
