@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO, cast
 
 from .engine.events import (
+    AgentPaused,
     AgentReloaded,
     AgentStale,
     CasesRemoved,
@@ -20,6 +21,7 @@ from .engine.events import (
     Log,
     RunError,
     RunNotice,
+    StaleChanged,
     WatchFailed,
 )
 from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_OK
@@ -85,6 +87,14 @@ class _Printer:
         elif isinstance(event, AgentStale):
             self._line(f"[{stamp}] agent {Path(event.ref).name} changed ({Path(event.path).name}); "
                        "re-run on agent edits is off", self.out)
+        elif isinstance(event, AgentPaused):
+            self._line(f"[{stamp}] note: {event.message}", self.out)
+        elif isinstance(event, StaleChanged) and event.stale:
+            from .engine.versions import stale_text
+
+            ids = ", ".join(k.eval_id for k, _r in event.stale[:5]) + (" …" if len(event.stale) > 5 else "")
+            reasons = tuple(dict.fromkeys(r for _k, rs in event.stale for r in rs))
+            self._line(f"[{stamp}] {stale_text(reasons)}: {_plural_cases(len(event.stale))} ({ids})", self.out)
         elif isinstance(event, CasesRemoved):
             self._line(f"[{stamp}] removed: {', '.join(str(k.eval_id) for k in event.keys)}")
         elif isinstance(event, RunNotice):
@@ -118,6 +128,10 @@ class _Printer:
             # The same block as `tui-eval run` prints (reasons, trajectory details, grouped not-evaluated).
             for line in case_lines(case, f"{Path(case.eval_set_file).name}:{case.eval_id}"):
                 print(line, file=self.out, flush=True)
+
+
+def _plural_cases(n: int) -> str:
+    return f"{n} result" + ("" if n == 1 else "s")
 
 
 def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:

@@ -60,6 +60,11 @@ class Inference:
     simulator_failed: bool = False
     #: Seconds the conversation took where the agent ran (no time spent waiting for a worker).
     seconds: float = 0.0
+    #: The version of the agent code that answered (`agents.version.loaded_version` in the process that
+    #: loaded it); "" when the executor does not say (the engine then uses the version it loaded).
+    agent_version: str = ""
+    #: The files outside the agent's folder that `agent_version` covers (absolute paths).
+    agent_outside: tuple[str, ...] = ()
 
 
 def error_text(exc: BaseException) -> str:

@@ -26,9 +26,9 @@ from .fast import adk_json_default, trusted
 from .model import Invocation, ToolTiming
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
-__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
-           "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_counts",
-           "status_for"]
+__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "JudgeVersion",
+           "MetricResult", "ResultVersions", "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses",
+           "counts_text", "status_counts", "status_for"]
 
 T = TypeVar("T")
 
@@ -277,6 +277,34 @@ class ToolTimingRecord(BaseModel):
     mocked: bool = False
 
 
+class JudgeVersion(BaseModel):
+    """The judge a result's LLM metrics asked: provider, model, endpoint, and the model version it
+    answered with (None until a judge answered, or when it does not say)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: str
+    model: str | None = None
+    endpoint: str | None = None
+    model_version: str | None = None
+
+
+class ResultVersions(BaseModel):
+    """What a result was computed from (`engine.versions` makes and compares them): the agent's code
+    (`agents.version`; None when no agent ran it, `agent_outside` the files outside its folder the
+    version covers), the tools' mode (live | mock-strict | mock-fallback), the eval case as run and the
+    effective criteria (content hashes), and the judge."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    agent: str | None = None
+    agent_outside: tuple[str, ...] = ()
+    tools: str = "live"
+    case: str = ""
+    criteria: str = ""
+    judge: JudgeVersion | None = None
+
+
 class _CaseFields(_Result):
     eval_set_id: str
     eval_id: str
@@ -288,6 +316,8 @@ class _CaseFields(_Result):
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
+    #: What the result was computed from; None in records written before versions were kept.
+    versions: ResultVersions | None = None
 
 
 _CASE_FIELDS = tuple(_CaseFields.model_fields)
