@@ -152,11 +152,26 @@ def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
 
 
 def _merge(records: list[RunRecord]) -> RunRecord:
+    """One record of several runs; a case a later run ran again (an edit during the first run) is
+    counted once, with its latest result."""
     merged = RunRecord(run_id="initial", started=min((r.started for r in records), default=time.time()))
+    where: dict[tuple[str, int], int] = {}
     for r in records:
-        merged.results.extend(r.results)
+        for result, repetition in zip(r.results, r.repetitions or [1] * len(r.results)):
+            at = where.get((result.eval_set_file, repetition))
+            if at is None:
+                where[(result.eval_set_file, repetition)] = len(merged.results)
+                merged.results.append(result.model_copy(update={"case_results": list(result.case_results)}))
+                merged.repetitions.append(repetition)
+                continue
+            cases = merged.results[at].case_results
+            index = {c.eval_id: i for i, c in enumerate(cases)}
+            for case in result.case_results:
+                if case.eval_id in index:
+                    cases[index[case.eval_id]] = case
+                else:
+                    cases.append(case)
         merged.saved.extend(r.saved)
-        merged.repetitions.extend(r.repetitions or [1] * len(r.results))
         merged.num_runs = max(merged.num_runs, r.num_runs)
         merged.cancelled = merged.cancelled or r.cancelled
     return merged

@@ -254,14 +254,14 @@ class LiveSession:
     async def run_keys(self, keys: Iterable[CaseKey], reason: str, *, rescore: bool = False,
                        only_stale: bool = False) -> list[RunRecord]:
         """Run (or, with `rescore`, re-score from stored inferences where there are some) these cases,
-        one Run per agent, all at once. With `only_stale`, only those of them still stale when their turn
-        comes (a run queued before them may have run them). Returns the records."""
+        one Run per agent, all at once. With `only_stale`, only those of them still out of date when their
+        turn comes (a run queued before them may have run them: see `_outdated`). Returns the records."""
         keys = list(dict.fromkeys(keys))
         if not keys:
             return []
         async with self._lock:
             if only_stale:
-                keys = [k for k in keys if k in self.stale]
+                keys = [k for k in keys if self._outdated(k)]
                 if not keys:
                     return []
             t0 = time.perf_counter()
@@ -297,6 +297,13 @@ class LiveSession:
             records += await self.run_keys(self._keys_of_agent(ref), f"agent {Path(ref).name} changed during the run",
                                            only_stale=True)
         return records
+
+    def _outdated(self, key: CaseKey) -> bool:
+        """Whether a case needs running to be current: stale, never run, or run before versions were kept."""
+        if key in self.stale:
+            return True
+        result = self.results.get(key)
+        return result is None or result.versions is None
 
     def _tell_paused(self, ref: str) -> None:
         if ref not in self._paused_told:
@@ -534,15 +541,18 @@ class LiveSession:
         await self.restale()
         if not self.rerun:
             return []
-        for ref in sorted(batch.reload_agents):
-            await self.reload_agent(ref)
+        # Reloaded when a run next needs them, not now: a run of theirs may be under way (its end
+        # re-runs what an edit during it made stale).
+        self._stale_agents.update(r for r in batch.reload_agents if r in self._agents)
         records: list[RunRecord] = []
         reason = "; ".join(batch.reasons) or "files changed"
         rescore = [k for k in batch.rescore if k not in batch.run]
+        # Only what is still out of date when its turn comes: a run under way, or the re-run at its end,
+        # may have run it with these very files already.
         if batch.run:
-            records += await self.run_keys(batch.run, reason)
+            records += await self.run_keys(batch.run, reason, only_stale=True)
         if rescore:
-            records += await self.run_keys(rescore, reason, rescore=True)
+            records += await self.run_keys(rescore, reason, rescore=True, only_stale=True)
         return records
 
     # ---- watching ----------------------------------------------------------------------------
