@@ -317,6 +317,7 @@ class EngineService:
         await session.start(run=False)
         # Saved inferences let a config edit re-score without running the agent.
         session.results.update({key: result for key, result, *_ in latest_saved_results(session.workspace)})
+        await session.restale()  # a saved result whose files changed since is stale from the first frame
         self.session = session
         self._seen = self._identities()
         if self.on_loaded is not None:

@@ -168,7 +168,10 @@ class EditControl:
             if edit.stale:
                 self.app.listing.set_result(key, None)
             else:
-                # An accepted turn or case: its result was scored against the old expected turns.
-                self.app.listing.stale.add(key)
+                # An accepted turn or case: its result was scored against the old expected turns (the
+                # engine says the same once it re-reads the file; this shows it at once).
+                from ..engine.versions import REASONS
+
+                self.app.listing.mark_stale(key, (REASONS["case"],))
             self.app.pump.redraw({key})
         self.app.notify(edit.done, markup=False)

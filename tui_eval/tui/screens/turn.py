@@ -232,8 +232,9 @@ class TurnScreen(Screen[None]):
                                         "$text-warning"))
         stale = self._stale(result, expected)
         if stale:
-            lines.append(Content.styled("⚠ stale: this result was scored against the expected turn before the "
-                                        "eval file changed; r runs the case again", "$text-warning"))
+            reasons = self.listing.stale_reasons(self.key) or ("eval case changed",)
+            lines.append(Content.styled(f"⚠ stale: {', '.join(reasons)} since this result was computed; r runs "
+                                        "the case again", "$text-warning"))
         if result is not None:
             lines.append(Content(""))
             lines.extend(turn_metric_lines(result, self.index))
@@ -290,7 +291,7 @@ class TurnScreen(Screen[None]):
         """Whether the shown result was scored against other expected turns than the file's (accepted)."""
         if result is None or expected is None:
             return False
-        if self.key in self.listing.stale:
+        if self.listing.stale_reasons(self.key):
             return True
         old = result.expected
         if old is None or self.index >= len(old):

@@ -1,0 +1,76 @@
+"""Issue 28 in the dashboard: a run uses the code on disk, and a stale result says so in every view."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.app.conftest import settle, wait_until
+from tests.app.test_app_browse import labels, summary_text
+
+DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
+OLD_GREETING = "Hi! I can roll dice of any size and check whether numbers are prime."
+
+
+def _hello(tmp_path: Path) -> Path:
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO / "hello_world", root / "hello_world", ignore=shutil.ignore_patterns(".adk", "__pycache__"))
+    return root
+
+
+def _greet_with(root: Path, text: str) -> None:
+    agent = root / "hello_world" / "agent.py"
+    agent.write_text(agent.read_text().replace(f'return "{OLD_GREETING}"', f'return "{text}"'))
+
+
+def _line(app, eval_id: str) -> str:
+    return next(line for line in labels(app) if f" {eval_id}" in line)
+
+
+async def test_a_save_then_R_at_once_runs_the_saved_code(tmp_path: Path, make_app) -> None:
+    root = _hello(tmp_path)
+    # No file watcher: the engine never hears of the save, as when R comes before the watcher's report.
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("right")
+        assert "✔ greeting" in _line(app, "greeting")
+        _greet_with(root, "Hello there.")
+        await pilot.press("R")
+        await settle(pilot)
+        key = next(k for k in app.listing.all_keys() if k.eval_id == "greeting")
+        result = app.listing.result(key)
+        assert result is not None and result.actual[0].final_response.text == "Hello there."
+        assert "✘ greeting" in _line(app, "greeting"), labels(app)
+        assert "stale" not in _line(app, "greeting")
+
+
+async def test_stale_shows_in_the_tree_the_counts_and_the_summary_and_S_runs_exactly_those(
+        tmp_path: Path, make_app) -> None:
+    root = _hello(tmp_path)
+    app = make_app(root, recording=None, watch=True)  # live off: a save marks, it does not run
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: app.model.watch_ready)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("right")
+        assert not any("stale" in line for line in labels(app))
+        _greet_with(root, "Hello there.")
+        await wait_until(pilot, lambda: "stale" in _line(app, "greeting"))
+        # every result of the agent is stale: the tree row, the file's counts, the summary
+        set_line = labels(app)[0]
+        assert "9 stale" in set_line, set_line
+        assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
+        app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == "greeting"))
+        await pilot.pause()
+        assert "⚠ stale: agent code changed since it ran" in summary_text(app)
+        # S runs exactly the stale ones, with the code on disk
+        await pilot.press("S")
+        await settle(pilot)
+        await wait_until(pilot, lambda: not app.listing.stale)
+        assert not any("stale" in line for line in labels(app))
+        assert "✘ greeting" in _line(app, "greeting")
+        assert app.run_state is not None and app.run_state.label == "Run 9 stale"
