@@ -170,3 +170,49 @@ async def test_stale_follows_the_agent_the_case_and_the_criteria_on_disk(env: En
     await live.run_keys(list(live.stale), "run the stale cases")
     assert live.stale == {}
     assert env.of(StaleChanged)[-1].fresh
+
+
+EDITS_ITSELF_ONCE = '''
+from pathlib import Path
+from tui_eval.agents.native import NativeAgent
+
+VALUES = {"apple": "red", "banana": "yellow", "cherry": "dark red"}
+
+
+def lookup(key: str) -> str:
+    """Look a key up; the first call edits this file (as a save during the run would)."""
+    source = Path(__file__)
+    text = source.read_text()
+    marker = "# edited " + "during the run"  # (spelt apart: this very line must not count)
+    if marker not in text:
+        source.write_text(text + "\\n" + marker + "\\n")
+    return VALUES.get(key, "unknown")
+
+
+def policy(turn):
+    if turn.last("lookup") is None:
+        return [("lookup", {"key": turn.user_text.split()[-1]})]
+    return f"{turn.results[0].args['key']} is {turn.results[0].response['result']}"
+
+
+root_agent = NativeAgent("bot", "look things up", tools=[lookup], policy=policy)
+'''
+
+
+def test_a_headless_run_records_the_version_it_loaded_and_names_what_an_edit_made_stale(
+        env: Env) -> None:
+    import io
+    import json
+
+    from tui_eval.cli import main
+
+    (env.bot / "agent.py").write_text(EDITS_ITSELF_ONCE)
+    loaded = agent_version(env.bot)
+    out, err = io.StringIO(), io.StringIO()
+    main(["run", str(env.bot), str(env.eval_file), "--concurrency", "1"], out, err)
+    text = out.getvalue()
+    assert "Stale: 3 result(s) an edit during the run made stale (agent code changed)" in text, text
+    assert "  a (bot.evalset.json): agent code changed" in text
+    [record] = (env.bot / ".adk" / "eval_history").glob("*.tui-eval.json")
+    cases = json.loads(record.read_text())["cases"]
+    assert {c["versions"]["agent"] for c in cases} == {loaded} != {agent_version(env.bot)}

@@ -24,7 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import JudgeVersion, ResultVersions
     from ..schema.config import EvalConfig
     from ..schema.model import EvalCase
+    from ..schema.results import CaseResult
     from .options import RunOptions
+    from .plan import RunPlan
+    from .runner import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +74,7 @@ def version_of_agent_ref(ref: str | None, outside: tuple[str, ...] = ()) -> str 
     if ref is None:
         return None
     if ref.startswith("replay:"):
-        digest = sha256_file(Path(ref.removeprefix("replay:")))
-        return digest[:_DIGITS] if digest is not None else "-"
+        return files_version([Path(ref.removeprefix("replay:"))])
     folder = Path(ref)
     if not folder.is_dir():
         return "-"
@@ -82,7 +84,7 @@ def version_of_agent_ref(ref: str | None, outside: tuple[str, ...] = ()) -> str 
 def files_version(paths: list[Path]) -> str:
     """A hash over some files' contents (an agent that is a recording: its replay file)."""
     h = hashlib.sha256()
-    for path in sorted(paths):
+    for path in sorted(Path(p).resolve() for p in paths):
         h.update(str(path).encode("utf-8", "surrogateescape") + b"\0" + (sha256_file(path) or "-").encode() + b"\n")
     return h.hexdigest()[:_DIGITS]
 
@@ -156,6 +158,49 @@ class AgentVersions:
         """A worker named the files outside the folder its agent loaded."""
         if outside and self.outside.get(ref) != outside:
             self.outside[ref] = outside
+
+
+def stale_after_run(record: RunRecord, plan: RunPlan, agent_ref: str | None
+                    ) -> list[tuple[CaseResult, tuple[str, ...]]]:
+    """The results of a finished run that an edit during it made stale: each with its reasons, by the one
+    rule (`stale_reasons`) against the agent, eval files and configs as they are on disk now. A file
+    that cannot be read now is not a reason (the run's summary is not the place for its error)."""
+    from ..schema.config import load_eval_config
+    from ..schema.errors import LoadError
+    from ..schema.load import load_eval_set
+
+    outside = next((c.versions.agent_outside for r in record.results for c in r.case_results
+                    if c.versions is not None and c.versions.agent_outside), ())
+    agent = version_of_agent_ref(agent_ref, outside)
+    cases: dict[str, dict[str, str] | None] = {}
+    criteria: dict[str, str | None] = {}
+    sources = {str(t.eval_file): t.config.source for t in plan.targets}
+    out: list[tuple[CaseResult, tuple[str, ...]]] = []
+    for result in record.results:
+        for case in result.case_results:
+            versions = case.versions
+            if versions is None:
+                continue
+            file = case.eval_set_file
+            if file not in cases:
+                try:
+                    cases[file] = {c.eval_id: case_version(c) for c in load_eval_set(file).eval_cases}
+                except (LoadError, OSError):
+                    cases[file] = None
+            config_source = sources.get(file)
+            if (config_source or "") not in criteria:
+                try:
+                    criteria[config_source or ""] = (criteria_version(load_eval_config(Path(config_source)))
+                                                     if config_source else None)
+                except (LoadError, OSError):
+                    criteria[config_source or ""] = None
+            file_cases = cases[file]
+            now = Current(agent=agent, case=file_cases.get(case.eval_id) if file_cases is not None else None,
+                          criteria=criteria.get(config_source or ""))
+            reasons = stale_reasons(versions, now)
+            if reasons:
+                out.append((case, reasons))
+    return out
 
 
 def result_versions(*, agent: str | None, agent_outside: tuple[str, ...] = (), tools: str, case: str,
