@@ -74,3 +74,31 @@ async def test_stale_shows_in_the_tree_the_counts_and_the_summary_and_S_runs_exa
         assert not any("stale" in line for line in labels(app))
         assert "✘ greeting" in _line(app, "greeting")
         assert app.run_state is not None and app.run_state.label == "Run 9 stale"
+
+
+async def test_accept_under_num_runs_writes_the_run_on_screen_and_names_it(tmp_path: Path, make_app) -> None:
+    import json
+
+    from tests.app.test_app_insight import flaky_app, open_flip, text_of
+    from tui_eval.tui.screens.turn import TurnScreen
+
+    app, root = flaky_app(make_app, tmp_path, num_runs=4)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await open_flip(pilot)
+        await pilot.press("enter", "down", "enter")
+        assert isinstance(app.screen, TurnScreen)
+        assert "run 4 of 4" in text_of(app, "#turn-title") and "tails" in text_of(app, "#turn-response")
+        await pilot.press("k")  # run 1: heads (the latest, run 4, said tails)
+        assert "run 1 of 4" in text_of(app, "#turn-title") and "heads" in text_of(app, "#turn-response")
+        await pilot.press("a")
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert "Make the actual turn 1 of case flip (run 1 of 4) the expected one" in body, body
+        assert "response  heads" in body
+        await pilot.press("y")
+        await settle(pilot)
+        data = json.loads((root / "flaky" / "flaky.evalset.json").read_text())
+        flip = next(c for c in data["eval_cases"] if c["eval_id"] == "flip")
+        assert flip["conversation"][0]["final_response"]["parts"][0]["text"] == "heads"

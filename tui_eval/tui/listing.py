@@ -347,6 +347,17 @@ class CaseListing:
     def result(self, key: CaseKey) -> CaseResult | None:
         return self.results.get(key)
 
+    def result_of_run(self, key: CaseKey, repetition: int | None = None) -> tuple[CaseResult | None, int | None]:
+        """The result a screen shows for a case, and which run k of N it is: run `repetition` of this
+        session's --num-runs run, else the latest result (the repetition it is, None when the session did
+        not repeat the case). The turn view shows it and an accept writes it: one rule for both."""
+        runs = self.run_book.runs_of(key)
+        if runs:
+            rep = repetition or self.results.repetition(key) or len(runs)
+            if 0 < rep <= len(runs) and runs[rep - 1] is not None:
+                return runs[rep - 1], rep
+        return self.result(key), None
+
     def origin_text(self, key: CaseKey, *, short: bool = False) -> str:
         """Where a case's result came from, with its age if it was saved (`saved … · 2h ago`)."""
         return self.results.origin_text(key, self.clock(), short=short)

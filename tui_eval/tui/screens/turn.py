@@ -149,11 +149,7 @@ class TurnScreen(Screen[None]):
 
     def _result(self) -> CaseResult | None:
         """The result shown: the picked repetition of this session's run (k), else the latest."""
-        if self.repetition is not None:
-            runs = self.listing.run_book.runs_of(self.key)
-            if 0 < self.repetition <= len(runs) and runs[self.repetition - 1] is not None:
-                return runs[self.repetition - 1]
-        return self.listing.result(self.key)
+        return self.listing.result_of_run(self.key, self.repetition)[0]
 
     def show(self, key: CaseKey, index: int) -> None:
         """Show another turn in this screen."""
@@ -190,7 +186,7 @@ class TurnScreen(Screen[None]):
         title = Content.assemble(head, (origin, "$text-muted"))
         runs = cat.run_book.runs_of(self.key)
         if runs:
-            shown_rep = self.repetition or len(runs)
+            shown_rep = cat.result_of_run(self.key, self.repetition)[1] or len(runs)
             title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),
                                      marks(runs, current=shown_rep), ("   k: next run", "$text-muted"))
         self.query_one("#turn-title", Static).update(title)
@@ -435,7 +431,7 @@ class TurnScreen(Screen[None]):
         runs = self.listing.run_book.runs_of(self.key)
         if not runs:
             return
-        current = self.repetition or len(runs)
+        current = self._shown_repetition() or len(runs)
         self.repetition = current % len(runs) + 1
         self.render_turn()
 
@@ -480,11 +476,15 @@ class TurnScreen(Screen[None]):
             else:
                 self.app.push_screen(DiffScreen(found.path, title=f"Uncommitted diff of run {found.run_id or '?'}"))
 
+    def _shown_repetition(self) -> int | None:
+        """Which run k of N the screen shows (None without --num-runs): what an accept writes."""
+        return self.listing.result_of_run(self.key, self.repetition)[1]
+
     def action_accept_turn(self) -> None:
-        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index))
+        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index, self._shown_repetition()))
 
     def action_accept_case(self) -> None:
-        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key))
+        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key, repetition=self._shown_repetition()))
 
     def action_delete_turn(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_TURN, self.key, self.index))
