@@ -102,3 +102,69 @@ async def test_accept_under_num_runs_writes_the_run_on_screen_and_names_it(tmp_p
         data = json.loads((root / "flaky" / "flaky.evalset.json").read_text())
         flip = next(c for c in data["eval_cases"] if c["eval_id"] == "flip")
         assert flip["conversation"][0]["final_response"]["parts"][0]["text"] == "heads"
+
+
+async def test_a_written_whatif_shows_the_new_configuration_and_marks_what_it_changed_stale(
+        tmp_path: Path, make_app) -> None:
+    from textual.widgets import Static
+
+    from tests.app.test_app_whatif import rows
+    from tui_eval.tui.screens.whatif import WhatIfScreen
+
+    root = _hello(tmp_path)
+    config = root / "hello_world" / "test_config.json"
+    app = make_app(root, recording=None)  # live off: the write marks, it does not re-score
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+
+        def status() -> str:
+            return str(app.screen.query_one("#whatif-status", Static).render())
+
+        await pilot.press("W")
+        await wait_until(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await pilot.press("m", *["minus"] * 10)  # response_match_score 0.8 → 0.3
+        assert "response_match_score: threshold 0.3  (configured: 0.8)" in status()
+        assert [r[:2] for r in rows(app)] == [["pass", "ten_sided_wording"]]
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_until(pilot, lambda: '"response_match_score": 0.3' in config.read_text())
+        # the screen shows the configuration the file now has, and that every result scored under the
+        # old one is stale
+        await wait_until(pilot, lambda: "as configured  (configured: 0.3)" in status())
+        await wait_until(pilot, lambda: "⚠ 9 of these results are stale" in status())
+        await pilot.press("escape")
+        await pilot.press("right")
+        assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
+        app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording"))
+        await pilot.pause()
+        assert "⚠ stale: criteria changed since it ran" in summary_text(app)
+        await pilot.press("S")
+        await settle(pilot)
+        await wait_until(pilot, lambda: not app.listing.stale)
+        assert "✔ ten_sided_wording" in _line(app, "ten_sided_wording")
+
+
+async def test_a_written_whatif_in_live_mode_rescores_at_once(tmp_path: Path, make_app) -> None:
+    from tui_eval.tui.screens.whatif import WhatIfScreen
+
+    root = _hello(tmp_path)
+    config = root / "hello_world" / "test_config.json"
+    app = make_app(root, recording=None, live=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("W")
+        await wait_until(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await pilot.press("m", *["minus"] * 10)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_until(pilot, lambda: '"response_match_score": 0.3' in config.read_text())
+        key = next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording")
+        await wait_until(pilot, lambda: app.listing.case_status(key) == 1)  # re-scored: passed
+        await settle(pilot)
+        assert not app.listing.stale
