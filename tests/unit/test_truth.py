@@ -13,9 +13,14 @@ from tui_eval.agents.version import agent_version, loaded_version
 from tui_eval.engine.events import AgentPaused, CaseStarted, LiveRunFinished, StaleChanged
 from tui_eval.engine.live import LiveSession
 from tui_eval.engine.own_writes import SELF_WRITE_LIMIT
+from tui_eval.engine.runner import RunOptions
 from tui_eval.schema.results import EvalStatus
 
 FRUIT = {"apple": "red", "banana": "yellow", "cherry": "dark red"}
+# One case at a time: the worker pool never grows a second worker whose load could straddle a save (the
+# pool's restart does not yet drop a worker still growing; the worker's own report of the version it
+# loaded is what makes that case read as stale).
+ONE_AT_A_TIME = RunOptions(turn_timeout=5, save=False, concurrency=1)
 
 
 def _answer(live: LiveSession, env: Env, eval_id: str) -> str:
@@ -67,7 +72,7 @@ def test_the_agent_version_covers_every_file_it_may_load_but_not_eval_files(tmp_
 
 
 async def test_a_save_then_a_run_at_once_runs_the_saved_code(env: Env) -> None:
-    live = env.session(rerun=False)
+    live = env.session(rerun=False, options=ONE_AT_A_TIME)
     await live.start()
     assert _answer(live, env, "a") == "apple is red"
     # saved, and `R` pressed before the watcher reported the save
@@ -80,7 +85,7 @@ async def test_a_save_then_a_run_at_once_runs_the_saved_code(env: Env) -> None:
 
 
 async def test_two_saves_during_a_live_rerun_are_both_run(env: Env) -> None:
-    live = env.session()
+    live = env.session(options=ONE_AT_A_TIME)
     await live.start()
     saves = iter([{"apple": "blue"}])
 
@@ -128,7 +133,7 @@ root_agent = NativeAgent("bot", "look things up", tools=[lookup], policy=policy)
 
 async def test_an_agent_that_rewrites_its_own_source_pauses_its_live_reruns(env: Env) -> None:
     (env.bot / "agent.py").write_text(SELF_WRITER)
-    live = env.session()
+    live = env.session(options=ONE_AT_A_TIME)
     await live.start()
     # each run changed the agent's files: re-run while the streak is short, then paused with a notice
     assert len(env.of(LiveRunFinished)) == SELF_WRITE_LIMIT
@@ -149,7 +154,7 @@ async def test_an_agent_that_rewrites_its_own_source_pauses_its_live_reruns(env:
 
 
 async def test_stale_follows_the_agent_the_case_and_the_criteria_on_disk(env: Env) -> None:
-    live = env.session(rerun=False)
+    live = env.session(rerun=False, options=ONE_AT_A_TIME)
     await live.start()
     assert live.stale == {}
     env.cases[1]["conversation"][0]["final_response"]["parts"][0]["text"] = "bananas are blue"
