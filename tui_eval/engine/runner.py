@@ -153,15 +153,18 @@ async def score_case(
     judge: JudgeClient | None = None,
     key: CaseKey | None = None,
     progress: ScoreProgress | None = None,
+    final_session_state: dict[str, Any] | None = None,
 ) -> list[MetricResult]:
-    """Score one case's actual invocations with every metric of the config (concurrently)."""
+    """Score one case's actual invocations (and the session state they left) with every metric of the
+    config (concurrently)."""
     expected = case.conversation
     turns = len(actual)
 
     async def one(name: str, spec: MetricSpec | None) -> MetricResult:
         crit = config.criteria[name]
         if progress is None or key is None:
-            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress)
+            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress,
+                                       final_session_state)
         seen: set[int] = set()
 
         def on_progress(i: int) -> None:
@@ -169,7 +172,8 @@ async def score_case(
                 seen.add(i)
                 progress.tick(key, name, i)
 
-        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress)
+        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress,
+                                     final_session_state)
         if len(seen) < turns:
             # Top the bar up for invocations the metric did not report (not evaluated, or silent).
             for i in range(turns):
@@ -199,6 +203,7 @@ async def _score_metric(
     expected: list[Invocation] | None,
     judge: JudgeClient | None,
     on_progress: Callable[[int], None],
+    final_session_state: dict[str, Any] | None = None,
 ) -> MetricResult:
     def skip(reason: str) -> MetricResult:
         return MetricResult.not_evaluated(name, crit.threshold, reason, crit.to_dict())
@@ -226,6 +231,7 @@ async def _score_metric(
         config=config,
         judge=judge,
         progress=on_progress,
+        final_session_state=final_session_state,
     )
     try:
         value = spec.evaluate(inp)
@@ -613,7 +619,8 @@ class Run:
                 error = None
         else:
             metrics = await score_case(
-                target.config, case, actual, judge=self.judge, key=key, progress=progress
+                target.config, case, actual, judge=self.judge, key=key, progress=progress,
+                final_session_state=inference.final_session_state,
             )
             status = combine_statuses([m.status for m in metrics])
         if self.options.strict:
@@ -636,6 +643,7 @@ class Run:
             # The case's own time: its conversation where the agent ran, then its scoring; never time
             # spent waiting for a free worker.
             wall_seconds=inference.seconds + (time.perf_counter() - t0),
+            final_session_state=inference.final_session_state,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result

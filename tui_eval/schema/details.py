@@ -515,6 +515,26 @@ class DurationDetails(_Details):
 DURATION_FIELDS: tuple[str, ...] = ("total_seconds", "model_seconds", "tool_seconds", "framework_seconds")
 
 
+class StateKeyDiff(_Details):
+    """One key of the session state where expected and actual differ, with the reason in words."""
+
+    key: str
+    status: Literal["missing", "unexpected", "changed"]
+    expected: JsonValue = None
+    actual: JsonValue = None
+    reason: str
+
+
+class SessionStateDetails(_Details):
+    """final_session_state_v1 on a case: the state compared, how, and every key that differs."""
+
+    kind: Literal["session_state"] = "session_state"
+    compare: Literal["exact", "named_keys"] = "exact"
+    expected: dict[str, JsonValue] = Field(default_factory=dict)
+    actual: dict[str, JsonValue] = Field(default_factory=dict)
+    diffs: list[StateKeyDiff] = Field(default_factory=list)
+
+
 MetricDetails = Annotated[
     Union[
         TrajectoryDetails,
@@ -532,6 +552,7 @@ MetricDetails = Annotated[
         VertexCaseDetails,
         TokenUsageDetails,
         DurationDetails,
+        SessionStateDetails,
     ],
     Field(discriminator="kind"),
 ]

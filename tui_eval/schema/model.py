@@ -316,6 +316,39 @@ class ToolTiming(EvalBaseModel):
     mocked: bool = False
 
 
+class NestedCall(EvalBaseModel):
+    """A tool call made inside another tool call: by the agent an `AgentTool` runs (or a sub-agent a tool
+    runs), with a runner of its own. ADK's trajectory never sees it; tui-eval keeps it beside the turn.
+
+    `depth` is 1 for a call inside a top-level call, 2 inside that, ...; `parent_id` is the id of the call
+    it ran inside (no id in ADK's data links them: tui-eval matched them by nesting)."""
+
+    agent: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    depth: int = 1
+    parent_id: str | None = None
+    id: str | None = None
+    response: dict[str, Any] | None = None
+    seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class ExpectedNestedCall(EvalBaseModel):
+    """One call an eval case expects inside a tool call (its `expected_nested_calls`): the agent that makes
+    it, the tool and its arguments (`depth` is read for display only)."""
+
+    agent: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    depth: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
 class Invocation(EvalBaseModel):
     """One turn: the user's message, what happened in between, and the final response."""
 
@@ -332,16 +365,19 @@ class Invocation(EvalBaseModel):
     # Per tool-call latency of an actual turn; ADK's Invocation has no field for it, so it is never
     # written to ADK files (`to_dict`) and an ADK file that has it is rejected, as ADK would.
     tool_timings: list[ToolTiming] = Field(default_factory=list, exclude=True)
+    # Calls made inside tool calls (an AgentTool's agent), in the order they started; as tool_timings,
+    # tui-eval's own and never written to ADK files.
+    nested_calls: list[NestedCall] = Field(default_factory=list, exclude=True)
 
     _RARE: ClassVar[frozenset[str]] = frozenset(
         ("duration", "model_duration", "tool_duration", "rubrics", "app_details")
     )
 
-    @field_validator("tool_timings", mode="before")
+    @field_validator("tool_timings", "nested_calls", mode="before")
     @classmethod
     def _not_in_adk_files(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(info.context, LoadContext) and info.context.adk_file:
-            raise ValueError("unknown key 'tool_timings'")
+            raise ValueError(f"unknown key {info.field_name!r}")
         return value
 
     @property
@@ -448,6 +484,9 @@ class EvalCase(EvalBaseModel):
     creation_timestamp: float = 0.0
     rubrics: list[Rubric] | None = None
     final_session_state: dict[str, Any] | None = Field(default_factory=dict)
+    # tui-eval's own key (ADK's EvalCase keeps unknown keys; its Invocation would refuse one): the calls
+    # each turn should make inside its tool calls, keyed by the expected turn's invocation_id.
+    expected_nested_calls: dict[str, list[ExpectedNestedCall]] | None = None
 
     @model_validator(mode="after")
     def _conversation_xor_scenario(self) -> EvalCase:
@@ -470,6 +509,9 @@ class EvalCase(EvalBaseModel):
         if self.rubrics is not None:
             out["rubrics"] = [r.to_dict() for r in self.rubrics]
         out["final_session_state"] = self.final_session_state
+        if self.expected_nested_calls is not None:
+            out["expected_nested_calls"] = {inv_id: [c.to_dict() for c in calls]
+                                            for inv_id, calls in self.expected_nested_calls.items()}
         if self.model_extra:
             out.update(self.model_extra)
         return out

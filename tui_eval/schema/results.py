@@ -23,7 +23,7 @@ from .details import (
     VertexDetails,
 )
 from .fast import adk_json_default, trusted
-from .model import Invocation, ToolTiming
+from .model import Invocation, NestedCall, ToolTiming
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
@@ -288,6 +288,9 @@ class _CaseFields(_Result):
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
+    # The agent's session state after its last turn (ADK: the session's state; native agents: their tool
+    # context's); None when it keeps none or the case did not run.
+    final_session_state: dict[str, JsonValue] | None = None
 
 
 _CASE_FIELDS = tuple(_CaseFields.model_fields)
@@ -311,6 +314,12 @@ class CaseRecord(_CaseFields):
     each turn's tool latencies."""
 
     tool_timings: list[list[ToolTimingRecord]] = Field(default_factory=list)
+    # Calls made inside tool calls (an AgentTool's agent), per turn by invocation id.
+    nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
+
+
+def _nested_by_turn(actual: list[Invocation]) -> dict[str, list[NestedCall]]:
+    return {inv.invocation_id or f"#{i + 1}": inv.nested_calls for i, inv in enumerate(actual) if inv.nested_calls}
 
 
 class CaseResult(_CaseFields):
@@ -414,6 +423,7 @@ class CaseResult(_CaseFields):
         else:
             out["metrics"] = [shared.record_metric(m) for m in d["metrics"]]
         out["tool_timings"] = [inv.tool_timings for inv in d["actual"]]
+        out["nested_calls"] = _nested_by_turn(d["actual"])
         return out
 
     def as_record(self) -> CaseRecord:
@@ -422,7 +432,7 @@ class CaseResult(_CaseFields):
         timings = [[ToolTimingRecord.model_construct(name=t.name, seconds=t.seconds, call_id=t.call_id,
                                                      mocked=t.mocked)
                     for t in inv.tool_timings] for inv in self.actual]
-        return CaseRecord.model_construct(**fields, tool_timings=timings)
+        return CaseRecord.model_construct(**fields, tool_timings=timings, nested_calls=_nested_by_turn(self.actual))
 
     @classmethod
     def from_record(
@@ -436,6 +446,9 @@ class CaseResult(_CaseFields):
         for inv, timings in zip(actual, record.tool_timings):
             inv.tool_timings = [ToolTiming(name=t.name, seconds=t.seconds, call_id=t.call_id, mocked=t.mocked)
                                 for t in timings]
+        if record.nested_calls:
+            for i, inv in enumerate(actual):
+                inv.nested_calls = list(record.nested_calls.get(inv.invocation_id or f"#{i + 1}", ()))
         fields = {name: getattr(record, name) for name in _CaseFields.model_fields}
         return cls(**fields, actual=actual, expected=expected)
 
