@@ -112,6 +112,18 @@ def call_tree(inv: Invocation) -> list[TreeRow]:
     return rows
 
 
+def nested_under(inv: Invocation, call_id: str | None) -> list[NestedCall]:
+    """The calls made inside the call `call_id` of the turn, depth first (a call, then those inside it)."""
+    if not call_id or not inv.nested_calls:
+        return []
+    out: list[NestedCall] = []
+    for call in inv.nested_calls:
+        if call.parent_id == call_id:
+            out.append(call)
+            out.extend(nested_under(inv, call.id))
+    return out
+
+
 def expected_nested(inp: MetricInput, index: int) -> list[ExpectedNestedCall] | None:
     """The nested calls the case expects of turn `index` ([] when it names none for that turn); None
     when the case has no expected_nested_calls at all."""
