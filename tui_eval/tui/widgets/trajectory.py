@@ -185,12 +185,24 @@ def waterfall_lines(inv: Invocation, width: int = 76) -> list[Content]:
             continue
         label = name[: n - 1] if n > 3 else ""
         parts.append(Content.styled(label.ljust(n), f"{style} reverse"))
-    legend: list[Any] = []
+    entries: list[tuple[str, str, float]] = []
     for (name, secs, style), (_n2, _s2, call_id) in zip(segments[1:-1], tools):
         inner = nested_by_parent.get(call_id or "")
-        extra = f" (inside {inner:.2f})" if inner is not None else ""
-        legend.append(((f"■ {name} {secs:.2f}{extra}  "), style))
-    legend = [(f"■ {model_label} {model:.2f}  ", _MODEL_STYLE), *legend, (f"■ framework {framework:.2f}", "$text-muted")]
+        extra = f" ({inner:.2f} inside)" if inner is not None else ""
+        entries.append((f"■ {name} {secs:.2f}{extra}", style, secs))
+    # The legend is one line too: the slowest tools first to go in, "+N more" for the rest.
+    fixed = [(f"■ {model_label} {model:.2f}", _MODEL_STYLE), (f"■ framework {framework:.2f}", "$text-muted")]
+    room = width - sum(len(t) + 2 for t, _s in fixed)
+    kept: set[int] = set()
+    for k in sorted(range(len(entries)), key=lambda k: -entries[k][2]):
+        if len(entries[k][0]) + 2 + (9 if len(kept) + 1 < len(entries) else 0) <= room:
+            kept.add(k)
+            room -= len(entries[k][0]) + 2
+    legend: list[Any] = [(fixed[0][0] + "  ", fixed[0][1])]
+    legend += [(text + "  ", style) for k, (text, style, _secs) in enumerate(entries) if k in kept]
+    if len(kept) < len(entries):
+        legend.append((f"+{len(entries) - len(kept)} more  ", "$text-muted"))
+    legend.append(fixed[1])
     return [Content.assemble(*parts), Content.assemble(*legend)]
 
 
