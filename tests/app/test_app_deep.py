@@ -3,6 +3,7 @@ offline): the trajectory as a tree with the sub-agent's calls, the time waterfal
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -70,10 +71,17 @@ async def test_turn_view_shows_the_sub_agents_calls_as_a_tree(tabletop: Path, ma
         assert "game_master calls dice_agent(" in trace and "└ dice_agent calls roll_die(sides=6) ← {\"result\": 5}" in trace
 
 
-async def test_turn_view_shows_the_session_state_key_by_key(tabletop: Path, make_app) -> None:
+async def test_case_summary_and_turn_view_show_the_session_state_key_by_key(tabletop: Path, make_app) -> None:
+    from tui_eval.tui.widgets.summary import Summary
+
     app = make_app(tabletop, recording=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await _run_all(app, pilot)
+        await pilot.press("f", "down", "down")  # failures only: twenty_in_words, then forgot_bonus
+        await pilot.pause()
+        summary = str(app.screen.query_one(Summary).render())
+        assert "Case forgot_bonus" in summary and "session state" in summary
+        assert "✔ last_roll" in summary and "✘ scores" in summary
         screen = await _open(app, pilot, "forgot_bonus")
         lines = text_of(screen, "#turn-state").splitlines()
         assert lines[0].split() == ["key", "expected", "actual"]
@@ -82,6 +90,15 @@ async def test_turn_view_shows_the_session_state_key_by_key(tabletop: Path, make
         screen.query_one("#turn-state").scroll_visible(animate=False)
         await pilot.pause()
         assert "✘ scores" in screen_text(app)
+        # Accepting the case writes the state the run left as the expected one.
+        await pilot.press("A")
+        await pilot.pause()
+        assert 'final session state {"last_roll": 5, "scores": {"Cara": 5}}' in screen_text(app)
+        await pilot.press("y")
+        await settle(pilot)
+        data = json.loads((tabletop / "tabletop" / "tabletop.evalset.json").read_text())
+        case = next(c for c in data["eval_cases"] if c["eval_id"] == "forgot_bonus")
+        assert case["final_session_state"] == {"last_roll": 5, "scores": {"Cara": 5}}
 
 
 async def test_turn_view_shows_where_the_time_went_at_80_columns(tabletop: Path, make_app) -> None:

@@ -124,7 +124,7 @@ def test_final_session_state_says_why_it_was_not_evaluated() -> None:
 
 # -- configs google-adk still accepts ---------------------------------------------------------------
 
-ADK_CONFIG = {
+ADK_CONFIG: dict[str, Any] = {
     "criteria": {
         "tool_trajectory_avg_score": 1.0,
         "deep_tool_trajectory_v1": {"threshold": 1.0, "match_type": "IN_ORDER"},

@@ -360,7 +360,7 @@ class TurnScreen(Screen[None]):
             self.query_one("#deep-title", Static).set_class(False, "-hidden")
             table = case.expected_nested_calls if case is not None else None
             wanted = (table or {}).get(expected.invocation_id or f"#{self.index + 1}", []) if expected is not None else []
-            alignments = dict(stored.alignments())
+            alignments: dict[str, Alignment] = {name: a for name, a in stored.alignments().items()}
             shown = self.match_type if self.match_type in alignments else stored.match_type
             deep.show(alignments, shown, stored.match_type, [attributed(c.agent, c.name, c.args) for c in wanted],
                       [attributed(c.agent, c.name, c.args) for c in actual.nested_calls], stored.ignore_args)
@@ -369,7 +369,7 @@ class TurnScreen(Screen[None]):
         actual_state = result.final_session_state if result is not None else None
         last = result is not None and self.index == len(result.actual) - 1
         if last and (expected_state or actual_state):
-            self._section("state", joined(state_lines(expected_state, actual_state)))
+            self._section("state", joined(state_lines(expected_state, actual_state, width)))
         else:
             self._section("state", None)
 

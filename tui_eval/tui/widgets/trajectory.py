@@ -206,9 +206,9 @@ def waterfall_lines(inv: Invocation, width: int = 76) -> list[Content]:
     return [Content.assemble(*parts), Content.assemble(*legend)]
 
 
-def state_lines(expected: dict[str, Any] | None, actual: dict[str, Any] | None) -> list[Content]:
+def state_lines(expected: dict[str, Any] | None, actual: dict[str, Any] | None, width: int = 76) -> list[Content]:
     """The session state key by key: expected and actual side by side, each key marked ✔ (equal), ✘
-    (changed), − (missing from the session) or + (not expected)."""
+    (changed), − (missing from the session) or + (not expected), in `width` columns."""
     from ...metrics.session_state import state_diff
 
     expected = expected or {}
@@ -217,15 +217,17 @@ def state_lines(expected: dict[str, Any] | None, actual: dict[str, Any] | None) 
                                "$text-muted"), *(plain(f"  {k} = {fmt_value(v, 60)}") for k, v in expected.items())]
     diffs = {d.key: d for d in state_diff(expected, actual)}
     keys = list(dict.fromkeys([*expected, *actual]))
-    key_width = min(24, max((len(k) for k in keys), default=3))
-    lines = [Content.styled(f"  {'key'.ljust(key_width)}  {'expected'.ljust(24)}  actual", "$text-muted")]
+    key_width = min(max(8, width // 4), max((len(k) for k in keys), default=3))
+    value_width = max(6, (width - key_width - 6) // 2)
+    lines = [Content.styled(f"  {'key'.ljust(key_width)}  {'expected'.ljust(value_width)}  actual", "$text-muted")]
     for key in keys:
         diff = diffs.get(key)
         mark, style = ("✔", "$text-success") if diff is None else (
             {"changed": ("✘", "$text-error"), "missing": ("−", "$text-error"), "unexpected": ("+", "$text-warning")}
             [diff.status])
-        want = fmt_value(expected[key], 24) if key in expected else "—"
-        got = fmt_value(actual[key], 24) if key in actual else "—"
+        want = fmt_value(expected[key], value_width) if key in expected else "—"
+        got = fmt_value(actual[key], value_width) if key in actual else "—"
         lines.append(Content.assemble((f"{mark} ", style), plain(key[:key_width].ljust(key_width), "bold"), "  ",
-                                      plain(want.ljust(24)), "  ", plain(got, style if diff is not None else "")))
+                                      plain(want.ljust(value_width)), "  ",
+                                      plain(got, style if diff is not None else "")))
     return lines
