@@ -144,7 +144,7 @@ def test_agent_tool_calls_and_state_reach_every_face_while_adk_output_stays_adks
     by_id = {c["eval_id"]: c for c in record["cases"]}
     [(turn_id, [inner])] = by_id["small"]["nested_calls"].items()
     assert turn_id == cases["small"].eval_metric_result_per_invocation[0].actual_invocation.invocation_id
-    assert (inner["agent"], inner["name"], inner["args"], inner["depth"], inner["parent_id"]) == (
+    assert (inner["agent"], inner["name"], inner["args"], inner["depth"], inner["parent"]) == (
         "dice_agent", "roll_die", {"sides": 6}, 1, "outer-1")
     assert inner["response"] == {"result": 4}
     assert by_id["small"]["final_session_state"] == {"player": "ana", "last_roll": 4}

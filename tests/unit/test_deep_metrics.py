@@ -48,7 +48,7 @@ EXPECTED = {"t1": [{"agent": "dice_agent", "name": "roll_die", "args": {"sides":
 
 
 def _inner(*calls: tuple[str, dict[str, Any]], agent: str = "dice_agent") -> list[NestedCall]:
-    return [NestedCall(agent=agent, name=n, args=a, depth=1, parent_id="outer") for n, a in calls]
+    return [NestedCall(agent=agent, name=n, args=a, depth=1, parent="outer") for n, a in calls]
 
 
 @pytest.mark.parametrize(("match_type", "calls", "passed"), [

@@ -112,14 +112,24 @@ def _ours(content: Any, path: str) -> Content | None:
 
 @dataclass(slots=True)
 class _OpenCall:
-    """A tool call the plugin saw start and not yet end: where it runs and, nested, what it records."""
+    """A tool call the plugin saw start: where it runs and, for a nested one, what the turn will keep."""
 
     plugin: _AppDetailsPlugin
     call_id: str
     depth: int
     started: float
-    nested: NestedCall | None
     token: contextvars.Token[_OpenCall | None] | None = None
+    #: Set for a call made inside another call (depth >= 1): who made it, and its enclosing call's id.
+    agent: str = ""
+    name: str = ""
+    args: Any = None
+    parent: str | None = None
+    response: Any = None
+    seconds: float | None = None
+
+    def record(self) -> NestedCall:
+        return NestedCall(name=self.name, args=self.args, response=self.response, call_id=self.call_id or None,
+                          parent=self.parent, agent=self.agent, depth=self.depth, seconds=self.seconds)
 
 
 #: The tool call the code running now is inside of. An AgentTool runs its agent with a runner of its own,
@@ -143,7 +153,7 @@ class _AppDetailsPlugin(BasePlugin):
         #: Each top-level tool call's own run time, from just before the tool runs to just after (call id ->).
         self.tool_seconds: dict[str, float] = {}
         #: The turn's nested calls in the order they started (depth first: a call, then what ran inside it).
-        self.nested: list[NestedCall] = []
+        self.nested: list[_OpenCall] = []
         self._open: dict[int, _OpenCall] = {}
 
     def _enclosing(self) -> _OpenCall | None:
@@ -153,13 +163,13 @@ class _AppDetailsPlugin(BasePlugin):
     async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
         parent = self._enclosing()
         call_id = getattr(tool_context, "function_call_id", None) or ""
-        nested: NestedCall | None = None
+        frame = _OpenCall(self, call_id, parent.depth + 1 if parent is not None else 0, time.perf_counter())
         if parent is not None:
-            nested = NestedCall(agent=getattr(tool_context, "agent_name", "") or "agent", depth=parent.depth + 1,
-                                parent_id=parent.call_id or None, name=getattr(tool, "name", "") or "",
-                                args=_jsonable(dict(tool_args or {})), id=call_id or None)
-            self.nested.append(nested)
-        frame = _OpenCall(self, call_id, parent.depth + 1 if parent is not None else 0, time.perf_counter(), nested)
+            frame.agent = getattr(tool_context, "agent_name", "") or "agent"
+            frame.name = getattr(tool, "name", "") or ""
+            frame.args = _jsonable(dict(tool_args or {}))
+            frame.parent = parent.call_id or None
+            self.nested.append(frame)
         frame.token = _ENCLOSING.set(frame)
         self._open[id(tool_context)] = frame
         return None
@@ -174,11 +184,11 @@ class _AppDetailsPlugin(BasePlugin):
                 _ENCLOSING.reset(frame.token)
             except ValueError:  # ended in another context than it started: that context dies with its task
                 pass
-        if frame.nested is None:
+        if frame.depth == 0:
             self.tool_seconds[frame.call_id] = seconds
         else:
-            frame.nested.seconds = round(seconds, 6)
-            frame.nested.response = response if isinstance(response, dict) else {"result": response}
+            frame.seconds = round(seconds, 6)
+            frame.response = response if isinstance(response, dict) else {"result": response}
 
     async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
                                   result: Any) -> Any:
@@ -433,7 +443,7 @@ class AdkSession(AgentSession):
             tool_duration=tool_seconds,
             app_details=app_details,
             tool_timings=timings,
-            nested_calls=list(self.plugin.nested),
+            nested_calls=[frame.record() for frame in self.plugin.nested],
         )
 
     async def final_state(self) -> dict[str, Any] | None:

@@ -67,6 +67,12 @@ class TreeRow:
         return call_label(self.agent, self.name, self.args)
 
 
+def _dict(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return value if isinstance(value, dict) else {"result": value}
+
+
 def _authors(inv: Invocation) -> dict[str, str]:
     """Call id -> the agent whose event holds the call (the events shape only)."""
     data = inv.intermediate_data
@@ -86,7 +92,7 @@ def call_tree(inv: Invocation) -> list[TreeRow]:
     seconds: dict[str, float] = {t.call_id: t.seconds for t in inv.tool_timings if t.call_id}
     children: dict[str, list[NestedCall]] = {}
     for nested in inv.nested_calls:
-        children.setdefault(nested.parent_id or "", []).append(nested)
+        children.setdefault(nested.parent or "", []).append(nested)
     rows: list[TreeRow] = []
     placed: set[int] = set()
 
@@ -97,8 +103,9 @@ def call_tree(inv: Invocation) -> list[TreeRow]:
             if id(child) in placed:
                 continue
             placed.add(id(child))
-            rows.append(TreeRow(child.depth, child.agent, child.name, child.args, child.response, child.seconds, True))
-            under(child.id)
+            rows.append(TreeRow(child.depth, child.agent, child.name, child.arguments, _dict(child.response),
+                                child.seconds, True))
+            under(child.call_id)
 
     for call, response in pair_calls(inv.tool_calls, inv.tool_responses):
         rows.append(TreeRow(0, authors.get(call.id or ""), call.name or "?", call.args or {},
@@ -107,7 +114,7 @@ def call_tree(inv: Invocation) -> list[TreeRow]:
     for orphan in inv.nested_calls:
         if id(orphan) not in placed:
             placed.add(id(orphan))
-            rows.append(TreeRow(orphan.depth, orphan.agent, orphan.name, orphan.args, orphan.response,
+            rows.append(TreeRow(orphan.depth, orphan.agent, orphan.name, orphan.arguments, _dict(orphan.response),
                                 orphan.seconds, True))
     return rows
 
@@ -118,9 +125,9 @@ def nested_under(inv: Invocation, call_id: str | None) -> list[NestedCall]:
         return []
     out: list[NestedCall] = []
     for call in inv.nested_calls:
-        if call.parent_id == call_id:
+        if call.parent == call_id:
             out.append(call)
-            out.extend(nested_under(inv, call.id))
+            out.extend(nested_under(inv, call.call_id))
     return out
 
 
@@ -145,7 +152,7 @@ def evaluate(inp: MetricInput) -> MetricResult:
     per_invocation: list[InvocationMetricResult] = []
     for i, actual in enumerate(inp.actual):
         exp = [attributed(c.agent, c.name, c.args) for c in expected_nested(inp, i) or []]
-        act = [attributed(c.agent, c.name, c.args) for c in actual.nested_calls]
+        act = [attributed(c.agent or "", c.name, c.arguments) for c in actual.nested_calls]
         exact, in_order, any_order = align_all(exp, act, crit.ignore_args)
         chosen = {"IN_ORDER": in_order, "ANY_ORDER": any_order}.get(crit.match_type.name, exact)
         details = TrajectoryDetails(match_type=crit.match_type.name, ignore_args=crit.ignore_args,

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from .base import EvalBaseModel
+from .runrecord import NestedCall
 
 # Values a genai field holds that we carry without reading (arbitrary JSON).
 JsonAny = Any
@@ -316,26 +317,6 @@ class ToolTiming(EvalBaseModel):
     mocked: bool = False
 
 
-class NestedCall(EvalBaseModel):
-    """A tool call made inside another tool call: by the agent an `AgentTool` runs (or a sub-agent a tool
-    runs), with a runner of its own. ADK's trajectory never sees it; tui-eval keeps it beside the turn.
-
-    `depth` is 1 for a call inside a top-level call, 2 inside that, ...; `parent_id` is the id of the call
-    it ran inside (no id in ADK's data links them: tui-eval matched them by nesting)."""
-
-    agent: str
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    depth: int = 1
-    parent_id: str | None = None
-    id: str | None = None
-    response: dict[str, Any] | None = None
-    seconds: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
-
-
 class ExpectedNestedCall(EvalBaseModel):
     """One call an eval case expects inside a tool call (its `expected_nested_calls`): the agent that makes
     it, the tool and its arguments (`depth` is read for display only)."""
@@ -443,6 +424,16 @@ class Invocation(EvalBaseModel):
             out["rubrics"] = [r.to_dict() for r in self.rubrics]
         if self.app_details is not None:
             out["app_details"] = self.app_details.to_dict()
+        return out
+
+    def to_wire(self) -> dict[str, Any]:
+        """The turn as it crosses from an agent process to the engine: the ADK shape plus our own per-turn
+        fields (read back with `schema.load.read_invocation`)."""
+        out = self.to_dict()
+        if self.tool_timings:
+            out["tool_timings"] = [t.model_dump() for t in self.tool_timings]
+        if self.nested_calls:
+            out["nested_calls"] = [c.model_dump(exclude_none=True) for c in self.nested_calls]
         return out
 
 

@@ -23,7 +23,8 @@ from .details import (
     VertexDetails,
 )
 from .fast import adk_json_default, trusted
-from .model import Invocation, NestedCall, ToolTiming
+from .model import Invocation, ToolTiming
+from .runrecord import CaseVersions, HumanVerdict, NestedCall, RunMeta
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
@@ -288,9 +289,13 @@ class _CaseFields(_Result):
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
-    # The agent's session state after its last turn (ADK: the session's state; native agents: their tool
-    # context's); None when it keeps none or the case did not run.
+    # The run record's per-case places (`runrecord.CasePlaces`, format /3): defaults for older records.
+    versions: CaseVersions = Field(default_factory=CaseVersions)
+    repetition: int = 1
+    nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
     final_session_state: dict[str, JsonValue] | None = None
+    human_verdicts: list[HumanVerdict] = Field(default_factory=list)
+    reruns_after_crash: int = 0
 
 
 _CASE_FIELDS = tuple(_CaseFields.model_fields)
@@ -314,11 +319,11 @@ class CaseRecord(_CaseFields):
     each turn's tool latencies."""
 
     tool_timings: list[list[ToolTimingRecord]] = Field(default_factory=list)
-    # Calls made inside tool calls (an AgentTool's agent), per turn by invocation id.
-    nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
 
 
-def _nested_by_turn(actual: list[Invocation]) -> dict[str, list[NestedCall]]:
+def nested_by_turn(actual: list[Invocation]) -> dict[str, list[NestedCall]]:
+    """The calls made inside tool calls of each turn, by invocation id (`#N` for a turn without one): the
+    record's per-case `nested_calls` place."""
     return {inv.invocation_id or f"#{i + 1}": inv.nested_calls for i, inv in enumerate(actual) if inv.nested_calls}
 
 
@@ -423,7 +428,6 @@ class CaseResult(_CaseFields):
         else:
             out["metrics"] = [shared.record_metric(m) for m in d["metrics"]]
         out["tool_timings"] = [inv.tool_timings for inv in d["actual"]]
-        out["nested_calls"] = _nested_by_turn(d["actual"])
         return out
 
     def as_record(self) -> CaseRecord:
@@ -432,7 +436,7 @@ class CaseResult(_CaseFields):
         timings = [[ToolTimingRecord.model_construct(name=t.name, seconds=t.seconds, call_id=t.call_id,
                                                      mocked=t.mocked)
                     for t in inv.tool_timings] for inv in self.actual]
-        return CaseRecord.model_construct(**fields, tool_timings=timings, nested_calls=_nested_by_turn(self.actual))
+        return CaseRecord.model_construct(**fields, tool_timings=timings)
 
     @classmethod
     def from_record(
@@ -480,28 +484,12 @@ class EvalSetResult(_Result):
         return status_counts(self.case_results)
 
 
-class RunRecordFile(BaseModel):
-    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file."""
+class RunRecordFile(RunMeta):
+    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file
+    (its metadata is `runrecord.RunMeta`, the places of format /3)."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    format: str
-    run_id: str
-    name: str
-    adk_file: str | None = None
-    app_name: str | None = None
-    agent: str | None = None
-    eval_file: str = ""
-    eval_set_id: str
-    creation_timestamp: float
-    cancelled: bool = False
-    # What the run covered: all | failures (failures only) | selection (some cases) | cancelled.
-    coverage: str = "all"
-    # Seconds the whole run took (wall clock).
-    duration: float = 0.0
-    criteria: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
-    config_source: str | None = None
-    counts: dict[str, int] = Field(default_factory=dict)
     cases: list[CaseRecord] = Field(default_factory=list)
 
     def meta(self) -> dict[str, Any]:

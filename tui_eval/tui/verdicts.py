@@ -603,8 +603,8 @@ def event_trace_lines(inv: Invocation | None, width: int = 200) -> list[Content]
                     # What ran inside the call (an AgentTool's agent): outside ADK's events, kept by tui-eval.
                     for inner in nested_under(inv, c.id):
                         lines.append(Content.assemble(("  " * inner.depth + "└ ", "$text-muted"),
-                                                      plain(f"{one_line_text(inner.agent, 24)} calls ", "$text-muted"),
-                                                      plain(call_signature(inner.name, inner.args, 60)),
+                                                      plain(f"{one_line_text(inner.agent or '', 24)} calls ", "$text-muted"),
+                                                      plain(call_signature(inner.name, inner.arguments, 60)),
                                                       plain(f" ← {fmt_value(inner.response, 60)}", "$text-muted")
                                                       if inner.response is not None else Content("")))
                 elif part.function_response is not None:

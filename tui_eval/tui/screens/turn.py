@@ -363,7 +363,7 @@ class TurnScreen(Screen[None]):
             alignments: dict[str, Alignment] = {name: a for name, a in stored.alignments().items()}
             shown = self.match_type if self.match_type in alignments else stored.match_type
             deep.show(alignments, shown, stored.match_type, [attributed(c.agent, c.name, c.args) for c in wanted],
-                      [attributed(c.agent, c.name, c.args) for c in actual.nested_calls], stored.ignore_args)
+                      [attributed(c.agent or "", c.name, c.arguments) for c in actual.nested_calls], stored.ignore_args)
         # The state the case left: shown on its last turn, as the case summary shows it.
         expected_state = case.final_session_state if case is not None else None
         actual_state = result.final_session_state if result is not None else None

@@ -155,8 +155,8 @@ def waterfall_lines(inv: Invocation, width: int = 76) -> list[Content]:
     timed = [t for t in inv.tool_timings if not t.mocked]
     nested_by_parent: dict[str, float] = {}
     for call in inv.nested_calls:
-        if call.depth == 1 and call.parent_id and call.seconds is not None:
-            nested_by_parent[call.parent_id] = nested_by_parent.get(call.parent_id, 0.0) + call.seconds
+        if call.depth == 1 and call.parent and call.seconds is not None:
+            nested_by_parent[call.parent] = nested_by_parent.get(call.parent, 0.0) + call.seconds
     if details.model_seconds is None or details.tool_seconds is None:
         # Not split by ADK's clock (another google-adk, a native agent): tools by their own time, the rest
         # as one "model + framework" remainder.
