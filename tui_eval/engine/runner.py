@@ -360,6 +360,7 @@ class Run:
         owns_agent: bool = False,
         rescore_of: str | None = None,
         before_save: Callable[[RunRecord], None] | None = None,
+        session_states: dict[CaseKey, dict[str, Any] | None] | None = None,
     ) -> None:
         self.plan = plan
         # Where the agent's turns run (an agent object handed over directly answers in this process:
@@ -374,6 +375,8 @@ class Run:
         self._emit_fn = on_event
         self.judge = judge
         self.inferences = inferences or {}
+        # The session state each stored inference left (a re-score of a saved run).
+        self.session_states = session_states or {}
         self.store = store
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.record = RunRecord(self.run_id, started=time.time())
@@ -599,7 +602,7 @@ class Run:
         """Run the agent over the case (or take its stored inference, for a re-score)."""
         stored = self.inferences.get(key)
         if stored is not None:
-            return Inference(actual=stored)
+            return Inference(actual=stored, final_session_state=self.session_states.get(key))
         executor = self.executor
         if executor is None:
             return Inference(error="no agent to run and no stored inference for this case")
