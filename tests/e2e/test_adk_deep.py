@@ -224,3 +224,34 @@ async def test_grounding_metadata_is_kept_on_the_actual_turn(
     config = read_eval_config({"criteria": {"hallucinations_v1": 0.5}})
     [step] = hallucinations.check_steps(MetricInput(config.criteria["hallucinations_v1"], case, [inv], None, config), 0)
     assert "https://example.org/louvre" in step.context.split("Grounding metadata:", 1)[1]
+
+
+SINGLE_TURN_PY = AGENT_PY.replace(
+    'description="Rolls dice.", tools=[roll_die])', 'description="Rolls dice.", tools=[roll_die], mode="single_turn")'
+).replace("tools=[AgentTool(dice_agent)])", "sub_agents=[dice_agent])")
+
+
+async def test_a_single_turn_sub_agents_calls_stay_in_adks_trajectory(
+    tmp_path: Path, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other style: a `single_turn` sub-agent runs inline, its events land in the parent's stream, so
+    its calls are in ADK's trajectory (and not kept again as nested calls)."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "dummy")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_gemini.base_url)
+    _script(fake_gemini)
+    folder, eval_file = _write_agent(tmp_path)
+    (folder / "agent.py").write_text(textwrap.dedent(SINGLE_TURN_PY))
+    from tui_eval.agents import load_agent
+    from tui_eval.agents.base import CaseContext
+    from tui_eval.schema.load import load_eval_set
+
+    agent = load_agent(str(folder))
+    eval_set = load_eval_set(eval_file)
+    case = eval_set.eval_cases[0]
+    session = await agent.new_session(case, CaseContext(eval_set, eval_file))
+    inv = await session.turn(turns_of(case)[0].user_content, 0)
+    await session.close()
+    assert [(c.name, c.args) for c in inv.tool_calls] == [("dice_agent", {"request": "roll a die"}),
+                                                          ("roll_die", {"sides": 6})]
+    assert inv.nested_calls == []
+    assert inv.app_details is not None and list(inv.app_details.agent_details) == ["planner", "dice_agent"]

@@ -116,8 +116,11 @@ class _OpenCall:
 
     plugin: _AppDetailsPlugin
     call_id: str
+    #: 0 for a call in the session's own invocation (ADK's trajectory); 1 inside a call that runs another
+    #: runner (an AgentTool's agent has an invocation of its own), 2 inside that...
     depth: int
     started: float
+    invocation_id: str = ""
     token: contextvars.Token[_OpenCall | None] | None = None
     #: Set for a call made inside another call (depth >= 1): who made it, and its enclosing call's id.
     agent: str = ""
@@ -160,11 +163,20 @@ class _AppDetailsPlugin(BasePlugin):
         frame = _ENCLOSING.get()
         return frame if frame is not None and frame.plugin is self else None
 
+    def _depth(self, parent: _OpenCall | None, invocation_id: str) -> int:
+        """How deep code of `invocation_id` runs: as deep as the call enclosing it when it is part of the
+        same invocation (a `single_turn` sub-agent runs inline: its events land in the parent's stream, so
+        ADK's trajectory has its calls), one deeper when it is another runner's (an AgentTool's agent)."""
+        if parent is None:
+            return 0
+        return parent.depth if invocation_id == parent.invocation_id else parent.depth + 1
+
     async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
         parent = self._enclosing()
         call_id = getattr(tool_context, "function_call_id", None) or ""
-        frame = _OpenCall(self, call_id, parent.depth + 1 if parent is not None else 0, time.perf_counter())
-        if parent is not None:
+        invocation_id = getattr(tool_context, "invocation_id", None) or ""
+        frame = _OpenCall(self, call_id, self._depth(parent, invocation_id), time.perf_counter(), invocation_id)
+        if parent is not None and frame.depth > 0:
             frame.agent = getattr(tool_context, "agent_name", "") or "agent"
             frame.name = getattr(tool, "name", "") or ""
             frame.args = _jsonable(dict(tool_args or {}))
@@ -203,8 +215,8 @@ class _AppDetailsPlugin(BasePlugin):
         return None
 
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
-        if self._enclosing() is not None:
-            return None  # an inner agent's model call (an AgentTool's): not part of the app's invocation
+        if self._depth(self._enclosing(), getattr(callback_context, "invocation_id", None) or "") > 0:
+            return None  # an AgentTool's agent's model call: another runner's invocation, not the app's
         name = getattr(callback_context, "agent_name", "") or "agent"
         config = getattr(llm_request, "config", None)
         if name not in self.agents and config is not None:
