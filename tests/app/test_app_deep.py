@@ -117,3 +117,19 @@ async def test_turn_view_shows_where_the_time_went_at_80_columns(tabletop: Path,
         screen.query_one("#turn-time").scroll_visible(animate=False)
         await pilot.pause()
         assert "■ dice_agent" in screen_text(app)
+
+
+def test_a_slow_tool_takes_the_waterfall_at_a_glance() -> None:
+    from tui_eval.schema.model import Content, Invocation, ToolTiming
+    from tui_eval.tui.widgets.trajectory import waterfall_lines
+
+    inv = Invocation(user_content=Content.from_text("hi"), duration=2.0, model_duration=0.2, tool_duration=1.7,
+                     tool_timings=[ToolTiming(name="lookup_order", seconds=1.6, call_id="a"),
+                                   ToolTiming(name="greet", seconds=0.1, call_id="b")])
+    bar, legend = (str(line) for line in waterfall_lines(inv, 74))
+    assert bar.startswith("2.00 s ") and len(bar) == 74
+    cells = bar[len("2.00 s "):]
+    # model 0.2 s, lookup_order 1.6 s, greet 0.1 s, framework 0.1 s of 2.0 s, over 67 cells.
+    assert cells.startswith("model")
+    assert "lookup_order" in cells and cells.index("lookup_order") < 10
+    assert legend == "■ model 0.20  ■ lookup_order 1.60  ■ greet 0.10  ■ framework 0.10"
