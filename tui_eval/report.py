@@ -16,8 +16,8 @@ from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
 from .engine.causes import CauseGroup, call_faults, causes_of, group_by_cause, groups_text, infrastructure_error
 from .engine.store import dump_json
 from .metrics.efficiency import run_efficiency
-from .metrics.nested import call_tree
 from .schema.fileio import write_output
+from .schema.calls import call_tree
 from .schema.model import content_text
 from .schema.details import (
     MATCH_TYPE_NAMES,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.evalfiles import turns_of
 from tui_eval.metrics.base import MetricInput, spec_for
-from tui_eval.metrics.session_state import state_diff
+from tui_eval.schema.details import state_diff
 from tui_eval.schema.config import read_eval_config
 from tui_eval.schema.details import SessionStateDetails, TrajectoryDetails
 from tui_eval.schema.load import read_eval_case

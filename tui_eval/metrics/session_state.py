@@ -8,40 +8,14 @@ case scores 1.0 or 0.0, with one reason per differing key.
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal
+from typing import Literal
 
 from ..schema.criteria import SessionStateCriterion
-from ..schema.details import SessionStateDetails, StateKeyDiff
+from ..schema.details import SessionStateDetails, state_diff
 from ..schema.results import MetricResult, status_for
 from .base import MetricInput, builtin
 
 METRIC_NAME = "final_session_state_v1"
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def state_diff(expected: dict[str, Any], actual: dict[str, Any],
-               compare: Literal["exact", "named_keys"] = "exact") -> list[StateKeyDiff]:
-    """Every key where `actual` differs from `expected`, in the expected keys' order then the extra ones,
-    each with its reason in words. With `named_keys`, keys the case does not name are not compared."""
-    out: list[StateKeyDiff] = []
-    for key, want in expected.items():
-        if key not in actual:
-            out.append(StateKeyDiff(key=key, status="missing", expected=want,
-                                    reason=f"{key}: expected {_shown(want)}, the session has no such key"))
-        elif actual[key] != want:
-            out.append(StateKeyDiff(key=key, status="changed", expected=want, actual=actual[key],
-                                    reason=f"{key}: expected {_shown(want)}, got {_shown(actual[key])}"))
-    if compare == "exact":
-        for key, got in actual.items():
-            if key not in expected:
-                out.append(StateKeyDiff(key=key, status="unexpected", actual=got,
-                                        reason=f"{key}: not expected, the session has {_shown(got)}"))
-    return out
 
 
 def evaluate(inp: MetricInput) -> MetricResult:

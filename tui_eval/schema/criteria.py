@@ -211,8 +211,10 @@ CATALOG: dict[str, MetricInfo] = _catalog(
 )
 
 # tui-eval's own opt-in metrics: beyond what ADK scores (its scores are never changed by them).
+#: The calls made inside tool calls (the turn view shows its verdict apart from ADK's trajectory).
+DEEP_TRAJECTORY = "deep_tool_trajectory_v1"
 CATALOG.update(_catalog(
-    MetricInfo("deep_tool_trajectory_v1", ToolTrajectoryCriterion, _D, _M + "nested", needs_reference=True,
+    MetricInfo(DEEP_TRAJECTORY, ToolTrajectoryCriterion, _D, _M + "nested", needs_reference=True,
                adk_function=_M + "adk_functions.deep_tool_trajectory_v1"),
     MetricInfo("final_session_state_v1", SessionStateCriterion, _D, _M + "session_state",
                adk_function=_M + "adk_functions.final_session_state_v1"),

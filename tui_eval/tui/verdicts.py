@@ -369,7 +369,7 @@ def stored_trajectory(result: CaseResult | None, index: int) -> TrajectoryDetail
     """The trajectory details the metric stored for turn `index` (all three match types), if it ran."""
     if result is None:
         return None
-    from ..metrics.nested import METRIC_NAME as DEEP
+    from ..schema.criteria import DEEP_TRAJECTORY as DEEP
 
     # deep_tool_trajectory_v1 judges the calls inside tool calls: the turn view shows it on its own.
     found = [(m, inv) for m, inv in details_of(result, index, TrajectoryDetails) if m.metric_name != DEEP]
@@ -385,7 +385,7 @@ def configured_match_type(result: CaseResult | None, stored: TrajectoryDetails |
     if stored is not None:
         return stored.match_type, stored.ignore_args
     if result is not None:
-        from ..metrics.nested import METRIC_NAME as DEEP
+        from ..schema.criteria import DEEP_TRAJECTORY as DEEP
 
         for m in result.metrics:
             if m.metric_name == DEEP:
@@ -584,7 +584,7 @@ def tool_response_lines(inv: Invocation | None, width: int = 200) -> list[Conten
 def event_trace_lines(inv: Invocation | None, width: int = 200) -> list[Content]:
     """Everything the agent did in a turn, in order: texts (intermediate ones too), transfers, tool calls
     and tool responses, each with its author when the turn recorded events."""
-    from ..metrics.nested import nested_under
+    from ..schema.calls import nested_under
     from ..schema.model import InvocationEvents
 
     if inv is None:

@@ -340,7 +340,8 @@ class TurnScreen(Screen[None]):
                      actual: Invocation | None) -> None:
         """The call tree and the turn's time (when it made calls inside tool calls / was timed), the
         deep trajectory diff (when its metric judged the turn), the session state (on the last turn)."""
-        from ...metrics.nested import METRIC_NAME as DEEP, attributed
+        from ...schema.calls import attributed
+        from ...schema.criteria import DEEP_TRAJECTORY as DEEP
         from ...schema.details import TrajectoryDetails
         from ..widgets.trajectory import state_lines, tree_lines, waterfall_lines
 

@@ -119,7 +119,7 @@ class TrajectoryDiff(Vertical):
 def tree_lines(inv: Invocation, width: int = 76) -> list[Content]:
     """The turn's tool calls with the calls made inside each (an AgentTool's agent) indented under it,
     each attributed (`dice_agent › roll_die(sides=6)`) with what it returned and its time."""
-    from ...metrics.nested import call_tree
+    from ...schema.calls import call_tree
 
     lines: list[Content] = []
     for row in call_tree(inv):
@@ -146,26 +146,27 @@ def waterfall_lines(inv: Invocation, width: int = 76) -> list[Content]:
     """Where the turn's time went, as one bar (model, each tool, framework: ADK 2.13's duration details,
     the tool share split by each call's own time) and a legend under it with nested calls under their
     agent. No lines when the turn was not timed."""
-    from ...metrics.efficiency import duration_details
+    from ...schema.details import framework_seconds
 
     total = inv.duration
     if total is None or total <= 0:
         return []
-    details = duration_details(inv)
     timed = [t for t in inv.tool_timings if not t.mocked]
     nested_by_parent: dict[str, float] = {}
     for call in inv.nested_calls:
         if call.depth == 1 and call.parent and call.seconds is not None:
             nested_by_parent[call.parent] = nested_by_parent.get(call.parent, 0.0) + call.seconds
-    if details.model_seconds is None or details.tool_seconds is None:
+    if inv.model_duration is None or inv.tool_duration is None:
         # Not split by ADK's clock (another google-adk, a native agent): tools by their own time, the rest
         # as one "model + framework" remainder.
         tools_total = sum(t.seconds for t in timed)
         model, framework = max(total - tools_total, 0.0), 0.0
         model_label = "model + framework"
     else:
-        tools_total = details.tool_seconds
-        model, framework = details.model_seconds, details.framework_seconds or 0.0
+        # ADK 2.13's duration details: the model's and the tools' busy time, the framework's the rest.
+        tools_total = inv.tool_duration
+        model, framework = inv.model_duration, framework_seconds(total, model=inv.model_duration,
+                                                                 tool=inv.tool_duration) or 0.0
         model_label = "model"
     own = sum(t.seconds for t in timed) or 1.0
     tools = [(t.name, tools_total * t.seconds / own, t.call_id) for t in timed] if timed else (
@@ -209,7 +210,7 @@ def waterfall_lines(inv: Invocation, width: int = 76) -> list[Content]:
 def state_lines(expected: dict[str, Any] | None, actual: dict[str, Any] | None, width: int = 76) -> list[Content]:
     """The session state key by key: expected and actual side by side, each key marked ✔ (equal), ✘
     (changed), − (missing from the session) or + (not expected), in `width` columns."""
-    from ...metrics.session_state import state_diff
+    from ...schema.details import state_diff
 
     expected = expected or {}
     if actual is None:
