@@ -429,19 +429,21 @@ def add_case(path: Path, case: dict[str, Any], *, eval_set_id: str | None = None
 def case_json(path: Path, eval_id: str) -> str:
     """One case of an eval set, alone, as the JSON text a person edits (the file's keys, in its order)."""
     data, _style, cases = _writable_cases(Path(path))
-    return json.dumps(cases[_find_case(cases, eval_id, Path(path))], indent=2, ensure_ascii=False) + "\n"
+    return _case_text(cases[_find_case(cases, eval_id, Path(path))])
 
 
-def replace_case(path: Path, eval_id: str, before: str, after: str) -> str:
-    """Put an edited case (`after`, JSON text) in place of case `eval_id`, which must still read as
-    `before` (the text the editor was given). The new case is checked as ADK would load it; an error names
-    the place in the edited text. Returns the case's id after the edit (a person may rename it)."""
+def _case_text(case: Any) -> str:
+    return json.dumps(case, indent=2, ensure_ascii=False) + "\n"
+
+
+def check_case_text(text: str) -> dict[str, Any]:
+    """An edited case's JSON text, parsed and checked as ADK would load it; EditError names the fault's
+    place (line and column, or the JSON path) in the edited text."""
     from .errors import LoadError, SchemaError
     from .load import loads_json, read_eval_case
 
-    path = Path(path)
     try:
-        new = loads_json(after.encode("utf-8"), "the edited case")
+        new = loads_json(text.encode("utf-8"), "the edited case")
     except LoadError as exc:
         raise EditError(str(exc)) from None
     if not isinstance(new, dict):
@@ -450,9 +452,18 @@ def replace_case(path: Path, eval_id: str, before: str, after: str) -> str:
         read_eval_case(new)
     except SchemaError as exc:
         raise EditError(str(exc.at("the edited case"))) from None
+    return new
+
+
+def replace_case(path: Path, eval_id: str, before: str, after: str) -> str:
+    """Put an edited case (`after`, JSON text) in place of case `eval_id`, which must still read as
+    `before` (the text the editor was given); checked first (`check_case_text`). Returns the case's id
+    after the edit (a person may rename it; an id another case has is refused)."""
+    path = Path(path)
+    new = check_case_text(after)
     data, style, cases = _writable_cases(path)
     index = _find_case(cases, eval_id, path)
-    if json.dumps(cases[index], indent=2, ensure_ascii=False) + "\n" != before:
+    if _case_text(cases[index]) != before:
         raise EditError(f"case {eval_id!r} changed in {path} while it was being edited; your edit is not saved")
     new_id = _case_id(new)
     if new_id != eval_id and any(_case_id(c) == new_id for c in cases):

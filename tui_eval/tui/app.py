@@ -29,6 +29,7 @@ from textual.worker import Worker
 from . import messages as msg
 from .ces_link import CesLink
 from .commands import CaseCommands
+from .authoring import Authoring
 from .edits import EditControl
 from .engine_control import EngineControl
 from .jobs import Jobs
@@ -131,6 +132,7 @@ class EvalApp(App[int]):
         #: The engine process: runs, cancels, modes, reloads and full results.
         self.engine = EngineControl(self, agent_ref=agent, run_options=run_options, store=store, watch=watch)
         self.edits = EditControl(self)
+        self.authoring = Authoring(self)
         self.notices = Notices(self)
         self.pump = Pump(self, self.model, [self._show_status, self.engine.take, self.notices.take], self.changed)
         #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
@@ -266,6 +268,21 @@ class EvalApp(App[int]):
     @_reported
     def _edit_requested(self, message: msg.EditRequested) -> None:
         self.edits.request(message)
+
+    @on(msg.CaseEditRequested)
+    @_reported
+    def _case_edit_requested(self, message: msg.CaseEditRequested) -> None:
+        self.authoring.edit_case(message.key)
+
+    @on(msg.UndoRequested)
+    @_reported
+    def _undo_requested(self, message: msg.UndoRequested) -> None:
+        self.edits.undo()
+
+    @on(msg.ImportSessionRequested)
+    @_reported
+    def _import_session_requested(self, message: msg.ImportSessionRequested) -> None:
+        self.authoring.ask_session(message.eval_file)
 
     @on(msg.FilesRewritten)
     @_reported

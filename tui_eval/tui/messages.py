@@ -109,3 +109,22 @@ class FilesRewritten(Message):
     the engine, whether or not the folder is watched."""
 
     paths: tuple[Path, ...]
+
+
+@dataclass
+class CaseEditRequested(Message):
+    """Edit this case as JSON: in $VISUAL/$EDITOR, else in the in-app editor."""
+
+    key: CaseKey
+
+
+@dataclass
+class UndoRequested(Message):
+    """Take the session's newest edit (accept, delete, case edit, import) back."""
+
+
+@dataclass
+class ImportSessionRequested(Message):
+    """Ask for an ADK session file and import it as a new case of this eval set."""
+
+    eval_file: Path

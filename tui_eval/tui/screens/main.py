@@ -17,15 +17,18 @@ from textual.widgets import Static, Tree
 from ..messages import (
     AgentRerunsToggled,
     CancelRequested,
+    CaseEditRequested,
     CesRunRequested,
     EditKind,
     EditRequested,
+    ImportSessionRequested,
     LiveToggled,
     OpenCesHistory,
     OpenHistory,
     OpenTimeline,
     OpenTurn,
     RunRequested,
+    UndoRequested,
 )
 from ..text import plain
 from ..widgets.browser import CaseEntry, Entry, EvalBrowser, MoreEntry, SetEntry, TurnEntry
@@ -69,6 +72,9 @@ class MainScreen(Screen[None]):
         # The turn view's whole-case keys work here too, on the highlighted case or the case of a turn.
         Binding("A", "accept_whole_case", "Accept whole case", show=False, id="browser.accept_case"),
         Binding("D", "delete_whole_case", "Delete whole case", show=False, id="browser.delete_case"),
+        Binding("E", "edit_case", "Edit case (JSON)", show=False, id="edit.in_editor"),
+        Binding("z", "undo", "Undo last edit", show=False, id="edit.undo"),
+        Binding("I", "import_session", "Import an ADK session", show=False, id="edit.import_session"),
         Binding("h", "history", "History", id="history.open"),
         Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
         Binding("w", "causes", "Failures by cause", show=False, id="causes.open"),
@@ -427,6 +433,25 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(kind, entry.key))
         else:
             self.notify(f"{what}: highlight a case or one of its turns (here or in the turn view).", markup=False)
+
+    def action_edit_case(self) -> None:
+        entry = self.selected
+        if isinstance(entry, (CaseEntry, TurnEntry)):
+            self.post_message(CaseEditRequested(entry.key))
+        else:
+            self.notify("E edits a case as JSON: highlight a case or one of its turns.", markup=False)
+
+    def action_undo(self) -> None:
+        self.post_message(UndoRequested())
+
+    def action_import_session(self) -> None:
+        entry = self.selected
+        if isinstance(entry, SetEntry):
+            self.post_message(ImportSessionRequested(entry.path))
+        elif isinstance(entry, (CaseEntry, TurnEntry)):
+            self.post_message(ImportSessionRequested(self.listing.path_of(entry.key)))
+        else:
+            self.notify("I imports a session into an eval set: highlight one.", markup=False)
 
     def _ces_case(self) -> CaseKey | None:
         from ..widgets.browser import ces_marker_of
