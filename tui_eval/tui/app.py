@@ -39,6 +39,7 @@ from .loader import FolderLoader
 from .notices import Notices
 from .pump import Pump
 from .readmodel import SESSION, Changes, ReadModel
+from .reviews import ReviewControl
 from .screens.main import MainScreen
 from .progress import RunState
 from .theme import TUI_EVAL_THEME, default_theme
@@ -133,6 +134,7 @@ class EvalApp(App[int]):
         self.engine = EngineControl(self, agent_ref=agent, run_options=run_options, store=store, watch=watch)
         self.edits = EditControl(self)
         self.authoring = Authoring(self)
+        self.reviews = ReviewControl(self)
         self.notices = Notices(self)
         self.pump = Pump(self, self.model, [self._show_status, self.engine.take, self.notices.take], self.changed)
         #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
@@ -196,6 +198,9 @@ class EvalApp(App[int]):
         self.sync_status()
         if changes.loaded and self.on_loaded is not None:
             self.on_loaded()
+        if changes.loaded:
+            # People's verdicts kept in the saved runs: read once the folder is known (summary, review).
+            self.reviews.load(self.reviews.histories(), then=self.main.summary.refresh_entry)
         if changes.phase:
             self.refresh_bindings()
 
@@ -283,6 +288,24 @@ class EvalApp(App[int]):
     @_reported
     def _import_session_requested(self, message: msg.ImportSessionRequested) -> None:
         self.authoring.ask_session(message.eval_file)
+
+    @on(msg.VerdictRequested)
+    @_reported
+    def _verdict_requested(self, message: msg.VerdictRequested) -> None:
+        key = message.key
+        history = self.reviews.history_of(key)
+        self.reviews.load({history} if history is not None else set(), then=functools.partial(
+            self.reviews.ask, key, message.turn, message.metric, message.label))
+
+    @on(msg.OpenReview)
+    @_reported
+    def _open_review(self, message: msg.OpenReview) -> None:
+        from .screens.review import ReviewScreen
+
+        def show() -> None:
+            self.push_screen(ReviewScreen())
+
+        self.reviews.load(self.reviews.histories(), then=show)
 
     @on(msg.FilesRewritten)
     @_reported

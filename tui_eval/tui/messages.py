@@ -128,3 +128,19 @@ class ImportSessionRequested(Message):
     """Ask for an ADK session file and import it as a new case of this eval set."""
 
     eval_file: Path
+
+
+@dataclass
+class VerdictRequested(Message):
+    """A person's verdict on this case: on a turn (`turn`), a metric (`metric`), else the whole case.
+    `label` ("pass"/"fail") when already chosen (review mode), else asked."""
+
+    key: CaseKey
+    turn: int | None = None
+    metric: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class OpenReview(Message):
+    """Show the review mode: the cases whose judged verdicts need a person."""

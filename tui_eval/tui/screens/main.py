@@ -27,8 +27,10 @@ from ..messages import (
     OpenHistory,
     OpenTimeline,
     OpenTurn,
+    OpenReview,
     RunRequested,
     UndoRequested,
+    VerdictRequested,
 )
 from ..text import plain
 from ..widgets.browser import CaseEntry, Entry, EvalBrowser, MoreEntry, SetEntry, TurnEntry
@@ -75,6 +77,8 @@ class MainScreen(Screen[None]):
         Binding("E", "edit_case", "Edit case (JSON)", show=False, id="edit.in_editor"),
         Binding("z", "undo", "Undo last edit", show=False, id="edit.undo"),
         Binding("I", "import_session", "Import an ADK session", show=False, id="edit.import_session"),
+        Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="review.verdict"),
+        Binding("P", "review", "Review mode", show=False, id="review.open"),
         Binding("h", "history", "History", id="history.open"),
         Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
         Binding("w", "causes", "Failures by cause", show=False, id="causes.open"),
@@ -440,6 +444,18 @@ class MainScreen(Screen[None]):
             self.post_message(CaseEditRequested(entry.key))
         else:
             self.notify("E edits a case as JSON: highlight a case or one of its turns.", markup=False)
+
+    def action_verdict(self) -> None:
+        entry = self.selected
+        if isinstance(entry, TurnEntry):
+            self.post_message(VerdictRequested(entry.key, turn=entry.index))
+        elif isinstance(entry, CaseEntry):
+            self.post_message(VerdictRequested(entry.key))
+        else:
+            self.notify("V gives your verdict on a case or a turn: highlight one.", markup=False)
+
+    def action_review(self) -> None:
+        self.post_message(OpenReview())
 
     def action_undo(self) -> None:
         self.post_message(UndoRequested())

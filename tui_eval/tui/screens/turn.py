@@ -25,6 +25,7 @@ from ..messages import (
     OpenCesHistory,
     RunRequested,
     UndoRequested,
+    VerdictRequested,
 )
 from ..text import clip, one_line, plain, status_content, word_diff
 from ..verdicts import (
@@ -95,6 +96,7 @@ class TurnScreen(Screen[None]):
         Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
         Binding("E", "edit_case", "Edit case (JSON)", show=False, id="turn.in_editor"),
         Binding("z", "undo", "Undo last edit", show=False, id="turn.undo"),
+        Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="turn.verdict"),
     ]
 
     def __init__(self, listing: CaseListing, key: CaseKey, index: int) -> None:
@@ -503,6 +505,9 @@ class TurnScreen(Screen[None]):
 
     def action_edit_case(self) -> None:
         self.post_message(CaseEditRequested(self.key))
+
+    def action_verdict(self) -> None:
+        self.post_message(VerdictRequested(self.key, turn=self.index))
 
     def action_undo(self) -> None:
         self.post_message(UndoRequested())
