@@ -33,8 +33,9 @@ async def test_v_keeps_a_verdict_in_the_run_record_and_it_goes_stale_when_the_ca
         await pilot.press("f", *"books the wrong day", "enter")
         await settle(pilot)
         [kept] = _record_case(workspace, "book_flight")["human_verdicts"]
-        assert (kept["target"], kept["verdict"], kept["reason"]) == ("case", "fail", "books the wrong day")
-        assert kept["case_version"] and kept["actual_version"]
+        assert (kept["verdict"], kept["reason"]) == ("fail", "books the wrong day")
+        assert "metric" not in kept and "turn" not in kept  # a verdict on the case
+        assert kept["case_version"] and kept["turns_version"]
         assert any(n.message == "Human verdict kept: fail on case of book_flight (run: failed)"
                    for n in app._notifications)
         assert "human  ✘ fail case  books the wrong day" in _summary(app)
@@ -43,7 +44,7 @@ async def test_v_keeps_a_verdict_in_the_run_record_and_it_goes_stale_when_the_ca
         await pilot.press("right", "down", "down", "V", "p", "enter")  # turn 2 of book_flight
         await settle(pilot)
         turn = _record_case(workspace, "book_flight")["human_verdicts"][1]
-        assert (turn["target"], turn["turn"], turn["verdict"]) == ("turn", 1, "pass")
+        assert (turn["turn"], turn["verdict"]) == (1, "pass") and "metric" not in turn
         assert any("people and the run disagree" in n.message for n in app._notifications)
 
         # The history says where people and runs disagree.

@@ -11,8 +11,6 @@ import pytest
 from tests.support.cli_run import run_cli
 from tests.support.evalfiles import case, turn, write_set
 from tui_eval.engine.reviews import (
-    HumanVerdict,
-    actual_version,
     agreement_by_metric,
     case_version,
     cohen_kappa,
@@ -20,7 +18,9 @@ from tui_eval.engine.reviews import (
     is_current,
     keep_verdict,
     reviews_in,
+    turns_version,
 )
+from tui_eval.schema.runrecord import HumanVerdict
 from tui_eval.engine.store import load_record
 from tui_eval.schema.status import EvalStatus
 
@@ -56,9 +56,9 @@ def _run(tmp_path: Path) -> tuple[Path, Path]:
 def _verdict(metric: str, label: str, result, reason: str = "") -> HumanVerdict:
     from tui_eval.schema.load import load_eval_set
 
-    return HumanVerdict(target="metric", metric=metric, verdict=label, reason=reason, at=1.0,
+    return HumanVerdict(metric=metric, verdict=label, reason=reason, at=1.0,
                         case_version=case_version(load_eval_set(result.eval_set_file).case(result.eval_id)),
-                        actual_version=actual_version(result.actual))
+                        turns_version=turns_version(result.actual))
 
 
 def test_a_verdict_is_kept_in_the_run_record_and_read_back_with_the_run_s_own(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..executors.base import ExecutorOptions
+
 
 @dataclass(slots=True)
 class RunOptions:
@@ -29,6 +31,9 @@ class RunOptions:
     agent_memory_limit: int | None = None
     # --mock-tools: None (tools run), "strict" or "fallback".
     mock_tools: str | None = None
+
+    def executor_options(self) -> ExecutorOptions:
+        return ExecutorOptions(self.executor, self.workers, self.agent_memory_limit, self.concurrency)
 
 
 def run_options_from_flags(args: Any) -> RunOptions:

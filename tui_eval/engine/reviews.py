@@ -1,9 +1,11 @@
 """A person's verdict on a case, a turn or a metric, beside the automatic one, and how far people and
 judges agree.
 
-A human verdict is kept in the run record of the result it judged, in that case's `human_verdicts` list
-(the place the run record format names for it), with the versions it was given against: the case (its
-content hash) and the judged actual turns (the hash of what the agent said and did in them). It speaks for
+A human verdict (`schema.runrecord.HumanVerdict`) is kept in the run record of the result it judged, in
+that case's `human_verdicts` place, with the versions it was given against: the case (the truth rule's
+content hash) and the judged actual turns (the hash of what the agent said and did in them). A verdict with
+a `metric` is about that metric (of one turn when `turn` is set), one with a `turn` only about that turn,
+one with neither about the case. It speaks for
 a later result of the same case while both are unchanged; otherwise the case shows "review stale".
 
 Agreement, per metric a person judged: n verdicts compared with the metric's own verdict in the same run
@@ -20,9 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict
-
 from ..schema.fileio import atomic_write
+from ..schema.runrecord import HumanVerdict
 from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,53 +36,41 @@ VERDICTS_KEY = "human_verdicts"
 _MARK = b'"' + VERDICTS_KEY.encode() + b'"'
 
 Target = Literal["case", "turn", "metric"]
-Label = Literal["pass", "fail"]
 
 
 class ReviewError(Exception):
     """A verdict that cannot be kept (no saved run holds the result, the record is unreadable); says why."""
 
 
-class HumanVerdict(BaseModel):
-    """One person's pass/fail on a case, a turn (`turn`, from 0) or a metric (`metric`, of one turn when
-    `turn` is set), with a short reason and the versions it was given against."""
+def target_of(verdict: HumanVerdict) -> Target:
+    """What a verdict is about: a metric (of one turn when `turn` is set), a turn, else the case."""
+    return "metric" if verdict.metric is not None else "turn" if verdict.turn is not None else "case"
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
 
-    target: Target
-    verdict: Label
-    reason: str = ""
-    turn: int | None = None
-    metric: str | None = None
-    by: str = ""
-    at: float = 0.0
-    case_version: str = ""
-    actual_version: str = ""
+def target_label(verdict: HumanVerdict) -> str:
+    """`case`, `turn 2`, `metric hallucinations_v1` (`… of turn 2`)."""
+    target = target_of(verdict)
+    if target == "case":
+        return "case"
+    if target == "turn":
+        return f"turn {(verdict.turn or 0) + 1}"
+    return f"metric {verdict.metric}" + (f" of turn {verdict.turn + 1}" if verdict.turn is not None else "")
 
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "pass"
 
-    def same_target(self, other: HumanVerdict) -> bool:
-        return (self.target, self.turn, self.metric) == (other.target, other.turn, other.metric)
-
-    @property
-    def target_label(self) -> str:
-        """`case`, `turn 2`, `metric hallucinations_v1` (`… of turn 2`)."""
-        if self.target == "case":
-            return "case"
-        if self.target == "turn":
-            return f"turn {(self.turn or 0) + 1}"
-        return f"metric {self.metric}" + (f" of turn {self.turn + 1}" if self.turn is not None else "")
+def passed(verdict: HumanVerdict) -> bool:
+    return verdict.verdict == "pass"
 
 
 def _digest(data: object) -> str:
-    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()[:16]
+    return hashlib.blake2b(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS),
+                           digest_size=12).hexdigest()
 
 
 def case_version(case: EvalCase | None) -> str:
-    """The content hash of a case as its eval file has it ("" when it is gone)."""
-    return _digest(case.to_dict()) if case is not None else ""
+    """The content hash of a case as its eval file has it (the truth rule's `case_digest`; "" when gone)."""
+    from .workspace import case_digest
+
+    return case_digest(case) if case is not None else ""
 
 
 def _judged(turn: Invocation) -> dict[str, Any]:
@@ -95,7 +84,7 @@ def _judged(turn: Invocation) -> dict[str, Any]:
     }
 
 
-def actual_version(actual: list[Invocation], turn: int | None = None) -> str:
+def turns_version(actual: list[Invocation], turn: int | None = None) -> str:
     """The content hash of the judged actual turns: one turn's, or all of them (turn None)."""
     turns = actual if turn is None else actual[turn:turn + 1]
     return _digest([_judged(t) for t in turns])
@@ -110,10 +99,11 @@ def automatic_status(case: dict[str, Any], verdict: HumanVerdict) -> EvalStatus 
         except ValueError:
             return None
 
-    if verdict.target == "case":
+    target = target_of(verdict)
+    if target == "case":
         return status(case.get("status"))
     metrics = [m for m in case.get("metrics") or [] if isinstance(m, dict)]
-    if verdict.target == "metric":
+    if target == "metric":
         for m in metrics:
             if m.get("metric_name") == verdict.metric:
                 if verdict.turn is None:
@@ -180,7 +170,8 @@ def keep_verdict(record: Path, eval_id: str, session_id: str, verdict: HumanVerd
     if case is None:
         raise ReviewError(f"{record}: case {eval_id!r} of this run is not in the record any more")
     verdicts = case.get(VERDICTS_KEY)
-    case[VERDICTS_KEY] = (verdicts if isinstance(verdicts, list) else []) + [verdict.model_dump(mode="json")]
+    case[VERDICTS_KEY] = (verdicts if isinstance(verdicts, list) else []) + [verdict.model_dump(mode="json",
+                                                                                                  exclude_none=True)]
     atomic_write(record, record_json(data))
     return automatic_status(case, verdict)
 
@@ -204,7 +195,7 @@ class Reviewed:
         """The person and the run disagree (a target the run did not evaluate never disagrees)."""
         if self.automatic not in (EvalStatus.PASSED, EvalStatus.FAILED):
             return False
-        return self.verdict.passed != (self.automatic is EvalStatus.PASSED)
+        return passed(self.verdict) != (self.automatic is EvalStatus.PASSED)
 
 
 def reviews_in(history: Path, records: Iterable[Path] | None = None) -> list[Reviewed]:
@@ -238,19 +229,18 @@ def reviews_in(history: Path, records: Iterable[Path] | None = None) -> list[Rev
     return found
 
 
-def latest_per_target(reviews: Iterable[Reviewed]) -> dict[tuple[str, str, Target, int | None, str | None], Reviewed]:
+def latest_per_target(reviews: Iterable[Reviewed]) -> dict[tuple[str, str, int | None, str | None], Reviewed]:
     """The newest verdict for each (eval file, case, target)."""
-    out: dict[tuple[str, str, Target, int | None, str | None], Reviewed] = {}
-    for r in sorted(reviews, key=lambda r: r.verdict.at):
+    out: dict[tuple[str, str, int | None, str | None], Reviewed] = {}
+    for r in sorted(reviews, key=lambda r: r.verdict.at or 0.0):
         v = r.verdict
-        out[(r.eval_file, r.eval_id, v.target, v.turn, v.metric)] = r
+        out[(r.eval_file, r.eval_id, v.turn, v.metric)] = r
     return out
 
 
 def is_current(verdict: HumanVerdict, case: EvalCase | None, actual: list[Invocation]) -> bool:
     """The verdict speaks for this result: same case, same judged turns."""
-    turn = verdict.turn if verdict.target != "case" else None
-    return verdict.case_version == case_version(case) and verdict.actual_version == actual_version(actual, turn)
+    return verdict.case_version == case_version(case) and verdict.turns_version == turns_version(actual, verdict.turn)
 
 
 # ---- agreement ----------------------------------------------------------------------------------------
@@ -288,8 +278,8 @@ def agreement_by_metric(reviews: Iterable[Reviewed]) -> list[Agreement]:
     """Per metric people judged (in name order): n, agreements and κ against the metric's own verdicts."""
     pairs: dict[str, list[tuple[bool, bool]]] = {}
     for r in reviews:
-        if r.verdict.target == "metric" and r.verdict.metric and r.automatic in (EvalStatus.PASSED, EvalStatus.FAILED):
-            pairs.setdefault(r.verdict.metric, []).append((r.verdict.passed, r.automatic is EvalStatus.PASSED))
+        if r.verdict.metric and r.automatic in (EvalStatus.PASSED, EvalStatus.FAILED):
+            pairs.setdefault(r.verdict.metric, []).append((passed(r.verdict), r.automatic is EvalStatus.PASSED))
     return [Agreement(metric, len(p), sum(1 for a, b in p if a == b), cohen_kappa(p))
             for metric, p in sorted(pairs.items())]
 

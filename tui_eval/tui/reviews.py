@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..engine.reviews import HumanVerdict, Reviewed, Target
+from ..engine.reviews import Reviewed, Target, passed, target_label
 from ..schema.criteria import CATALOG
+from ..schema.runrecord import HumanVerdict
 from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,7 +133,7 @@ class ReviewControl:
 
     def keep(self, key: CaseKey, target: VerdictTarget, label: str, reason: str) -> None:
         """Keep a verdict in the run record of the shown result (a thread worker), then show it."""
-        from ..engine.reviews import ReviewError, actual_version, case_version, find_record, keep_verdict
+        from ..engine.reviews import ReviewError, case_version, find_record, keep_verdict, target_label, turns_version
 
         listing = self.app.listing
         result = listing.result(key)
@@ -140,11 +141,10 @@ class ReviewControl:
         if result is None or history is None:
             self.app.notify("No result to judge yet: run the case first.", severity="warning", markup=False)
             return
-        turn = target.turn if target.target != "case" else None
-        verdict = HumanVerdict(target=target.target, verdict="pass" if label == "pass" else "fail", reason=reason,
-                               turn=target.turn, metric=target.metric, by=_user(), at=time.time(),
+        verdict = HumanVerdict(verdict="pass" if label == "pass" else "fail", reason=reason,
+                               turn=target.turn, metric=target.metric, by=_user() or None, at=time.time(),
                                case_version=case_version(listing.case(key)),
-                               actual_version=actual_version(list(result.actual), turn))
+                               turns_version=turns_version(list(result.actual), target.turn))
         kept: list[Reviewed] = []
 
         def work() -> None:
@@ -163,7 +163,7 @@ class ReviewControl:
                 self.book.add(history, reviewed)
             said = reviewed.automatic.label if reviewed.automatic is not None else "no verdict"
             clash = ": people and the run disagree" if reviewed.disagrees else ""
-            self.app.notify(f"Human verdict kept: {label} on {verdict.target_label} of {key.eval_id} "
+            self.app.notify(f"Human verdict kept: {label} on {target_label(verdict)} of {key.eval_id} "
                             f"(run: {said}){clash}", markup=False)
             self.app.pump.redraw({key})
 
@@ -190,14 +190,14 @@ class ReviewControl:
             result = listing.result(key)
             standing = {s.reviewed.verdict.metric: s for s in self.book.standing(
                 history, key, listing.case(key), list(result.actual) if result is not None else [])
-                if s.reviewed.verdict.target == "metric" and s.reviewed.verdict.turn is None}
+                if s.reviewed.verdict.metric is not None and s.reviewed.verdict.turn is None}
             for name, status in judged:
                 found = standing.get(name)
                 if found is None:
                     items.append(ReviewItem(key, name, status, "not reviewed"))
                 elif not found.current:
                     items.append(ReviewItem(key, name, status, "review stale"))
-                elif found.reviewed.verdict.passed != (status is EvalStatus.PASSED):
+                elif passed(found.reviewed.verdict) != (status is EvalStatus.PASSED):
                     items.append(ReviewItem(key, name, status, f"disagrees: human {found.reviewed.verdict.verdict}"))
         return items
 
@@ -233,12 +233,12 @@ def human_lines(listing: CaseListing, key: CaseKey) -> list[Content]:
     for standing in listing.reviews.standing(history, key, listing.case(key), list(result.actual)):
         v = standing.reviewed.verdict
         if not standing.current:
-            lines.append(Content.assemble(("human  ", "$text-muted"), (f"review stale: {v.target_label}", "$text-warning"),
+            lines.append(Content.assemble(("human  ", "$text-muted"), (f"review stale: {target_label(v)}", "$text-warning"),
                                           ("  (given on other turns or another version of the case; V again)",
                                            "$text-muted")))
             continue
-        mark = ("✔ pass", "$text-success") if v.passed else ("✘ fail", "$text-error")
+        mark = ("✔ pass", "$text-success") if passed(v) else ("✘ fail", "$text-error")
         clash = ("  ≠ run", "bold $text-warning") if standing.reviewed.disagrees else ""
-        lines.append(Content.assemble(("human  ", "$text-muted"), mark, f" {v.target_label}", clash,
+        lines.append(Content.assemble(("human  ", "$text-muted"), mark, f" {target_label(v)}", clash,
                                       plain(f"  {one_line(v.reason, 120)}" if v.reason else "", "italic")))
     return lines

@@ -219,7 +219,7 @@ class HistoryScreen(_RunsScreen):
 
     def _human_lines(self) -> list[Content]:
         """People's verdicts across the saved runs: per metric n, agreement and κ, then the disagreements."""
-        from ...engine.reviews import kappa_text, review_lines
+        from ...engine.reviews import kappa_text, review_lines, target_label
 
         reviews = self.listing.reviews.all()
         agreement, disagreements = review_lines(reviews)
@@ -230,7 +230,7 @@ class HistoryScreen(_RunsScreen):
                                           "$text-muted") for a in agreement))]
         for r in disagreements[:5]:
             said = r.automatic.label if r.automatic is not None else "no verdict"
-            lines.append(plain(f"  ≠ {r.eval_id}, {r.verdict.target_label}: human {r.verdict.verdict}, run {said}"
+            lines.append(plain(f"  ≠ {r.eval_id}, {target_label(r.verdict)}: human {r.verdict.verdict}, run {said}"
                                + (f" ({r.verdict.reason})" if r.verdict.reason else ""), "$text-warning"))
         if len(disagreements) > 5:
             lines.append(Content.styled(f"  … and {len(disagreements) - 5} more (P: review mode)", "$text-warning"))
