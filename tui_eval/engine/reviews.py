@@ -166,6 +166,8 @@ def keep_verdict(record: Path, eval_id: str, session_id: str, verdict: HumanVerd
         data = _read(record)
     except RecordError as exc:
         raise ReviewError(str(exc)) from None
+    if isinstance(data, dict) and data.get("state") == "running":
+        raise ReviewError(f"{record}: the run is still going; judge its cases once it has finished")
     case = _case_entry(data, eval_id, session_id)
     if case is None:
         raise ReviewError(f"{record}: case {eval_id!r} of this run is not in the record any more")

@@ -46,6 +46,8 @@ from .feed import (
     Reload,
     RunBegan,
     RunCases,
+    Skip,
+    TurnDone,
     RunEnded,
     RunOver,
     SetModes,
@@ -115,7 +117,9 @@ class EngineService:
             self._maybe_flush()
             return
         if isinstance(event, ev.InvocationInferred):
-            return  # the finished case carries its turns
+            # The finished case carries its turns; the in-flight view gets a bounded summary of each now.
+            self.put(TurnDone.of(event.key, event.index, event.invocation))
+            return
         if isinstance(event, ev.CaseFinished):
             self._keep(event.key, event.repetition, event.result)
             record: Any = CaseDone(event.key, summarize(event.result), event.repetition)
@@ -188,7 +192,7 @@ class EngineService:
         """The batch's finished cases as one CasesDone (where the first of them stood), without the starts
         of cases that finish later in the same batch: a face folds thousands of them in one step."""
         done = [r for r in out if type(r) is CaseDone]
-        if not done:
+        if not done:  # (turns of cases in flight go up as they are)
             self._started.update(r.key for r in out if type(r) is CaseBegun)
             return out
         # A start is told only if the case has not finished again by the end of the batch.
@@ -198,8 +202,8 @@ class EngineService:
             kind = type(out[i])
             if kind is CaseDone:
                 finishing.add(out[i].key)
-            elif kind is CaseBegun and out[i].key in finishing:
-                told[i] = False
+            elif (kind is CaseBegun or kind is TurnDone) and out[i].key in finishing:
+                told[i] = False  # (a turn of a case that ends in this batch: nobody watches it in flight)
         ended = tuple(key for key in finishing if key in self._started)
         self._started.difference_update(ended)
         folded: list[Any] = []
@@ -261,6 +265,9 @@ class EngineService:
         elif isinstance(command, SetModes):
             self.session.rerun = command.live
             self.session.rerun_on_agent_change = command.agent_reruns
+        elif isinstance(command, Skip):
+            if not self.session.skip(command.key):
+                log.info("skip: case %s is not running (it finished meanwhile?)", command.key)
         elif isinstance(command, Reload):
             self.session.workspace.reload(Path(command.path))
             self._seen = self._identities()  # the face re-read it already

@@ -289,6 +289,11 @@ class EvalApp(App[int]):
     def _import_session_requested(self, message: msg.ImportSessionRequested) -> None:
         self.authoring.ask_session(message.eval_file)
 
+    @on(msg.SkipRequested)
+    @_reported
+    def _skip_requested(self, message: msg.SkipRequested) -> None:
+        self.engine.skip_case(message.key)
+
     @on(msg.VerdictRequested)
     @_reported
     def _verdict_requested(self, message: msg.VerdictRequested) -> None:

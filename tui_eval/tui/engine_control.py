@@ -165,6 +165,17 @@ class EngineControl:
 
     # ---- files -------------------------------------------------------------------------------
 
+    def skip_case(self, key: CaseKey) -> None:
+        """Stop one running case, keeping the run going (it ends not evaluated, "skipped")."""
+        if key not in self.app.listing.running:
+            self.app.notify(f"{key.eval_id} is not running any more.", markup=False)
+            return
+        if self.link is None or not self.link.skip(key):
+            self.app.notify("The engine is not running: nothing to skip.", severity="warning", markup=False)
+            return
+        self.app.notify(f"Skipping {key.eval_id}: it ends not evaluated (\"skipped\"); the run goes on.",
+                        markup=False)
+
     def reload_edited(self, path: Path) -> None:
         """From a thread worker, after an edit: re-read the file here and, when it watches nothing, in the
         engine (a watching engine sees the write for itself)."""

@@ -22,7 +22,19 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
-from ..engine.feed import Cancel, Close, EngineConfig, EngineGone, Fetch, Fetched, Reload, RunCases, SetModes, unpack
+from ..engine.feed import (
+    Cancel,
+    Close,
+    EngineConfig,
+    EngineGone,
+    Fetch,
+    Fetched,
+    Reload,
+    RunCases,
+    SetModes,
+    Skip,
+    unpack,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from multiprocessing.connection import Connection
@@ -104,6 +116,9 @@ class EngineLink:
     def cancel(self) -> bool:
         """Stop the runs in progress (their finished cases are kept and saved)."""
         return self.send(Cancel())
+
+    def skip(self, key: CaseKey) -> bool:
+        return self.send(Skip(key))
 
     def set_modes(self, live: bool, agent_reruns: bool) -> bool:
         return self.send(SetModes(live, agent_reruns))

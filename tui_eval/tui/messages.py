@@ -144,3 +144,10 @@ class VerdictRequested(Message):
 @dataclass
 class OpenReview(Message):
     """Show the review mode: the cases whose judged verdicts need a person."""
+
+
+@dataclass
+class SkipRequested(Message):
+    """Stop this running case without cancelling the run (it ends not evaluated, "skipped")."""
+
+    key: CaseKey

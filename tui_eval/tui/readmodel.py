@@ -92,10 +92,12 @@ class Changes:
     timeline: bool = False
     #: The start-up scan just ended.
     loaded: bool = False
+    #: A case in flight answered a turn, or the cases in flight changed.
+    in_flight: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.dirty or self.files or self.reload or self.messages or self.new_run or self.run
-                    or self.phase or self.insight or self.timeline or self.loaded)
+                    or self.phase or self.insight or self.timeline or self.loaded or self.in_flight)
 
 
 class ReadModel:
@@ -108,6 +110,8 @@ class ReadModel:
         self.current: RunState | None = None
         #: True until the start-up scan (files and saved results) is done.
         self.loading = True
+        #: The turns each case in flight has answered so far (what the in-flight view shows).
+        self.in_flight: dict[CaseKey, list[feed.TurnDone]] = {}
         #: The engine loaded the folder (commands sent before wait for that).
         self.engine_ready = False
         #: Why the engine is gone, if it is.
@@ -186,6 +190,9 @@ class ReadModel:
             if snap.running != cat.running:
                 changes.dirty |= snap.running ^ cat.running
                 cat.running = snap.running
+                for key in [k for k in self.in_flight if k not in cat.running]:
+                    del self.in_flight[key]
+                changes.in_flight = True
             if snap.phase != self._shown_phase:
                 self._shown_phase = snap.phase
                 changes.phase = True
@@ -265,6 +272,12 @@ class ReadModel:
         elif type(record) is feed.CaseBegun or type(record) is feed.MetricsScored:
             if self.current is not None:
                 self.current.apply(record)
+            if type(record) is feed.CaseBegun:
+                self.in_flight[record.key] = []
+                changes.in_flight = True
+        elif type(record) is feed.TurnDone:
+            self.in_flight.setdefault(record.key, []).append(record)
+            changes.in_flight = True
         elif isinstance(record, ResultLoaded):
             self._backlog.append(("saved", record.key, Finished(record.summary, record.result), record.origin,
                                   record.saved_at))

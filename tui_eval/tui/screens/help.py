@@ -45,6 +45,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from .case_editor import CaseEditorScreen
     from .confirm import ConfirmScreen
     from .import_session import ImportSessionScreen
+    from .inflight import InFlightScreen, TranscriptScreen
     from .review import ReviewScreen
     from .verdict import VerdictScreen
     from .diff import DiffScreen
@@ -74,6 +75,8 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Session import", list(ImportSessionScreen.BINDINGS)),
         ("Human verdict", list(VerdictScreen.BINDINGS)),
         ("Review", list(ReviewScreen.BINDINGS)),
+        ("Cases in flight", list(InFlightScreen.BINDINGS)),
+        ("Live transcript", list(TranscriptScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),
         ("Tree", list(EvalBrowser.BINDINGS)),
     ]

@@ -60,6 +60,7 @@ class MainScreen(Screen[None]):
         Binding("R", "run_all", "Run all", id="run.all"),
         Binding("F", "run_failed", "Run failed", id="run.failed"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        Binding("i", "in_flight", "Cases in flight", show=False, id="run.in_flight"),
         # Hidden unless the dashboard is on a CES app (check_action): other footers stay as they were.
         Binding("C", "ces_run", "Run in CES", id="ces.run"),
         Binding("f", "toggle_failed", "Failed only", id="filter.failed"),
@@ -224,6 +225,10 @@ class MainScreen(Screen[None]):
             self.run_panel.show(changes.run, self.listing.run_book.num_runs)
         if changes.run is not None or changes.insight or changes.new_run:
             self.run_panel.show_insight(self.listing.run_book)
+        if changes.in_flight:
+            from ..inflight import in_flight
+
+            self.run_panel.show_in_flight(in_flight(self.app.model.in_flight, self.listing.running))
         if delta.added or delta.removed:
             self.files_changed()
         elif delta.configs_changed or delta.reloaded or changes.timeline or changes.loaded:
@@ -277,6 +282,11 @@ class MainScreen(Screen[None]):
             self.notify("No failed cases to run.")
             return
         self.post_message(RunRequested(f"Run {len(keys)} failed", keys=tuple(keys)))
+
+    def action_in_flight(self) -> None:
+        from .inflight import InFlightScreen
+
+        self.app.push_screen(InFlightScreen())
 
     def action_cancel_run(self) -> None:
         self.post_message(CancelRequested())
