@@ -215,6 +215,24 @@ class MetricsScored:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatTurn:
+    """Chat `ticket`'s conversation answered turn `turn`: the whole turn, as its JSON (`Invocation.to_wire`),
+    read back with `schema.load.read_invocation` (the chat shows it and saves it as a case)."""
+
+    ticket: int
+    turn: int
+    invocation: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ChatEnded:
+    """Chat `ticket`'s conversation was played to its end (`error`: why it stopped early)."""
+
+    ticket: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RunBegan:
     """The engine started running cases (a requested run, or a live re-run of what a save changed)."""
 
@@ -263,7 +281,7 @@ class EngineGone:
 
 
 #: Everything that comes up from an engine: its events (the one union, `events.Event`) and the records above.
-Record = Union[Event, CaseBegun, TurnDone, CaseDone, CasesDone, Fetched, MetricsScored, RunBegan, RunOver, RunEnded,
+Record = Union[Event, CaseBegun, TurnDone, ChatTurn, ChatEnded, CaseDone, CasesDone, Fetched, MetricsScored, RunBegan, RunOver, RunEnded,
                FilesChanged, EngineReady, WatchReady, EngineGone]
 
 
@@ -328,8 +346,20 @@ class Skip:
 
 
 @dataclass(frozen=True, slots=True)
+class Chat:
+    """Play a chat with the agent `agent_ref` in its worker processes: every user message so far, from a
+    fresh session (a chat's history is replayed, not kept: what is saved is what this play answered)."""
+
+    ticket: int
+    agent_ref: str
+    messages: tuple[str, ...]
+    app_name: str
+    user_id: str = "user"
+
+
+@dataclass(frozen=True, slots=True)
 class Close:
     """Stop watching, cancel runs (their finished cases are saved), close agents, exit."""
 
 
-Command = Union[RunCases, Cancel, SetModes, Reload, Fetch, Skip, Close]
+Command = Union[RunCases, Cancel, SetModes, Reload, Fetch, Skip, Chat, Close]

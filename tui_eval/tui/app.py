@@ -289,6 +289,18 @@ class EvalApp(App[int]):
     def _import_session_requested(self, message: msg.ImportSessionRequested) -> None:
         self.authoring.ask_session(message.eval_file)
 
+    @on(msg.ChatPlay)
+    @_reported
+    def _chat_play(self, message: msg.ChatPlay) -> None:
+        self.engine.play_chat(message.chat)
+
+    @on(msg.ChatSave)
+    @_reported
+    def _chat_save(self, message: msg.ChatSave) -> None:
+        from .authoring import save_chat
+
+        save_chat(self, message.chat, message.eval_file, message.eval_id)
+
     @on(msg.SkipRequested)
     @_reported
     def _skip_requested(self, message: msg.SkipRequested) -> None:

@@ -20,6 +20,7 @@ from .text import plain
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from .app import EvalApp
+    from .chatlog import ChatLog
 
 log = logging.getLogger(__name__)
 
@@ -188,3 +189,32 @@ class Authoring:
 
         app.edits.write(eval_file, f"import of {session_file.name}", change, None, then=written,
                         failure="Session not imported (the eval set was not changed)")
+
+
+def save_chat(app: EvalApp, chat: ChatLog, eval_file: Path, eval_id: str) -> None:
+    """Append a chat's conversation to an eval set as a new case (undoable), then show it in the tree."""
+    import time
+
+    from ..schema.edits import add_case
+    from ..schema.load import eval_set_id_for
+    from .chatlog import case_of
+
+    if not eval_file.is_absolute():
+        eval_file = app.listing.root / eval_file if app.listing.root.is_dir() else eval_file
+    case = case_of(chat, eval_id, Path(chat.agent_ref).name or "agent", time.time())
+
+    def change() -> None:
+        if not eval_file.exists() and not eval_file.name.endswith(".evalset.json"):
+            from ..schema.edits import EditError
+
+            raise EditError(f"{eval_file}: no such eval set (a new one is made only for a name ending in .evalset.json)")
+        add_case(eval_file, case, eval_set_id=eval_set_id_for(eval_file))
+
+    def written() -> None:
+        app.notify(f"Saved the conversation as case {eval_id} ({len(case['conversation'])} turn(s)); z takes it back.",
+                   markup=False)
+        app.pull()
+        app.call_after_refresh(app.jump_to, app.listing.key(eval_file, eval_id))
+
+    app.edits.write(eval_file, f"chat saved as {eval_id}", change, None, then=written,
+                    failure="Conversation not saved (the chat is kept)")

@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ..engine.feed import (
     Cancel,
+    Chat,
     Close,
     EngineConfig,
     EngineGone,
@@ -116,6 +117,9 @@ class EngineLink:
     def cancel(self) -> bool:
         """Stop the runs in progress (their finished cases are kept and saved)."""
         return self.send(Cancel())
+
+    def chat(self, ticket: int, agent_ref: str, messages: tuple[str, ...], app_name: str) -> bool:
+        return self.send(Chat(ticket, agent_ref, messages, app_name))
 
     def skip(self, key: CaseKey) -> bool:
         return self.send(Skip(key))

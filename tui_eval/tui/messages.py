@@ -15,6 +15,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
+    from .chatlog import ChatLog
 
 
 @dataclass
@@ -151,3 +152,19 @@ class SkipRequested(Message):
     """Stop this running case without cancelling the run (it ends not evaluated, "skipped")."""
 
     key: CaseKey
+
+
+@dataclass
+class ChatPlay(Message):
+    """Play this chat's messages with its agent (again, from a fresh session)."""
+
+    chat: ChatLog
+
+
+@dataclass
+class ChatSave(Message):
+    """Save this chat's conversation as a new case `eval_id` of the eval set `eval_file`."""
+
+    chat: ChatLog
+    eval_file: Path
+    eval_id: str

@@ -45,6 +45,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     from .case_editor import CaseEditorScreen
     from .confirm import ConfirmScreen
     from .import_session import ImportSessionScreen
+    from .chat import ChatScreen, SaveChatScreen
     from .inflight import InFlightScreen, TranscriptScreen
     from .review import ReviewScreen
     from .verdict import VerdictScreen
@@ -77,6 +78,8 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("Review", list(ReviewScreen.BINDINGS)),
         ("Cases in flight", list(InFlightScreen.BINDINGS)),
         ("Live transcript", list(TranscriptScreen.BINDINGS)),
+        ("Chat", list(ChatScreen.BINDINGS)),
+        ("Save a chat", list(SaveChatScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),
         ("Tree", list(EvalBrowser.BINDINGS)),
     ]

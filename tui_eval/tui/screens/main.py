@@ -80,6 +80,7 @@ class MainScreen(Screen[None]):
         Binding("I", "import_session", "Import an ADK session", show=False, id="edit.import_session"),
         Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="review.verdict"),
         Binding("P", "review", "Review mode", show=False, id="review.open"),
+        Binding("T", "chat", "Talk to the agent", show=False, id="chat.open"),
         Binding("h", "history", "History", id="history.open"),
         Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
         Binding("w", "causes", "Failures by cause", show=False, id="causes.open"),
@@ -463,6 +464,20 @@ class MainScreen(Screen[None]):
             self.post_message(VerdictRequested(entry.key))
         else:
             self.notify("V gives your verdict on a case or a turn: highlight one.", markup=False)
+
+    def action_chat(self) -> None:
+        entry = self.selected
+        path = (entry.path if isinstance(entry, SetEntry) else self.listing.path_of(entry.key)
+                if isinstance(entry, (CaseEntry, TurnEntry)) else None)
+        ws = self.listing.workspace
+        agent = ws.agent_for(path) if ws is not None and path is not None else None
+        if path is None or agent is None or agent.startswith("replay:"):
+            self.notify("T talks to an eval set's agent: highlight an eval set (or a case) that has one.",
+                        markup=False)
+            return
+        from .chat import ChatScreen
+
+        self.app.push_screen(ChatScreen(agent, path))
 
     def action_review(self) -> None:
         self.post_message(OpenReview())
