@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .base import either_spelling
 from .errors import SchemaError
 from .load import read_content
 from .model import Content, EvalCase, Invocation, InvocationEvent, InvocationEvents, SessionInput
@@ -31,12 +32,8 @@ class SessionImportError(Exception):
     """The file is not an ADK session this can import; the message says why (one line)."""
 
 
-def _get(obj: dict[str, Any], snake: str) -> Any:
-    """A field in either spelling (Session and Event use camelCase aliases; model_dump writes snake_case)."""
-    if snake in obj:
-        return obj[snake]
-    head, *rest = snake.split("_")
-    return obj.get(head + "".join(w.title() for w in rest))
+# Session and Event use camelCase aliases (the API server's JSON); model_dump writes snake_case.
+_get = either_spelling
 
 
 def _snake(key: str) -> str:
