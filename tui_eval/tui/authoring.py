@@ -47,14 +47,16 @@ class Authoring:
     # ---- editing one case ----------------------------------------------------------------------
 
     def edit_case(self, key: CaseKey) -> None:
-        from ..schema.edits import EditError, case_json
+        """Read the case as its file has it (a thread worker: the file may be large), then edit it."""
+        from ..schema.edits import case_json
 
-        try:
-            text = case_json(Path(key.eval_file), key.eval_id)
-        except EditError as exc:
-            self.app.notify(str(exc), title="Cannot edit", severity="warning", markup=False)
-            return
-        self._edit(key, text, text)
+        found: list[str] = []
+
+        def read() -> None:
+            found.append(case_json(Path(key.eval_file), key.eval_id))
+
+        self.app.jobs.start(read, group="edit", name=f"read case {key.eval_id}", failure="Cannot edit the case",
+                            then=lambda: self._edit(key, found[0], found[0]))
 
     def _edit(self, key: CaseKey, original: str, draft: str, error: str | None = None) -> None:
         """Open `draft` in the user's editor, or in the in-app one; `original` is what the file had."""

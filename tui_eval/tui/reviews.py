@@ -187,10 +187,12 @@ class ReviewControl:
                       and (s := _status(m.status)) in (EvalStatus.PASSED, EvalStatus.FAILED)]
             if not judged:
                 continue
-            result = listing.result(key)
+            # The full result (fetched from the engine) only for a case a person has judged before.
+            reviewed = self.book.of_case(history, key)
+            result = listing.result(key) if reviewed else None
             standing = {s.reviewed.verdict.metric: s for s in self.book.standing(
                 history, key, listing.case(key), list(result.actual) if result is not None else [])
-                if s.reviewed.verdict.metric is not None and s.reviewed.verdict.turn is None}
+                if s.reviewed.verdict.metric is not None and s.reviewed.verdict.turn is None} if reviewed else {}
             for name, status in judged:
                 found = standing.get(name)
                 if found is None:
