@@ -90,6 +90,7 @@ async def test_chat_with_the_demo_agent_edit_retry_and_save_as_a_case(tmp_path: 
         await pilot.press("r")
         await settle(pilot, timeout=60)
         key = app.listing.key(eval_file, "chat_rolls")
+        await wait_until(pilot, lambda: app.listing.result(key) is not None)  # (fetched from the engine)
         result = app.listing.result(key)
         trajectory = next(m for m in result.metrics if m.metric_name == "tool_trajectory_avg_score")
         assert trajectory.score == 1.0
@@ -151,5 +152,7 @@ async def test_chat_with_an_adk_agent_on_the_fake_gemini_server(tmp_path: Path, 
         EvalSet.model_validate(json.loads(eval_file.read_text()))  # ADK reads it back
         await pilot.press("escape", "r")
         await settle(pilot, timeout=60)
-        result = app.listing.result(app.listing.key(eval_file, "rome"))
+        key = app.listing.key(eval_file, "rome")
+        await wait_until(pilot, lambda: app.listing.result(key) is not None)  # (fetched from the engine)
+        result = app.listing.result(key)
         assert result.status == 1, [(m.metric_name, m.status, m.reason) for m in result.metrics]

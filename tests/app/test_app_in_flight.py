@@ -85,8 +85,8 @@ async def test_cases_in_flight_their_transcript_and_k_skipping_one(tmp_path: Pat
         assert any("Skipping stuck" in n.message for n in app._notifications)
         body = str(app.screen.query_one("#transcript-body").render())
         assert "ended: " in body and "not evaluated" in body.lower()
+        await wait_until(pilot, lambda: app.listing.result(key) is not None)  # (fetched from the engine)
         result = app.listing.result(key)
         assert result.status == 3 and [m.reason for m in result.metrics] == ["skipped"]
-        quick = app.listing.result(app.listing.key(root / "stuck" / "stuck.evalset.json", "quick"))
-        assert quick.status == 1  # the run went on: not cancelled
+        assert app.listing.results.status(app.listing.key(root / "stuck" / "stuck.evalset.json", "quick")) == 1  # the run went on: not cancelled
         assert app.run_state.phase == "finished"

@@ -270,12 +270,16 @@ def _judge_needed(plan: RunPlan) -> bool:
 
 def judge_options(options: RunOptions) -> JudgeOptions:
     """The judge settings of a run: the one carrier of them from the command line to every judge service
-    (the run's, and the user simulator's in each agent process)."""
+    (the run's, and the user simulator's in each agent process). What the options leave unset is the
+    judge service's default."""
     from ..judge import JudgeOptions
 
-    timeout = options.judge_timeout if options.judge_timeout is not None else JudgeOptions().timeout
-    return JudgeOptions(concurrency=options.judge_concurrency, base_url=options.judge_base_url,
-                        use_cache=options.judge_cache, timeout=timeout)
+    asked: dict[str, Any] = {"base_url": options.judge_base_url, "use_cache": options.judge_cache}
+    if options.judge_concurrency is not None:
+        asked["concurrency"] = options.judge_concurrency
+    if options.judge_timeout is not None:
+        asked["timeout"] = options.judge_timeout
+    return JudgeOptions(**asked)
 
 
 def make_judge(options: RunOptions) -> JudgeService:
@@ -419,9 +423,18 @@ class Run:
         task.cancel()
         return True
 
+    def _make_judge(self) -> None:
+        """The run's own judge service when one is needed and none was given, warming its client."""
+        if self.judge is None and _judge_needed(self.plan):
+            judge = make_judge(self.options)
+            judge.warm()
+            self.judge = judge
+            self._owns_judge = True
+
     async def execute(self) -> RunRecord:
         """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
         opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
+        self._make_judge()  # its client is made in a thread while the executor starts
         if not self._owns_agent or self.executor is None:
             return await self._execute()
         from .setup import start_executor
@@ -436,9 +449,7 @@ class Run:
         t0 = time.perf_counter()
         self.record.strict = self.options.strict
         plan = self.plan
-        if self.judge is None and _judge_needed(plan):
-            self.judge = make_judge(self.options)
-            self._owns_judge = True
+        self._make_judge()
         if self.options.save and self.store is not None:
             self._remove_leftovers()
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None

@@ -122,6 +122,7 @@ class ReviewControl:
         want = ("metric", None, metric) if metric is not None else ("turn", turn, None) if turn is not None \
             else ("case", None, None)
         chosen = next((i for i, t in enumerate(targets) if (t.target, t.turn, t.metric) == want), 0)
+        self.app.listing.result(key)  # asks the engine for the full result now, if it holds it
         from .screens.verdict import VerdictScreen
 
         def answered(answer: tuple[int, str, str] | None) -> None:
@@ -139,7 +140,9 @@ class ReviewControl:
         result = listing.result(key)
         history = self.history_of(key)
         if result is None or history is None:
-            self.app.notify("No result to judge yet: run the case first.", severity="warning", markup=False)
+            waiting = listing.results.loading(key)
+            self.app.notify("The result is still on its way from the engine: try again in a moment." if waiting
+                            else "No result to judge yet: run the case first.", severity="warning", markup=False)
             return
         verdict = HumanVerdict(verdict="pass" if label == "pass" else "fail", reason=reason,
                                turn=target.turn, metric=target.metric, by=_user() or None, at=time.time(),
