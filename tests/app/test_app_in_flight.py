@@ -68,8 +68,13 @@ async def test_cases_in_flight_their_transcript_and_k_skipping_one(tmp_path: Pat
         key = app.listing.key(root / "stuck" / "stuck.evalset.json", "stuck")
         await pilot.press("R")
         await wait_until(pilot, lambda: len(app.model.in_flight.get(key, [])) == 1, timeout=60)
-        panel = str(app.main.query_one("#run-in-flight").render())
-        assert '◌ stuck  turn 2  lookup_order({"order": 7})' in panel
+
+        def panel() -> str:
+            return str(app.main.query_one("#run-in-flight").render())
+
+        # (The screens redraw from the signal a moment after the pull.)
+        await wait_until(pilot, lambda: '◌ stuck  turn 2  lookup_order({"order": 7})' in panel())
+        assert "quick" not in panel()  # it finished
 
         await pilot.press("i")
         assert app.screen.id == "in-flight"
