@@ -2,8 +2,9 @@
 judges agree.
 
 A human verdict (`schema.runrecord.HumanVerdict`) is kept in the run record of the result it judged, in
-that case's `human_verdicts` place, with the versions it was given against: the case (the truth rule's
-content hash) and the judged actual turns (the hash of what the agent said and did in them). A verdict with
+that case's `human_verdicts` place, with the versions it was given against: the case (the version its
+result carries, `versions.case_version`) and the judged actual turns (the hash of what the agent said and
+did in them). A verdict with
 a `metric` is about that metric (of one turn when `turn` is set), one with a `turn` only about that turn,
 one with neither about the case. It speaks for
 a later result of the same case while both are unchanged; otherwise the case shows "review stale".
@@ -67,10 +68,10 @@ def _digest(data: object) -> str:
 
 
 def case_version(case: EvalCase | None) -> str:
-    """The content hash of a case as its eval file has it (the truth rule's `case_digest`; "" when gone)."""
-    from .workspace import case_digest
+    """A case's version, as results carry it (`versions.case_version`; "" when the case is gone)."""
+    from .versions import case_version as version
 
-    return case_digest(case) if case is not None else ""
+    return version(case) if case is not None else ""
 
 
 def _judged(turn: Invocation) -> dict[str, Any]:
@@ -241,7 +242,8 @@ def latest_per_target(reviews: Iterable[Reviewed]) -> dict[tuple[str, str, int |
 
 
 def is_current(verdict: HumanVerdict, case: EvalCase | None, actual: list[Invocation]) -> bool:
-    """The verdict speaks for this result: same case, same judged turns."""
+    """The verdict speaks for this result of the case as it is now: the same case (by version) and the
+    same judged turns."""
     return verdict.case_version == case_version(case) and verdict.turns_version == turns_version(actual, verdict.turn)
 
 

@@ -145,7 +145,9 @@ class Authoring:
 
         def written() -> None:
             listing = self.app.listing
-            listing.stale.add(key)
+            from ..engine.versions import REASONS
+
+            listing.mark_stale(key, (REASONS["case"],))
             self.app.pump.redraw({key})
             self.app.notify(f"Saved case {new_id[0]}", markup=False)
             if new_id[0] != key.eval_id:

@@ -146,7 +146,9 @@ class ReviewControl:
             return
         verdict = HumanVerdict(verdict="pass" if label == "pass" else "fail", reason=reason,
                                turn=target.turn, metric=target.metric, by=_user() or None, at=time.time(),
-                               case_version=case_version(listing.case(key)),
+                               # The case as the result ran it (its version), else as the file has it now.
+                               case_version=(result.versions.case if result.versions is not None
+                                             and result.versions.case else case_version(listing.case(key))),
                                turns_version=turns_version(list(result.actual), target.turn))
         kept: list[Reviewed] = []
 
