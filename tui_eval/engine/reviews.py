@@ -4,10 +4,9 @@ judges agree.
 A human verdict (`schema.runrecord.HumanVerdict`) is kept in the run record of the result it judged, in
 that case's `human_verdicts` place, with the versions it was given against: the case (the version its
 result carries, `versions.case_version`) and the judged actual turns (the hash of what the agent said and
-did in them). A verdict with
-a `metric` is about that metric (of one turn when `turn` is set), one with a `turn` only about that turn,
-one with neither about the case. It speaks for
-a later result of the same case while both are unchanged; otherwise the case shows "review stale".
+did in them). A verdict with a `metric` is about that metric (of one turn when `turn` is set), one with a
+`turn` only about that turn, one with neither about the case. It speaks for a later result of the same
+case while both are unchanged; otherwise the case shows "review stale".
 
 Agreement, per metric a person judged: n verdicts compared with the metric's own verdict in the same run
 (a metric not evaluated is left out), the raw agreement and Cohen's κ. κ is undefined ("—") when either
