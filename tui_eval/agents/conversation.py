@@ -66,6 +66,8 @@ class Inference:
     final_session_state: dict[str, Any] | None = None
     #: The content hash of the agent code that answered; "" when not known.
     agent_version: str = ""
+    #: Times the case ran again because the agent process it ran in died (its tools ran again too).
+    reruns_after_crash: int = 0
 
 
 def error_text(exc: BaseException) -> str:

@@ -635,6 +635,7 @@ class Run:
             # The case's own time: its conversation where the agent ran, then its scoring; never time
             # spent waiting for a free worker.
             wall_seconds=inference.seconds + (time.perf_counter() - t0),
+            reruns_after_crash=inference.reruns_after_crash,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result
