@@ -165,6 +165,31 @@ def test_processes_a_tool_left_behind_end_when_their_worker_is_replaced(tmp_path
     assert asyncio.run(go()) == [True, False]
 
 
+def test_processes_a_tool_left_behind_end_when_the_engine_is_killed(tmp_path: Path) -> None:
+    # `kill -9` of tui-eval itself (an OOM killer, a CI runner): nothing of the run can clean up, and the
+    # orphan a tool started in a session of its own used to live on.
+    folder, evalset = hostile_folder(tmp_path, hostile_case("daemon", "daemon", "hang"))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "tui_eval.cli", "run", str(folder), str(evalset)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not daemons(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (started,) = daemons(tmp_path)
+        assert alive(started)
+        proc.kill()
+        proc.wait(timeout=20)
+        deadline = time.monotonic() + 20  # the worker's supervisor hears of it and ends the tree
+        while alive(started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(started)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_a_signal_sent_to_the_engine_from_inside_an_agent_is_ignored(tmp_path: Path) -> None:
     # A tool that SIGTERMs its parent, and one that finds the engine and SIGTERMs it: the run used to end
     # (exit 3, its neighbours not run, no case named). Now both are ignored, with the worker's cases named.
