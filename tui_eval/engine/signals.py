@@ -30,7 +30,10 @@ _POLL = 0.05
 
 def hold_stop_signals() -> Callable[[], None]:
     """For entry points, before any thread starts: block the stop signals in this thread (every thread started
-    later inherits it), so they wait for `stop_on_signals`'s reader. Returns what lets them through again."""
+    later inherits it), so they wait for `stop_on_signals`'s reader. Returns what lets them through again.
+    Where no reader can take them (no `sigtimedwait`: macOS, Windows) nothing is held."""
+    if not hasattr(signal, "sigtimedwait"):
+        return lambda: None
     try:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     except (AttributeError, OSError, ValueError) as exc:  # not POSIX
@@ -44,6 +47,8 @@ def hold_stop_signals() -> Callable[[], None]:
 
 
 def _held() -> bool:
+    if not hasattr(signal, "sigtimedwait"):
+        return False
     try:
         return set(STOP_SIGNALS) <= signal.pthread_sigmask(signal.SIG_BLOCK, ())
     except (AttributeError, OSError, ValueError):
