@@ -111,20 +111,24 @@ def test_a_worker_out_of_memory_is_recycled_and_only_the_culprit_fails(tmp_path:
 
 
 def test_with_no_retry_after_crash_the_cases_of_a_dead_worker_fail_as_such(tmp_path: Path) -> None:
-    # Tools with side effects: a case is not run again because a neighbour took its worker down.
-    folder, evalset = hostile_folder(tmp_path, hostile_case("exit", "sleep", "exit"),
-                                     *(hostile_case(f"ok{i}", "sleep", "sleep") for i in range(2)))
+    # Tools with side effects: a case is not run again because a neighbour took its worker down. The
+    # neighbours hang, so they are in flight (in their first turn) whenever the culprit exits in its third.
+    folder, evalset = hostile_folder(tmp_path, hostile_case("exit", "sleep", "sleep", "exit"),
+                                     *(hostile_case(f"ok{i}", "hang") for i in range(2)))
     code, out, err = run_cli("run", str(folder), str(evalset), "--workers", "1", "--no-retry-after-crash")
     assert code == 1, (out, err)
     assert "Total: 0 passed, 3 failed, 0 not evaluated" in out, out
     cases = saved_cases(folder)
-    for eval_id in ("exit", "ok0", "ok1"):
-        assert cases[eval_id]["error"].startswith("its worker died: the agent process exited with code 0 during "
-                                                  "turn 2; not run again (--no-retry-after-crash)"), cases[eval_id]
-        assert cases[eval_id]["reruns_after_crash"] == 0
+    assert cases["exit"]["error"].startswith("its worker died: the agent process exited with code 0 during turn 3; "
+                                             "not run again (--no-retry-after-crash)"), cases["exit"]["error"]
+    for eval_id in ("ok0", "ok1"):
+        first_line = cases[eval_id]["error"].split("\n", 1)[0]
+        assert first_line.startswith("its worker died: the agent process exited with code 0 "), first_line
+        assert first_line.endswith("; not run again (--no-retry-after-crash)"), first_line
+    assert all(c["reruns_after_crash"] == 0 for c in cases.values()), cases
     assert "Run again after their worker died" not in out
-    # Each case's first tool call ran once, none a second time.
-    assert sorted(line.split()[0] for line in tool_log(tmp_path).read_text().splitlines()) == ["sleep"] * 3
+    # The culprit's two finished tool calls ran once each: nothing ran a second time.
+    assert [line.split()[0] for line in tool_log(tmp_path).read_text().splitlines()] == ["sleep", "sleep"]
 
 
 def test_a_workers_count_over_the_bound_is_capped_and_said(tmp_path: Path) -> None:
@@ -194,7 +198,7 @@ def test_a_signal_sent_to_the_engine_from_inside_an_agent_is_ignored(tmp_path: P
     # A tool that SIGTERMs its parent, and one that finds the engine and SIGTERMs it: the run used to end
     # (exit 3, its neighbours not run, no case named). Now both are ignored, with the worker's cases named.
     folder, evalset = hostile_folder(tmp_path, hostile_case("parent", "killparent"),
-                                     hostile_case("engine", "killengine"), hostile_case("ok0", "sleep"))
+                                     hostile_case("engine", "killengine"), hostile_case("ok0", "sleep", "sleep"))
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-m", "tui_eval.cli", "run", str(folder), str(evalset), "--workers", "1"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
@@ -204,7 +208,7 @@ def test_a_signal_sent_to_the_engine_from_inside_an_agent_is_ignored(tmp_path: P
     # The case that sent it is named, in flight or among the last to end in that worker.
     assert "agent code cannot stop the run" in warning and "engine" in warning.split("(cases in flight:")[1], warning
     assert sorted(line.split()[0] for line in tool_log(tmp_path).read_text().splitlines()) == [
-        "killengine", "killparent", "sleep"]
+        "killengine", "killparent", "sleep", "sleep"]
 
 
 def test_sigterm_ends_a_run_stuck_in_a_gil_holding_tool_and_keeps_finished_cases(tmp_path: Path) -> None:
