@@ -64,8 +64,11 @@ class Inference:
     seconds: float = 0.0
     #: The agent's session state when the case ended (JSON-compatible); None when not captured.
     final_session_state: dict[str, Any] | None = None
-    #: The content hash of the agent code that answered; "" when not known.
+    #: The version of the agent code that answered (`agents.version.loaded_version` in the process that
+    #: loaded it); "" when the executor does not say (the engine then uses the version it loaded).
     agent_version: str = ""
+    #: The files outside the agent's folder that `agent_version` covers (absolute paths).
+    agent_outside: tuple[str, ...] = ()
     #: Times the case ran again because the agent process it ran in died (its tools ran again too).
     reruns_after_crash: int = 0
 

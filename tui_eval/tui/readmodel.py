@@ -333,6 +333,15 @@ class ReadModel:
         elif isinstance(record, ev.AgentStale):
             changes.messages.append((f"{Path(record.path).name} changed: the agent reloads before its next run "
                                      "(live re-runs on agent edits are off)", "information"))
+        elif isinstance(record, ev.StaleChanged):
+            for key, reasons in record.stale:
+                self.listing.mark_stale(key, reasons)
+                changes.dirty.add(key)
+            for key in record.fresh:
+                self.listing.mark_stale(key, ())
+                changes.dirty.add(key)
+        elif isinstance(record, ev.AgentPaused):
+            changes.messages.append((record.message, "warning"))
         elif isinstance(record, ev.CasesRemoved):
             for key in record.keys:
                 self.listing.set_result(key, None)
