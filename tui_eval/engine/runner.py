@@ -774,7 +774,7 @@ class Run:
             nested_calls=nested_by_turn(actual),
             final_session_state=inference.final_session_state,
             human_verdicts=[],
-            reruns_after_crash=0,
+            reruns_after_crash=inference.reruns_after_crash,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result
