@@ -100,6 +100,9 @@ class RunRecord:
     #: The run was strict (RunOptions.strict): its statuses already count a metric not evaluated as a
     #: failure, and its verdict (gate.run_outcome) counts an incomplete run as failed. Every face reads it here.
     strict: bool = False
+    #: Where the agent's cases ran (`Executor.describe`): the local pool, a Ray instance the run started,
+    #: the Ray cluster it joined; "" when no agent ran.
+    executor: str = ""
 
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)
@@ -385,8 +388,20 @@ class Run:
             return await self._execute()
         from .setup import start_executor
 
-        await start_executor(self.executor)
+        self.record.executor = self.executor.describe()
+        # A cancel (Ctrl-C, SIGTERM) while the agent loads (a Ray cluster being joined) stops the loading
+        # too: the run then ends with nothing run, at once.
+        starting = asyncio.ensure_future(start_executor(self.executor))
+        self._tasks.append(starting)
         try:
+            try:
+                await starting
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not self._cancelled or (current is not None and current.cancelling()):
+                    raise
+            finally:
+                self._tasks.remove(starting)
             return await self._execute()
         finally:
             await self.executor.aclose()

@@ -212,6 +212,7 @@ class ResultStore:
                 "counts": {s.name: n for s, n in result.counts().items()},
             }
             rich["source"] = record.source or provenance(agent, record, [t.config for t in plan.targets])
+            rich["executor"] = record.executor or None
             rich.update(_insight_fields(record, index, directory, diffs))
             atomic_write(record_path, record_chunks(rich, result.case_results))
             saved.append(str(adk_path))

@@ -1,0 +1,188 @@
+"""Ray without leaks, and without silent waits: what reaches an agent's Ray tasks (the allowlisted
+variables, its own folder's files), what stays behind (nothing: no Ray process, no unpacked copy), what
+Ray's logs keep (no key), and the preflight that says in seconds, exit 2, why a cluster cannot be used
+(a token it wants, RAY_AUTH_MODE, a stale address). Ray's infrastructure failing is an infrastructure
+error (exit 3), not the agent's failure. The Ray tests run one at a time on the session's Ray worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.support.cli_run import run_cli, saved_cases
+from tests.support.evalfiles import case, turn, write_set
+from tests.support.ray_head import RayHead, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LOOKER = '''
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from tui_eval.agents.native import NativeAgent
+
+NAMES = ("GOOGLE_API_KEY", "TUI_EVAL_PROBE", "SECRET_TOKEN", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL")
+
+
+def look(what: str) -> str:
+    """Say what this process sees."""
+    if what == "raylet":
+        os.kill(os.getppid(), signal.SIGKILL)  # a Ray worker's parent is its raylet
+        time.sleep(60)
+    here = Path(__file__).parent
+    facts = {"env": {k: os.environ.get(k) for k in NAMES}, "files": sorted(p.name for p in here.iterdir()),
+             "folder": str(here)}
+    with open(os.environ["FACTS"], "a") as f:
+        f.write(json.dumps(facts) + "\\n")
+    return "done"
+
+
+def policy(turn):
+    if not turn.results:
+        return [("look", {"what": turn.user_text})]
+    return "done"
+
+
+root_agent = NativeAgent("looker", "Look around.", tools=[look], policy=policy)
+'''
+
+PLANTED = '''
+from pathlib import Path
+Path(__file__).with_name("PLANTED-CODE-RAN").write_text("yes")
+Path("/tmp").joinpath("tui-eval-planted-" + str(__import__("os").getuid())).write_text("ran")
+raise SystemExit("planted code ran")
+'''
+
+
+def _looker(tmp_path: Path, *whats: str) -> tuple[Path, Path, Path]:
+    """The agent folder (with a link out of it, a link to /proc/self/environ and a .git folder), its eval set
+    of one case per `what`, and the file its tool writes what it sees to."""
+    folder = tmp_path / "looker"
+    folder.mkdir()
+    (folder / "agent.py").write_text(LOOKER)
+    (folder / "__init__.py").write_text("from . import agent\n")
+    facts = tmp_path / "facts.jsonl"
+    (folder / ".env").write_text(f"FACTS={facts}\n")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a file beside the agent, not of it")
+    (folder / "outside_link.txt").symlink_to(outside)
+    (folder / "environ_link").symlink_to("/proc/self/environ")
+    (folder / "inside_link.py").symlink_to(folder / "__init__.py")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config").write_text("[core]\n")
+    cases = [case(w, turn(w, "done", [("look", {"what": w})])) for w in whats]
+    return folder, write_set(folder / "looker.evalset.json", "looker", *cases), facts
+
+
+def _ray_processes() -> set[int]:
+    """This user's processes of a Ray instance: its GCS, raylets, agents and workers."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != os.getuid():
+                continue
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(word in cmdline for word in (b"gcs_server", b"raylet", b"default_worker.py", b"ray::",
+                                            b"dashboard/agent.py", b"runtime_env/agent", b"log_monitor.py")):
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def own_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`--executor ray` with no cluster named: tui-eval starts its own. Its own HOME (Ray 2.60 turns token
+    authentication on when ~/.ray/auth_token exists) and TMPDIR; returns the TMPDIR."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # as in a process started with that TMPDIR
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    return tmp
+
+
+def test_an_agent_folder_too_large_for_ray_is_refused_before_anything_is_copied(own_ray: Path,
+                                                                                tmp_path: Path) -> None:
+    folder, evalset, _facts = _looker(tmp_path, "ok")
+    with (folder / "big.bin").open("wb") as f:  # 1 GB that takes no disk (sparse)
+        f.truncate(1 << 30)
+    before = _ray_processes()
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray")
+    assert code == 2, (out, err)
+    assert "cannot send the agent folder to Ray" in err and "big.bin (1,073.7 MB)" in err, err
+    assert "TUI_EVAL_RAY_MAX_FOLDER_MB" in err
+    assert not list(own_ray.iterdir())  # nothing unpacked, nothing copied
+    assert not _ray_processes() - before  # and no Ray started for it
+
+
+def test_a_ray_instance_tui_eval_starts_gets_only_the_allowlist_and_leaves_nothing_behind(
+        own_ray: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "gk-" + secrets.token_hex(8)
+    for name, value in (("SECRET_TOKEN", "st"), ("AWS_SECRET_ACCESS_KEY", "aws"), ("DATABASE_URL", "postgres://x"),
+                        ("GOOGLE_API_KEY", key), ("TUI_EVAL_PROBE", "yes")):
+        monkeypatch.setenv(name, value)
+    folder, evalset, facts = _looker(tmp_path, "ok", "raylet", "after")
+    # Code planted where earlier versions unpacked this very folder (its digest is computable) never runs.
+    from tui_eval.executors.ray_task import pack_folder
+
+    digest, _ = pack_folder(folder)
+    for name in ("tui-eval-ray", f"tui-eval-ray-{os.getuid()}"):
+        planted = own_ray / name / digest / "looker"
+        planted.mkdir(parents=True)
+        (planted / "__init__.py").write_text(PLANTED)
+        (planted / "agent.py").write_text(PLANTED)
+    before = _ray_processes()
+    out_json = tmp_path / "out.json"
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray", "--concurrency", "1",
+                             "--json", str(out_json))
+    # No Ray process of the run outlives it.
+    assert not _ray_processes() - before, (_ray_processes() - before)
+    assert facts.exists(), (code, out, err)
+    seen = [json.loads(line) for line in facts.read_text().splitlines()]
+    assert seen, (out, err)
+    for fact in seen:
+        # Only the allowlisted variables reached the agent; its own folder's files and links within it, no
+        # link out of it, no .git.
+        assert fact["env"] == {"GOOGLE_API_KEY": key, "TUI_EVAL_PROBE": "yes", "SECRET_TOKEN": None,
+                               "AWS_SECRET_ACCESS_KEY": None, "DATABASE_URL": None}, fact
+        assert fact["files"] == sorted([".env", "__init__.py", "agent.py", "inside_link.py", "looker.evalset.json",
+                                        "__pycache__"]) or fact["files"] == sorted(
+            [".env", "__init__.py", "agent.py", "inside_link.py", "looker.evalset.json"]), fact
+        assert Path(fact["folder"]).is_relative_to(own_ray / f"tui-eval-ray-{os.getuid()}")
+    assert not (Path("/tmp") / f"tui-eval-planted-{os.getuid()}").exists()
+    # The per-user folder is private, and the run's unpacked copies are gone; the planted ones were never used.
+    private = own_ray / f"tui-eval-ray-{os.getuid()}"
+    assert private.stat().st_mode & 0o777 == 0o700
+    assert sorted(p.name for p in private.iterdir()) == [digest]
+    cases = saved_cases(folder)
+    assert cases["ok"]["status"] == 1, cases["ok"]
+    # The tool that killed its raylet took Ray down with it: an infrastructure error, not the agent's failure.
+    assert cases["raylet"]["error"].startswith(("Ray node lost", "Ray cluster failed")), cases["raylet"]["error"]
+    assert code == 3, (out, err)
+    assert "infrastructure" in out, out
+    assert "Executor: Ray, an instance on 127.0.0.1 started for this run" in out, out
+    (record,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
+    assert json.loads(record.read_text())["executor"] == "Ray, an instance on 127.0.0.1 started for this run"
