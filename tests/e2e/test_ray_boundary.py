@@ -186,3 +186,166 @@ def test_a_ray_instance_tui_eval_starts_gets_only_the_allowlist_and_leaves_nothi
     assert "Executor: Ray, an instance on 127.0.0.1 started for this run" in out, out
     (record,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
     assert json.loads(record.read_text())["executor"] == "Ray, an instance on 127.0.0.1 started for this run"
+
+
+@pytest.fixture(scope="module")
+def token_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
+    """A Ray head as Ray 2.60 leaves it by default once a token exists (its own HOME with
+    ~/.ray/auth_token: token authentication on): (GCS address, Ray Client address, its token)."""
+    home = tmp_path_factory.mktemp("ray-token-home")
+    token = secrets.token_hex(32)
+    (home / ".ray").mkdir()
+    (home / ".ray" / "auth_token").write_text(token)
+    head = RayHead(home=home)
+    try:
+        address, client = head.wait()
+        yield address, client, token
+    finally:
+        head.stop()
+
+
+@pytest.fixture
+def no_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This side: a HOME of its own (no ~/.ray/auth_token) and no Ray authentication settings."""
+    home = tmp_path / "client-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_cluster_that_wants_a_token_is_one_clear_error_naming_ray_auth_mode(
+        token_cluster: tuple[str, str, str], no_token: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    address, client, token = token_cluster
+    folder, evalset, facts = _looker(tmp_path, "ok")
+    # Ray Client (ray://) and the GCS address alike, with no token here: said at once, not after Ray's 20-30 s.
+    for executor, env in ((client, {}), ("ray", {"RAY_ADDRESS": address})):
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        code, out, err = run_cli("run", str(folder), str(evalset), "--executor", executor)
+        assert code == 2, (executor, out, err)
+        assert "requires token authentication" in err and "RAY_AUTH_MODE" in err, (executor, err)
+        assert "Traceback" not in err
+    # A token that is not the cluster's.
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", client)
+    assert code == 2, (out, err)
+    assert "refused this side's token (RAY_AUTH_MODE=token)" in err, err
+    # The cluster's own token: the case runs.
+    monkeypatch.setenv("RAY_AUTH_TOKEN", token)
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", client)
+    assert code == 0, (out, err)
+    assert f"Executor: Ray, the cluster at {client}" in out, out
+
+
+def test_token_authentication_on_here_and_off_on_the_cluster_is_refused_before_any_case(
+        ray_cluster: tuple[str, str], no_token: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The session's cluster has authentication off; this side would send a token, so its workers could not
+    # report back to this driver (the run showed 0/N forever).
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster[0])
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    folder, evalset, facts = _looker(tmp_path, "ok")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray")
+    assert code == 2, (out, err)
+    assert "has token authentication off, but this side has it on" in err and "RAY_AUTH_MODE=disabled" in err, err
+    assert not facts.exists()
+
+
+def test_the_agents_keys_reach_its_ray_tasks_but_never_rays_logs(
+        ray_cluster: tuple[str, str], request: pytest.FixtureRequest, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "gk-" + secrets.token_hex(12)
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster[0])
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    monkeypatch.setenv("GOOGLE_API_KEY", key)
+    monkeypatch.setenv("SECRET_TOKEN", "st")
+    folder, evalset, facts = _looker(tmp_path, "ok")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray")
+    assert code == 0, (out, err)
+    (fact,) = [json.loads(line) for line in facts.read_text().splitlines()]
+    assert fact["env"]["GOOGLE_API_KEY"] == key and fact["env"]["SECRET_TOKEN"] is None, fact
+    head = request.getfixturevalue("_ray_head").head
+    leaked = [str(p) for p in Path(head.temp).rglob("*") if p.is_file() and not p.is_symlink()
+              and _holds(p, key.encode())]
+    assert not leaked, leaked
+
+
+def _holds(path: Path, needle: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return needle in f.read(64 << 20)
+    except OSError:  # a socket, a file Ray is rotating
+        return False
+
+
+class _Silent:
+    """A TCP port that accepts connections and never says a word: a stale cluster address (a hung
+    process on the port, a host that went away behind a proxy)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_a_stale_cluster_address_is_said_in_seconds(no_token: None, tmp_path: Path) -> None:
+    silent = _Silent()
+    try:
+        folder, evalset, _ = _looker(tmp_path, "ok")
+        code, out, err = run_cli("run", str(folder), str(evalset), "--executor", f"ray://127.0.0.1:{silent.port}")
+    finally:
+        silent.close()
+    assert code == 2, (out, err)
+    assert f"the Ray cluster at ray://127.0.0.1:{silent.port} does not answer" in err, err
+
+
+def test_sigterm_while_tui_eval_starts_its_ray_ends_the_run_and_its_ray(own_ray: Path, tmp_path: Path) -> None:
+    folder, evalset, facts = _looker(tmp_path, "ok")
+    before = _ray_processes()
+    proc = subprocess.Popen([sys.executable, "-m", "tui_eval.cli", "run", str(folder), str(evalset), "--executor", "ray"],
+                            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    # Once its Ray instance is on its way up (raylet and GCS started), SIGTERM: the run ends now, not when
+    # the instance is up or a load timeout passes, and takes the instance with it.
+    deadline = time.monotonic() + 120
+    while not _ray_processes() - before:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode in (3, 130), (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert not facts.exists()
+    assert not _ray_processes() - before, _ray_processes() - before
+    assert not [p for p in own_ray.iterdir() if any(p.iterdir())]
+
+
+def test_the_agents_keys_crossing_to_another_machine_without_tls_are_warned_about(
+        no_token: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    folder, evalset, _ = _looker(tmp_path, "ok")
+    port = free_port()  # on another machine's address: nothing listens there either, so nothing is sent
+    code, out, err = run_cli("run", str(folder), str(evalset), "--executor", f"ray://192.0.2.1:{port}")
+    assert code == 2, (out, err)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("GOOGLE_API_KEY" in w and "unencrypted" in w and "RAY_USE_TLS" in w for w in warned), warned
+    assert not any("'k'" in w or "=k" in w for w in warned)  # named, never shown

@@ -55,6 +55,9 @@ CANCEL_GRACE = 2.0
 CONNECT_TIMEOUT = 5.0
 #: Seconds a Ray instance tui-eval starts may take to come up.
 HEAD_TIMEOUT = 120.0
+#: Seconds a Ray worker may take to start and import the agent, over Ray Client (where the case's own
+#: clock cannot start when its task does).
+WORKER_START = 60.0
 #: Seconds each step of closing (removing unpacked copies, disconnecting, stopping a started instance) may take.
 CLOSE_STEP = 5.0
 #: Seconds after a Ray worker died before saying it was the agent's doing: long enough for Ray to notice a
@@ -443,8 +446,10 @@ class _Driver:
     async def _run_whole(self, job_id: int, state: _Job) -> None:
         spec = state.spec
         turns = spec.turns if not spec.scenario else 20
-        # No turn reaches us before the case ends: the whole case gets the deadline of all its turns.
-        state.clock.deadline = time.monotonic() + (turns + 1) * (deadline_after(spec.turn_timeout) - time.monotonic())
+        # No turn reaches us before the case ends: the whole case gets the deadline of all its turns, and
+        # the time a Ray worker takes to start and import the agent.
+        state.clock.deadline = (time.monotonic() + WORKER_START
+                                + (turns + 1) * (deadline_after(spec.turn_timeout) - time.monotonic()))
         handle = state.handle = self.options("whole").remote(self.box, job_id, spec)
         for item in await handle:
             if self.on_item(job_id, state, item):
@@ -495,6 +500,9 @@ class _Driver:
 
     def start_job(self, job_id: int, spec: CaseSpec) -> None:
         state = _Job(spec, TurnClock(spec.turn_timeout, spec.scenario))
+        # Its clock starts when its Ray task says it started: waiting for a CPU of the cluster, a worker
+        # process and the agent's import in it are no turn of the case.
+        state.clock.deadline = None
         self.jobs[job_id] = state
         state.task = asyncio.create_task(self.run(job_id, state))
         if self._watchdog is None or self._watchdog.done():

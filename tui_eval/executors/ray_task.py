@@ -1,10 +1,12 @@
 """What a Ray worker runs for `--executor ray`: one case of an agent folder, every turn streamed back.
 
 The engine's Ray driver (`executors/ray_driver.py`) submits `stream_case` (a Ray streaming generator) or,
-over Ray Client, `whole_case`, with the agent folder as a zip in Ray's object store, the case's job number
-and its `protocol.CaseSpec`. A Ray worker process unpacks the folder once per code version under its
-original name (the folder is imported as a package named after itself, as `adk web` does), imports it once,
-and keeps it, with one event loop on a thread of its own, for every later case of that version it is given.
+over Ray Client, `whole_case`, with an `AgentBox` (the agent folder as a zip in Ray's object store, the
+run's token, the agent's allowlisted variables), the case's job number and its `protocol.CaseSpec`. A Ray
+worker process unpacks the folder once per code version under its original name (the folder is imported
+as a package named after itself, as `adk web` does) in this user's private folder, checks the copy against
+the digest of what was packed, imports it once, and keeps it, with one event loop on a thread of its own,
+for every later case of that version it is given.
 What it yields are frames of the protocol, exactly as a pool worker writes them (`executors/runtime.py`
 runs the case in both): TurnStarted(-1) when the case starts, then TurnStarted/TurnFinished per turn and
 CaseEnded.
@@ -231,9 +233,10 @@ def probe(box: AgentBox) -> bytes:
 
 
 def case_items(box: AgentBox, job_id: int, spec: CaseSpec) -> Iterator[bytes]:
-    """Run one case and yield its reports as frames, as they happen (see the module docstring)."""
-    yield encode(TurnStarted(job_id, -1))
+    """Run one case and yield its reports as frames, as they happen (see the module docstring). The agent
+    is loaded first (a fresh Ray worker imports it): the case's clock starts with its first report."""
     agent = _agent(box)
+    yield encode(TurnStarted(job_id, -1))
     if isinstance(agent, str):
         yield encode(CaseEnded(job_id, CaseOutcome(error=f"agent could not start a session: {agent}")))
         return
