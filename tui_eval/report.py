@@ -261,8 +261,8 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             f"{judge.retries} retried, {judge.failures} failed, {judge.total_tokens} tokens",
             file=out,
         )
-    if record.executor and not record.executor.startswith("local pool"):
-        print(f"Executor: {safe_line(record.executor)}", file=out)  # the local pool goes without saying
+    if record.executor.startswith("Ray"):  # the local pool, the default, goes without saying
+        print(f"Executor: {safe_line(record.executor)}", file=out)
     for line in insight_lines(record):
         print(line, file=out)
     for path in record.saved:

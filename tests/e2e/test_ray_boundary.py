@@ -349,3 +349,14 @@ def test_the_agents_keys_crossing_to_another_machine_without_tls_are_warned_abou
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("GOOGLE_API_KEY" in w and "unencrypted" in w and "RAY_USE_TLS" in w for w in warned), warned
     assert not any("'k'" in w or "=k" in w for w in warned)  # named, never shown
+
+
+def test_the_record_names_the_local_pool_and_the_summary_leaves_it_unsaid(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
+    folder, evalset, _ = _looker(tmp_path, "ok")
+    code, out, err = run_cli("run", str(folder), str(evalset))
+    assert code == 0, (out, err)
+    assert "Executor:" not in out
+    (record,) = (folder / ".adk" / "eval_history").glob("*.tui-eval.json")
+    assert json.loads(record.read_text())["executor"] == "local pool of worker processes"

@@ -384,11 +384,12 @@ class Run:
     async def execute(self) -> RunRecord:
         """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
         opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
+        if self.executor is not None:
+            self.record.executor = self.executor.describe()
         if not self._owns_agent or self.executor is None:
             return await self._execute()
         from .setup import start_executor
 
-        self.record.executor = self.executor.describe()
         # A cancel (Ctrl-C, SIGTERM) while the agent loads (a Ray cluster being joined) stops the loading
         # too: the run then ends with nothing run, at once.
         starting = asyncio.ensure_future(start_executor(self.executor))

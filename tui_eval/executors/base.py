@@ -62,8 +62,8 @@ class Executor(abc.ABC):
         return []
 
     def describe(self) -> str:
-        """Where the cases run, in words (the run record keeps it; the summary says it unless it is the
-        local pool): `local pool of worker processes`, `Ray, the cluster at ray://HOST:PORT`..."""
+        """Where the cases run, in words (the run record keeps it; the summary says it when it is Ray):
+        `local pool of worker processes`, `Ray, the cluster at ray://HOST:PORT`..."""
         return "tui-eval's own process" if not self.runs_user_code else "local pool of worker processes"
 
     async def restart(self) -> str | None:
