@@ -26,6 +26,8 @@ from tests.support.evalfiles import case, turn, write_set
 from tests.support.ray_head import RayHead, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+# One pytest-xdist worker runs every Ray test, one at a time (each starts or joins a Ray instance).
+pytestmark = pytest.mark.xdist_group("ray")
 
 LOOKER = '''
 import json
@@ -89,20 +91,24 @@ def _looker(tmp_path: Path, *whats: str) -> tuple[Path, Path, Path]:
     return folder, write_set(folder / "looker.evalset.json", "looker", *cases), facts
 
 
-def _ray_processes() -> set[int]:
-    """This user's processes of a Ray instance: its GCS, raylets, agents and workers."""
+def _ray_processes(tmp: Path) -> set[int]:
+    """The processes of a Ray instance started with TMPDIR=`tmp` (its GCS, raylet, agents, workers): what
+    an instance tui-eval started for a test runs (the session's own Ray instance has another TMPDIR)."""
+    marker = f"TMPDIR={tmp}".encode() + b"\0"
     found = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             if entry.stat().st_uid != os.getuid():
                 continue
             cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if any(word in cmdline for word in (b"gcs_server", b"raylet", b"default_worker.py", b"ray::",
-                                            b"dashboard/agent.py", b"runtime_env/agent", b"log_monitor.py")):
+        if marker in environ and any(word in cmdline for word in (
+                b"gcs_server", b"raylet", b"default_worker.py", b"ray::", b"dashboard/agent.py", b"runtime_env/agent",
+                b"log_monitor.py", b"\0start\0--head")):
             found.add(int(entry.name))
     return found
 
@@ -129,13 +135,12 @@ def test_an_agent_folder_too_large_for_ray_is_refused_before_anything_is_copied(
     folder, evalset, _facts = _looker(tmp_path, "ok")
     with (folder / "big.bin").open("wb") as f:  # 1 GB that takes no disk (sparse)
         f.truncate(1 << 30)
-    before = _ray_processes()
     code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray")
     assert code == 2, (out, err)
     assert "cannot send the agent folder to Ray" in err and "big.bin (1,073.7 MB)" in err, err
     assert "TUI_EVAL_RAY_MAX_FOLDER_MB" in err
     assert not list(own_ray.iterdir())  # nothing unpacked, nothing copied
-    assert not _ray_processes() - before  # and no Ray started for it
+    assert not _ray_processes(own_ray)  # and no Ray started for it
 
 
 def test_a_ray_instance_tui_eval_starts_gets_only_the_allowlist_and_leaves_nothing_behind(
@@ -154,12 +159,11 @@ def test_a_ray_instance_tui_eval_starts_gets_only_the_allowlist_and_leaves_nothi
         planted.mkdir(parents=True)
         (planted / "__init__.py").write_text(PLANTED)
         (planted / "agent.py").write_text(PLANTED)
-    before = _ray_processes()
     out_json = tmp_path / "out.json"
     code, out, err = run_cli("run", str(folder), str(evalset), "--executor", "ray", "--concurrency", "1",
                              "--json", str(out_json))
     # No Ray process of the run outlives it.
-    assert not _ray_processes() - before, (_ray_processes() - before)
+    assert not _ray_processes(own_ray), _ray_processes(own_ray)
     assert facts.exists(), (code, out, err)
     seen = [json.loads(line) for line in facts.read_text().splitlines()]
     assert seen, (out, err)
@@ -319,14 +323,13 @@ def test_a_stale_cluster_address_is_said_in_seconds(no_token: None, tmp_path: Pa
 
 def test_sigterm_while_tui_eval_starts_its_ray_ends_the_run_and_its_ray(own_ray: Path, tmp_path: Path) -> None:
     folder, evalset, facts = _looker(tmp_path, "ok")
-    before = _ray_processes()
     proc = subprocess.Popen([sys.executable, "-m", "tui_eval.cli", "run", str(folder), str(evalset), "--executor", "ray"],
                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     # Once its Ray instance is on its way up (raylet and GCS started), SIGTERM: the run ends now, not when
     # the instance is up or a load timeout passes, and takes the instance with it.
     deadline = time.monotonic() + 120
-    while not _ray_processes() - before:
+    while not _ray_processes(own_ray):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
@@ -334,7 +337,7 @@ def test_sigterm_while_tui_eval_starts_its_ray_ends_the_run_and_its_ray(own_ray:
     assert proc.returncode in (3, 130), (proc.returncode, out, err)
     assert "Traceback" not in err, err
     assert not facts.exists()
-    assert not _ray_processes() - before, _ray_processes() - before
+    assert not _ray_processes(own_ray), _ray_processes(own_ray)
     assert not [p for p in own_ray.iterdir() if any(p.iterdir())]
 
 

@@ -1,9 +1,12 @@
 """`--executor ray` (or `ray://HOST:PORT`): each case of an agent folder runs as a Ray task on a cluster.
 
 This process never imports Ray: it starts a Ray driver process (`executors/ray_driver.py`) and speaks to it
-over a socket, as the local pool speaks to its workers. With no address the driver starts or joins a Ray
-instance on this machine (127.0.0.1; `RAY_ADDRESS` or a `ray start` cluster is joined); with `HOST:PORT`
-it joins that cluster as a driver, with `ray://HOST:PORT` through Ray Client. What the cases produce comes
+over a socket, as the local pool speaks to its workers. With no address the driver joins `RAY_ADDRESS`,
+else starts a Ray instance of its own on 127.0.0.1 (`ray_driver.LocalHead`: only a base environment, a token
+of its own, ended with the run); with `ray://HOST:PORT` it joins that cluster through Ray Client. Before
+joining, one call to the cluster says what is wrong (authentication, RAY_AUTH_MODE, no answer) in seconds.
+Only the driver environment (`ray_driver.driver_environment`) reaches the driver; the agent's allowlisted
+variables travel with each task. What the cases produce comes
 back turn by turn and is scored here, exactly as a local run's.
 """
 
