@@ -27,12 +27,15 @@ from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
 from ..schema.fast import trusted
 from ..schema.model import EvalCase, Invocation
+from ..schema.runrecord import ExecutorInfo, GateRecord, RunKind, RunState, RunVersions
 from ..schema.results import (
     CaseResult,
     EvalSetResult,
     EvalStatus,
     MetricResult,
+    ResultVersions,
     combine_statuses,
+    nested_by_turn,
     status_counts,
 )
 from .causes import strict_status
@@ -68,6 +71,7 @@ logger = logging.getLogger(__name__)
 # Each of the `concurrency` workers may run this long before a loop callback gets its turn, which is
 # why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.01
+# A case's versions before they are computed (frozen: one shared value).
 
 
 @dataclass(slots=True, repr=False)
@@ -100,9 +104,18 @@ class RunRecord:
     #: The run was strict (RunOptions.strict): its statuses already count a metric not evaluated as a
     #: failure, and its verdict (gate.run_outcome) counts an incomplete run as failed. Every face reads it here.
     strict: bool = False
-    #: Where the agent's cases ran (`Executor.describe`): the local pool, a Ray instance the run started,
-    #: the Ray cluster it joined; "" when no agent ran.
-    executor: str = ""
+    #: The run record's places (schema/runrecord.py): each eval file's kind, the versions, the journal's
+    #: file name, the CI gate's outcome (set before saving) and what ran the agent.
+    kinds: dict[str, RunKind] = field(default_factory=dict)
+    versions: RunVersions = field(default_factory=RunVersions)
+    journal: str | None = None
+    gate: GateRecord | None = None
+    executor: ExecutorInfo | None = None
+
+    @property
+    def state(self) -> RunState:
+        """finished, or cancelled (a run still going, or killed, is told by its journal)."""
+        return "cancelled" if self.cancelled else "finished"
 
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)
@@ -157,15 +170,18 @@ async def score_case(
     judge: JudgeClient | None = None,
     key: CaseKey | None = None,
     progress: ScoreProgress | None = None,
+    final_session_state: dict[str, Any] | None = None,
 ) -> list[MetricResult]:
-    """Score one case's actual invocations with every metric of the config (concurrently)."""
+    """Score one case's actual invocations (and the session state they left) with every metric of the
+    config (concurrently)."""
     expected = case.conversation
     turns = len(actual)
 
     async def one(name: str, spec: MetricSpec | None) -> MetricResult:
         crit = config.criteria[name]
         if progress is None or key is None:
-            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress)
+            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress,
+                                       final_session_state)
         seen: set[int] = set()
 
         def on_progress(i: int) -> None:
@@ -173,7 +189,8 @@ async def score_case(
                 seen.add(i)
                 progress.tick(key, name, i)
 
-        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress)
+        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress,
+                                     final_session_state)
         if len(seen) < turns:
             # Top the bar up for invocations the metric did not report (not evaluated, or silent).
             for i in range(turns):
@@ -203,6 +220,7 @@ async def _score_metric(
     expected: list[Invocation] | None,
     judge: JudgeClient | None,
     on_progress: Callable[[int], None],
+    final_session_state: dict[str, Any] | None = None,
 ) -> MetricResult:
     def skip(reason: str) -> MetricResult:
         return MetricResult.not_evaluated(name, crit.threshold, reason, crit.to_dict())
@@ -230,6 +248,7 @@ async def _score_metric(
         config=config,
         judge=judge,
         progress=on_progress,
+        final_session_state=final_session_state,
     )
     try:
         value = spec.evaluate(inp)
@@ -256,12 +275,16 @@ def _judge_needed(plan: RunPlan) -> bool:
 
 def judge_options(options: RunOptions) -> JudgeOptions:
     """The judge settings of a run: the one carrier of them from the command line to every judge service
-    (the run's, and the user simulator's in each agent process)."""
+    (the run's, and the user simulator's in each agent process). What the options leave unset is the
+    judge service's default."""
     from ..judge import JudgeOptions
 
-    timeout = options.judge_timeout if options.judge_timeout is not None else JudgeOptions().timeout
-    return JudgeOptions(concurrency=options.judge_concurrency, base_url=options.judge_base_url,
-                        use_cache=options.judge_cache, timeout=timeout)
+    asked: dict[str, Any] = {"base_url": options.judge_base_url, "use_cache": options.judge_cache}
+    if options.judge_concurrency is not None:
+        asked["concurrency"] = options.judge_concurrency
+    if options.judge_timeout is not None:
+        asked["timeout"] = options.judge_timeout
+    return JudgeOptions(**asked)
 
 
 def make_judge(options: RunOptions) -> JudgeService:
@@ -339,8 +362,19 @@ class Run:
         run_id: str | None = None,
         coverage: str | None = None,
         owns_agent: bool = False,
+        rescore_of: str | None = None,
+        before_save: Callable[[RunRecord], None] | None = None,
+        agent_version: str | None = None,
+        inference_versions: dict[CaseKey, str | None] | None = None,
+        session_states: dict[CaseKey, dict[str, Any] | None] | None = None,
     ) -> None:
         self.plan = plan
+        #: The version of the agent code the executor loaded (`engine.versions`), for results whose
+        #: worker does not say; `inference_versions`: the agent version each stored inference came from.
+        self.agent_version = agent_version
+        self.inference_versions = inference_versions or {}
+        self._case_versions: dict[int, str] = {}
+        self._criteria_versions: dict[int, str] = {}
         # Where the agent's turns run (an agent object handed over directly answers in this process:
         # the engine's own tests; agent folders come as worker-process executors, see executor_for).
         self.executor: Executor | None = InlineExecutor(agent, owns=False) if isinstance(agent, Agent) else agent
@@ -353,11 +387,22 @@ class Run:
         self._emit_fn = on_event
         self.judge = judge
         self.inferences = inferences or {}
+        # The session state each stored inference left (a re-score of a saved run).
+        self.session_states = session_states or {}
         self.store = store
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.record = RunRecord(self.run_id, started=time.time())
         # The caller knows a failures-only re-run; a subset of cases is a selection otherwise.
         self.record.coverage = coverage or plan_coverage(plan)
+        from .history import executor_agent_kind, executor_info, run_kind, selection_of
+
+        agent_kind = executor_agent_kind(self.executor)
+        self.record.kinds = {str(t.eval_file): run_kind(t.config, agent=agent_kind, options=self.options,
+                                                        selection=selection_of(self.record.coverage),
+                                                        rescore_of=rescore_of) for t in plan.targets}
+        self.record.executor = executor_info(self.options, self.executor)
+        #: Called with the finished record before it is saved (the CLI decides its gate there).
+        self._before_save = before_save
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._progress: ScoreProgress | None = None
@@ -381,15 +426,26 @@ class Run:
         for task in self._tasks:
             task.cancel()
 
+    def _make_judge(self) -> None:
+        """The run's own judge service when one is needed and none was given, warming its client."""
+        if self.judge is None and _judge_needed(self.plan):
+            judge = make_judge(self.options)
+            judge.warm()
+            self.judge = judge
+            self._owns_judge = True
+
     async def execute(self) -> RunRecord:
         """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
         opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
-        if self.executor is not None:
-            self.record.executor = self.executor.describe()
+        self._make_judge()  # its client is made in a thread while the executor starts
         if not self._owns_agent or self.executor is None:
             return await self._execute()
         from .setup import start_executor
 
+        if self.agent_version is None:
+            # Read just before the load: the agent loads these files or newer ones (then its results
+            # read as stale, never as fresh).
+            self.agent_version = await asyncio.to_thread(self._agent_version_on_disk)
         # A cancel (Ctrl-C, SIGTERM) while the agent loads (a Ray cluster being joined) stops the loading
         # too: the run then ends with nothing run, at once.
         starting = asyncio.ensure_future(start_executor(self.executor))
@@ -411,9 +467,7 @@ class Run:
         t0 = time.perf_counter()
         self.record.strict = self.options.strict
         plan = self.plan
-        if self.judge is None and _judge_needed(plan):
-            self.judge = make_judge(self.options)
-            self._owns_judge = True
+        self._make_judge()
         if self.options.save and self.store is not None:
             self._remove_leftovers()
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
@@ -497,6 +551,8 @@ class Run:
                 await self.judge.aclose()
             except Exception:  # closing a client must never lose results
                 logger.warning("closing the judge service failed", exc_info=True)
+        if self._before_save is not None:
+            self._before_save(self.record)
         if self.options.save and self.store is not None:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
@@ -517,6 +573,36 @@ class Run:
             )
         )
         return self.record
+
+    def _versions(self, target: EvalTarget, case: EvalCase, key: CaseKey, inference: Inference) -> ResultVersions:
+        """What this result is computed from (hashes cached per case and config object for the run)."""
+        from .versions import case_version, criteria_version, judge_version, result_versions, tools_mode
+
+        case_hash = self._case_versions.get(id(case))
+        if case_hash is None:
+            case_hash = self._case_versions[id(case)] = case_version(case)
+        criteria_hash = self._criteria_versions.get(id(target.config))
+        if criteria_hash is None:
+            criteria_hash = self._criteria_versions[id(target.config)] = criteria_version(target.config)
+        if key in self.inference_versions:
+            agent = self.inference_versions[key]
+        else:
+            agent = inference.agent_version or self.agent_version
+        return result_versions(agent=agent, agent_outside=inference.agent_outside, tools=tools_mode(self.options),
+                               case=case_hash, criteria=criteria_hash,
+                               judge=judge_version(self.options) if self.judge is not None else None)
+
+    def _agent_version_on_disk(self) -> str | None:
+        """The version of the run's agent as the files are now (None for no agent)."""
+        from .versions import files_version, version_of_agent_ref
+
+        executor = self.executor
+        if executor is None or executor.home is None:
+            return None
+        if not executor.runs_user_code:  # replay: the recording it answers from
+            return files_version(executor.source_paths())
+        ref = getattr(executor, "ref", None)
+        return version_of_agent_ref(ref if isinstance(ref, str) else str(executor.home))
 
     def _code_state(self) -> CodeState | None:
         """The code state at run start (on a thread: git takes tens of milliseconds)."""
@@ -568,7 +654,11 @@ class Run:
         for target, case, results, index, repetition in pending:
             if self._cancelled:
                 return
-            results[index] = await self._run_case(target, case, progress, repetition)
+            try:
+                results[index] = await self._run_case(target, case, progress, repetition)
+            except Exception as exc:  # a bug of ours on one case fails that case, never the cases after it
+                logger.exception("could not evaluate case %s of %s", case.eval_id, target.eval_file)
+                results[index] = self._unevaluated(target, case, repetition, exc)
             # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
             # run of 100k cases would hold the loop for a minute and Ctrl-C (a loop callback) would wait.
             now = time.perf_counter()
@@ -580,7 +670,7 @@ class Run:
         """Run the agent over the case (or take its stored inference, for a re-score)."""
         stored = self.inferences.get(key)
         if stored is not None:
-            return Inference(actual=stored)
+            return Inference(actual=stored, final_session_state=self.session_states.get(key))
         executor = self.executor
         if executor is None:
             return Inference(error="no agent to run and no stored inference for this case")
@@ -599,6 +689,19 @@ class Run:
             self.emit(InvocationInferred(key, i, inv))
 
         return await executor.infer(job, judge=self.judge, on_turn=on_turn)
+
+    def _unevaluated(self, target: EvalTarget, case: EvalCase, repetition: int, exc: Exception) -> CaseResult:
+        """The result of a case tui-eval itself could not evaluate: FAILED, with why (a run that lost it
+        would pass)."""
+        why = f"tui-eval could not evaluate this case: {type(exc).__name__}: {exc}"
+        result = CaseResult(
+            eval_set_id=target.eval_set.eval_set_id, eval_id=case.eval_id, status=EvalStatus.FAILED,
+            metrics=[MetricResult.not_evaluated(n, c.threshold, why, c.to_dict())
+                     for n, c in target.config.criteria.items()],
+            eval_set_file=str(target.eval_file), session_id=f"tui-eval-{os.urandom(6).hex()}", error=why,
+            repetition=repetition)
+        self.emit(CaseFinished(target.key(case), result, repetition))
+        return result
 
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress,
                         repetition: int = 1) -> CaseResult:
@@ -628,7 +731,8 @@ class Run:
                 error = None
         else:
             metrics = await score_case(
-                target.config, case, actual, judge=self.judge, key=key, progress=progress
+                target.config, case, actual, judge=self.judge, key=key, progress=progress,
+                final_session_state=inference.final_session_state,
             )
             status = combine_statuses([m.status for m in metrics])
         if self.options.strict:
@@ -651,6 +755,12 @@ class Run:
             # The case's own time: its conversation where the agent ran, then its scoring; never time
             # spent waiting for a free worker.
             wall_seconds=inference.seconds + (time.perf_counter() - t0),
+            versions=self._versions(target, case, key, inference),
+            repetition=repetition,
+            nested_calls=nested_by_turn(actual),
+            final_session_state=inference.final_session_state,
+            human_verdicts=[],
+            reruns_after_crash=0,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result

@@ -61,11 +61,6 @@ class Executor(abc.ABC):
         """Files whose edit should reload this agent and re-run its cases."""
         return []
 
-    def describe(self) -> str:
-        """Where the cases run, in words (the run record keeps it; the summary says it when it is Ray):
-        `local pool of worker processes`, `Ray, the cluster at ray://HOST:PORT`..."""
-        return "tui-eval's own process" if not self.runs_user_code else "local pool of worker processes"
-
     async def restart(self) -> str | None:
         """Reload the agent's code (its files changed). Returns why it cannot be loaded, or None."""
         return await self.start()

@@ -74,12 +74,6 @@ class RayExecutor(Executor):
         self._closing = False
         self._warned = False
 
-    def describe(self) -> str:
-        target = self.address or child_env().get("RAY_ADDRESS")
-        if not target:
-            return "Ray, an instance on 127.0.0.1 started for this run"
-        return f"Ray, the cluster at {target}"
-
     # ---- executor interface ------------------------------------------------------------------
 
     def source_paths(self) -> list[Path]:
