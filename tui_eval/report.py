@@ -272,6 +272,8 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             f"{judge.retries} retried, {judge.failures} failed, {judge.total_tokens} tokens",
             file=out,
         )
+    if record.executor is not None and record.executor.kind.startswith("ray"):  # the local pool goes unsaid
+        print(f"Executor: {safe_line(record.executor.text())}", file=out)
     for line in insight_lines(record):
         print(line, file=out)
     rerun = rerun_line(record)

@@ -38,14 +38,14 @@ def ran_out_of_memory(error: str | None) -> bool:
     return error is not None and error.startswith("MemoryError")
 
 
-def die_with_parent() -> None:
-    """Linux: the kernel kills this process when the engine's process ends, however it ends."""
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Linux: the kernel sends this process `sig` (kills it) when its parent ends, however it ends."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+        libc.prctl(pr_set_pdeathsig, sig)
     except (OSError, AttributeError):  # not Linux: the process still ends when its socket closes
         log.debug("PR_SET_PDEATHSIG is not available here")
 
