@@ -232,8 +232,10 @@ def human_lines(listing: CaseListing, key: CaseKey) -> list[Content]:
     from .text import one_line, plain
 
     ws = listing.workspace
+    if ws is None or not listing.reviews.judged(key.eval_id):
+        return []
     result = listing.result(key)
-    if ws is None or result is None:
+    if result is None:
         return []
     history = history_dir_for(ws, Path(key.eval_file))
     lines: list[Content] = []
