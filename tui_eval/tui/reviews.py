@@ -182,9 +182,12 @@ class ReviewControl:
         reviewed, reviewed against other turns (stale), or reviewed the other way (disagreement)."""
         listing = self.app.listing
         items: list[ReviewItem] = []
+        histories: dict[str, Path | None] = {}  # one lookup per eval file, not per case
         for key in sorted(listing.results.keys(), key=lambda k: (k.eval_file, k.eval_id)):
             summary = listing.results.summary(key)
-            history = self.history_of(key)
+            if key.eval_file not in histories:
+                histories[key.eval_file] = self.history_of(key)
+            history = histories[key.eval_file]
             if summary is None or history is None:
                 continue
             judged = [(m.name, s) for m in summary.metrics
