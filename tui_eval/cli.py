@@ -32,7 +32,7 @@ EXIT_CODES_HELP = """exit codes:
   3  nothing failed, but the run is incomplete: a metric or case not evaluated (no judge credentials,
      a judge or user simulator that failed after retries), a case stopped by an outage of the agent's
      model API (503, 429, connection refused), or a cancelled run; --strict makes it 1"""
-SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline", "import-session")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline", "rescore", "import-session")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,6 +215,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "run id (in the eval history of this folder and the agent folders in it)")
     report.add_argument("--md", dest="md_out", metavar="OUT", help="write Markdown here (default: print it)")
     report.add_argument("--html", dest="html_out", metavar="OUT", help="write a static HTML page here")
+
+    rescore = add_command(sub, "rescore", "score a saved run again (another config, judge or expected turns) "
+                          "without running its agent; saved as a re-score of that run")
+    rescore.add_argument("record", metavar="RUN|latest|PATH",
+                         help="a .tui-eval.json run record, a folder (its eval history's newest run), `latest` or a "
+                         "run id (in the eval history of this folder and the agent folders in it)")
+    rescore.add_argument("--config", metavar="FILE", help="score with this config's criteria (default: the criteria "
+                         "the run was scored with)")
+    rescore.add_argument("--judge-model", metavar="M", help="ask this judge model in every judged metric "
+                         "(a Gemini model, or openai:MODEL[@URL])")
+    rescore.add_argument("--expected", choices=("recorded", "current"), default="recorded",
+                         help="compare with the expected turns recorded with the run (default) or the eval file "
+                         "on disk now")
+    rescore.add_argument("--history", metavar="FOLDER", default=".",
+                         help="where to look for `latest` and run ids (default: .)")
+    rescore.add_argument("--json", dest="json_out", metavar="OUT", help="write ADK EvalSetResult list as JSON")
+    rescore.add_argument("--print-detailed-results", action="store_true", help="print every invocation")
+    rescore.add_argument("--no-save", action="store_true", help="do not write eval history")
 
     baseline = add_command(sub, "baseline", "keep a saved run as a baseline file to commit beside the eval sets")
     baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
@@ -570,6 +588,57 @@ async def _execute(run: Run) -> RunRecord:
         return await run.execute()
 
 
+def cmd_rescore(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tui-eval rescore RUN|latest|PATH`: every metric again from a saved run's turns, no agent call."""
+    from .engine.gate import run_outcome
+    from .engine.history import ResolveError, records_of_run
+    from .engine.options import RunOptions
+    from .engine.rescore import RescoreError, plan_rescore
+    from .engine.runner import Run
+    from .engine.store import ResultStore
+    from .report import print_detailed, print_outcome, print_summary, write_json
+    from .textsafe import safe_line
+
+    try:
+        records = records_of_run(args.record, Path(args.history))
+        planned = plan_rescore(records, config_path=args.config, judge_model=args.judge_model,
+                               expected=args.expected)
+    except (ResolveError, RescoreError) as exc:
+        raise UsageError(str(exc)) from None
+    _print_warnings(planned.warnings, err)
+    if args.judge_model:
+        from .schema.judge_model import parse_judge_model
+
+        try:
+            parse_judge_model(args.judge_model)
+        except ValueError as exc:
+            raise UsageError(f"--judge-model: {exc}") from None
+    # No executor: every case answers from its stored turns, and no agent is loaded or worker started.
+    run = Run(planned.plan, None, options=RunOptions(), inferences=planned.inferences,
+              session_states=planned.session_states, rescore_of=planned.rescore_of,
+              store=None if args.no_save else ResultStore(planned.history))
+    record = asyncio.run(_execute(run))
+    print(f"re-scored {safe_line(planned.rescore_of)} ({args.expected} expected turns)", file=out)
+    if args.print_detailed_results:
+        print_detailed(record, out)
+    print_summary(record, out)
+    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict)
+    if args.json_out:
+        try:
+            write_json(record, Path(args.json_out), outcome, None)
+        except OSError as exc:
+            print(f"error: could not write --json {safe_line(args.json_out)}: {safe_line(exc.strerror or exc)}",
+                  file=err)
+            return EXIT_WRITE_FAILED
+    if record.save_errors:
+        for message in record.save_errors:
+            print(f"error: {safe_line(message)}", file=err)
+        print_outcome(None, out, written=False)
+        return EXIT_WRITE_FAILED
+    print_outcome(outcome, out)
+    return outcome.code
+
+
 def cmd_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tui-eval baseline save [RUN|latest] PATH`: a saved run's records as one file to commit."""
     from .engine.history import LATEST, ResolveError, records_of_run, save_baseline
@@ -758,6 +827,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return report_command(args.record, args.md_out, args.html_out, out, err)
         if args.command == "baseline":
             return cmd_baseline(args, out, err)
+        if args.command == "rescore":
+            return cmd_rescore(args, out, err)
         if args.command == "ces":
             from .ces_cli import cmd_ces
 

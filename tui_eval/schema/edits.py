@@ -226,8 +226,10 @@ def accept_turns(
     eval_id: str,
     turns: dict[int, Invocation],
     expect_user_texts: dict[int, str] | None = None,
+    case_keys: dict[str, Any] | None = None,
 ) -> None:
-    """Make the given actual invocations the expected ones of turns (by index) of a case."""
+    """Make the given actual invocations the expected ones of turns (by index) of a case; `case_keys` are
+    case-level keys to write too (the final session state)."""
     path = Path(path)
     data, style = _read(path)
     expect = expect_user_texts or {}
@@ -251,6 +253,10 @@ def accept_turns(
             _check_turn(raw.get(_first_key(raw, "user_content", "userContent") or "user_content"),
                         expect.get(index), index, eval_id)
             _accept_into(raw, actual)
+        for name, value in (case_keys or {}).items():
+            # The key as the case spells it (snake or camel case), else snake case.
+            camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+            case[_first_key(case, name, camel) or name] = value
     _write(path, data, style)
 
 
@@ -259,14 +265,17 @@ def accept_turn(path: Path, eval_id: str, index: int, actual: Invocation, expect
     accept_turns(path, eval_id, {index: actual}, {index: expect_user_text} if expect_user_text is not None else None)
 
 
-def accept_case(path: Path, eval_id: str, actual: list[Invocation], expected_turns: int) -> None:
-    """Make every actual turn of a case the expected one (the turn counts must agree)."""
+def accept_case(path: Path, eval_id: str, actual: list[Invocation], expected_turns: int,
+                final_session_state: dict[str, Any] | None = None) -> None:
+    """Make every actual turn of a case the expected one (the turn counts must agree), and the session state
+    the run left (when it is known) the case's final_session_state."""
     if len(actual) != expected_turns:
         raise EditError(
             f"the run has {len(actual)} turn(s) but case {eval_id!r} expects {expected_turns}; "
             "accept turns one by one instead"
         )
-    accept_turns(path, eval_id, dict(enumerate(actual)))
+    keys = {"final_session_state": final_session_state} if final_session_state is not None else None
+    accept_turns(path, eval_id, dict(enumerate(actual)), case_keys=keys)
 
 
 # ---- deleting -------------------------------------------------------------------------------------

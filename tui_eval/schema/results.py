@@ -322,6 +322,12 @@ class CaseRecord(_CaseFields):
     tool_timings: list[list[ToolTimingRecord]] = Field(default_factory=list)
 
 
+def nested_by_turn(actual: list[Invocation]) -> dict[str, list[NestedCall]]:
+    """The calls made inside tool calls of each turn, by invocation id (`#N` for a turn without one): the
+    record's per-case `nested_calls` place."""
+    return {inv.invocation_id or f"#{i + 1}": inv.nested_calls for i, inv in enumerate(actual) if inv.nested_calls}
+
+
 class CaseResult(_CaseFields):
     """Everything a run learnt about one eval case."""
 
@@ -445,6 +451,9 @@ class CaseResult(_CaseFields):
         for inv, timings in zip(actual, record.tool_timings):
             inv.tool_timings = [ToolTiming(name=t.name, seconds=t.seconds, call_id=t.call_id, mocked=t.mocked)
                                 for t in timings]
+        if record.nested_calls:
+            for i, inv in enumerate(actual):
+                inv.nested_calls = list(record.nested_calls.get(inv.invocation_id or f"#{i + 1}", ()))
         fields = {name: getattr(record, name) for name in _CaseFields.model_fields}
         return cls(**fields, actual=actual, expected=expected)
 

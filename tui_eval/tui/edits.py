@@ -3,6 +3,8 @@ each confirmation says, the rewrite it runs once the user agrees, and how the ed
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -95,11 +97,15 @@ def accept_case(listing: CaseListing, key: CaseKey, repetition: int | None = Non
         Content.assemble("Make all ", (f"{len(result.actual)}", "bold"), " actual turns of case ", plain(key.eval_id, "bold"),
                          (run, "bold"), " the expected ones in ", plain(rel, "bold"), "?"),
         Content(""),
+        *([Content.assemble(("final session state ", "$text-muted"),
+                            plain(one_line(json.dumps(result.final_session_state, ensure_ascii=False), 200)))]
+          if result.final_session_state is not None else []),
         Content.styled("The file is rewritten atomically; invocation ids, user messages and every other key are kept.", "$text-muted"),
     ])
     path = Path(key.eval_file)
     return Edit("Accept case", body, f"Accepted case {key.eval_id}{run}", path,
-                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns), key)
+                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns,
+                        result.final_session_state), key)
 
 
 def delete_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
