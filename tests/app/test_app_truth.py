@@ -52,10 +52,10 @@ async def test_an_informational_metric_under_the_filter_shows_its_unit(tmp_path:
         app.screen.set_metric("tool_call_count_v1")
         await pilot.pause()
         line = _case_line(app, "greeting")
-        assert line.endswith("greeting  0 calls"), line
+        assert line.endswith("greeting  0 calls/turn"), line
         app.screen.set_metric("invocation_duration_v1")
         await pilot.pause()
-        assert _case_line(app, "greeting").endswith(" s"), _case_line(app, "greeting")
+        assert _case_line(app, "greeting").endswith(" s/turn"), _case_line(app, "greeting")
 
 
 async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Path, make_app) -> None:
@@ -83,9 +83,9 @@ async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Pa
         walls = {k.eval_id: app.listing.result(k).wall_seconds for k in hello}
         by_time = visible_cases(app)
         assert [walls[c] for c in by_time] == sorted(walls.values(), reverse=True)
-        for case in by_time:  # the number is now the case's wall time, with its unit
+        for case in by_time:  # the score stays; the case's wall time follows it, with its unit
             line = next(line for line in labels(app) if f" {case}  " in line)
-            assert f" {case}  {walls[case]:.2f}s" in line, line
+            assert f" {case}  {scores[case]:.2f}  {walls[case]:.2f} s" in line, line
         await pilot.press("s")
         await pilot.pause()
         assert visible_cases(app) == in_file

@@ -20,6 +20,7 @@ from .latest import Finished, LatestResults
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from ..engine.feed import CaseSummary, MetricSummary
+    from ..engine.repeats import CaseRepeats
     from ..engine.workspace import EvalFileState, Workspace
     from ..schema.model import EvalCase
     from ..schema.results import CaseResult, MetricResult
@@ -47,10 +48,9 @@ def turn_status_of(result: CaseResult | None, index: int, metric: str | None = N
 #: How the tree orders a file's cases: the file's order, worst score first, slowest first.
 CASE_ORDERS: tuple[str, ...] = ("file", "score", "duration")
 CASE_ORDER_WORDS = {"file": "file order", "score": "worst score first", "duration": "slowest first"}
-# An informational metric's value is a count, tokens or seconds, never a score: under a metric filter
-# that picks one, the tree shows it with its unit so it is not read as a score.
-_UNITS = {"tool_call_count_v1": "calls", "inference_call_count_v1": "model calls", "token_usage_v1": "tok",
-          "invocation_duration_v1": "s"}
+#: The status a case's repetitions stand for (a flaky case has none: it is shown as flaky).
+REPEAT_STATUS: dict[str, EvalStatus] = {"stable pass": EvalStatus.PASSED, "stable fail": EvalStatus.FAILED,
+                                        "not evaluated": EvalStatus.NOT_EVALUATED}
 
 
 def deciding_metric(summary: CaseSummary | None) -> MetricSummary | None:
@@ -71,12 +71,13 @@ def deciding_metric(summary: CaseSummary | None) -> MetricSummary | None:
 
 def value_text(m: MetricSummary) -> str | None:
     """The number the tree shows for one metric: a score `0.50`, an informational value with its unit
-    (`3 calls`, `0.08 s`, `812 tok`), None without a value."""
+    as the mean per turn (`1.5 calls/turn`, `0.08 s/turn`), None without a value."""
     if m.score is None:
         return None
     if m.status == EvalStatus.INFORMATIONAL:
-        unit = _UNITS.get(m.name, "info")
-        return f"{m.score:.2f} {unit}" if unit == "s" else f"{m.score:.4g} {unit}"
+        from .text import info_value
+
+        return info_value(m.name, m.score, per_turn=True)
     return f"{m.score:.2f}"
 
 
@@ -374,19 +375,51 @@ class CaseListing:
                 return missing if summary is None else -summary.seconds
         return sorted(cases, key=by)
 
-    def flaky(self, key: CaseKey) -> tuple[int, int] | None:
-        """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
-        were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
+    def repeat_outcome(self, key: CaseKey) -> CaseRepeats | None:
+        """A case's N repetitions in this session's run (--num-runs) as one outcome: k/N passed and its
+        label (stable pass, flaky, stable fail). None until every repetition finished, and for a case
+        not repeated. Once it is there, this is the case's status and figure in every view: the last
+        repetition's result alone would flip ✔/✘ with whichever run ended last."""
+        if self.run_book.num_runs < 2:
+            return None
         runs = self.run_book.statuses_of(key)
         if len(runs) < 2 or any(r is None for r in runs):
             return None
-        passed = sum(1 for r in runs if r == EvalStatus.PASSED)
-        return (passed, len(runs)) if 0 < passed < len(runs) else None
+        from ..engine.repeats import summarize_case
+
+        return summarize_case(key.eval_id, [EvalStatus(r) for r in runs if r is not None])
+
+    def flaky(self, key: CaseKey) -> tuple[int, int] | None:
+        """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
+        were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
+        outcome = self.repeat_outcome(key)
+        if outcome is None or not 0 < outcome.passed < outcome.runs:
+            return None
+        return outcome.passed, outcome.runs
 
     def flaky_count(self, path: Path) -> int:
         """Flaky cases of a file (see `flaky`); only cases this session repeated are looked at."""
         name = str(path)
         return sum(1 for key in self.run_book.repeats if key.eval_file == name and self.flaky(key) is not None)
+
+    def shown_counts(self, path: Path) -> tuple[dict[int | None, int], int]:
+        """A file's cases by the status the views show, and how many are flaky: `counts`, with each case
+        of this session's --num-runs run counted by its repetitions' outcome (a stable pass as passed, a
+        flaky case only as flaky), not by its last repetition."""
+        counts = self.counts(path)
+        if self.run_book.num_runs < 2 or not self.run_book.repeats or self.filter.metric:
+            return counts, 0
+        name, out, flaky = str(path), dict(counts), 0
+        for key in self.run_book.repeats:
+            if key.eval_file != name or (outcome := self.repeat_outcome(key)) is None:
+                continue
+            out[self.case_status(key)] -= 1
+            status = REPEAT_STATUS.get(outcome.label.value)
+            if status is None:
+                flaky += 1
+            else:
+                out[status] += 1
+        return out, flaky
 
     def turn_status(self, key: CaseKey, index: int) -> EvalStatus | None:
         """A turn's status in the case's latest result (under the metric filter)."""

@@ -29,7 +29,7 @@ from ..schema.details import (
     TrajectoryDetails,
 )
 from ..schema.results import EvalStatus
-from .text import call_signature, fmt_score, fmt_value, literal, plain, status_content
+from .text import call_signature, fmt_score, fmt_value, info_value, literal, plain, status_content
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema.model import FunctionCall, Invocation
@@ -78,10 +78,11 @@ def dropped_of(details: MetricDetails | None) -> int:
 # ---- metric summaries -----------------------------------------------------------------------------
 
 
-def score_text(m: MetricResult, score: float | None, status: EvalStatus) -> str:
-    """`0.50 / 1` against the threshold; an informational metric's value alone: `812 informational`."""
+def score_text(m: MetricResult, score: float | None, status: EvalStatus, *, per_turn: bool = False) -> str:
+    """`0.50 / 1` against the threshold; an informational metric's value with its unit, a case's as the
+    mean per turn: `1.5 calls/turn`, `0.08 s/turn` (`per_turn`: the value is a case's)."""
     if status == EvalStatus.INFORMATIONAL:
-        return f"{'n/a' if score is None else format(score, '.4g')} informational"
+        return info_value(m.metric_name, score, per_turn=per_turn)
     return f"{fmt_score(score)} / {m.threshold:g}"
 
 
@@ -91,7 +92,8 @@ def metric_line(m: MetricResult, verdict: MetricResult | InvocationMetricResult 
     informational`)."""
     v = m if verdict is None else verdict
     return Content.assemble(
-        status_content(v.status), " ", literal(m.metric_name), " ", (score_text(m, v.score, v.status), "$text-muted"),
+        status_content(v.status), " ", literal(m.metric_name), " ",
+        (score_text(m, v.score, v.status, per_turn=verdict is None), "$text-muted"),
     )
 
 

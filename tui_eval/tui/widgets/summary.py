@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
 from .browser import CaseEntry, Entry, MoreEntry, SetEntry, TurnEntry
-from .marks import cost_text, latency_rows, marks, tokens_text
+from .marks import cost_text, latency_rows, marks, repeat_headline, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,11 +105,12 @@ class Summary(Static):
                 lines.append(plain(es.name))
             if es.description:
                 lines.append(plain(es.description, "italic"))
-            counts = cat.counts(path)
+            counts, flaky = cat.shown_counts(path)
             lines.append(Content.assemble(
                 f"{len(es.eval_cases)} cases  ",
                 (f"✔ {counts[1]}  ", "$text-success"), (f"✘ {counts[2]}  ", "$text-error"),
-                (f"– {counts[3]}  ", "$text-warning"), (f"· {counts[None]} no result", "$text-muted"),
+                (f"– {counts[3]}  ", "$text-warning"), (f"~ {flaky} flaky  ", "$text-warning") if flaky else "",
+                (f"· {counts[None]} no result", "$text-muted"),
             ))
             if state.legacy:
                 lines.append(_hint("Legacy .test.json format (tui-eval migrate converts it)."))
@@ -166,8 +167,13 @@ class Summary(Static):
             from ..verdicts import case_metric_lines, evaluated_note
 
             note = evaluated_note(result)
-            status = Content.assemble(status_content(result.status, word=True),
-                                      (f" · {note}", "$text-warning") if note else "")
+            outcome = cat.repeat_outcome(key)
+            if outcome is not None:
+                # --num-runs: the case's status is its repetitions' (flaky 2/4), never the last one's.
+                status = repeat_headline(outcome)
+            else:
+                status = Content.assemble(status_content(result.status, word=True),
+                                          (f" · {note}", "$text-warning") if note else "")
             origin = f"   {cat.origin_text(key)}"
             if status.cell_length + len(origin) > self.content_region.width > 0:
                 # At 80x24 the date and age would wrap and push a metric line off the pane.
@@ -177,8 +183,10 @@ class Summary(Static):
                 lines.append(Content.styled("⚠ stale: scored against the expected turns before they were "
                                             "accepted; r runs it again", "$text-warning"))
             runs = cat.run_book.runs_of(key)
-            if runs:  # this session's --num-runs repetitions, right under the latest one's status
+            if runs:  # this session's --num-runs repetitions, right under the case's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
+                last = max((i for i, r in enumerate(runs) if r is not None), default=len(runs) - 1)
+                lines.append(_hint(f"metrics of run {last + 1} of {len(runs)}" + (f" · {note}" if note and outcome else "")))
 
             # ◂ marks the metric whose score is the number beside the case in the tree.
             marked = cat.score_metric(key)
@@ -201,7 +209,7 @@ class Summary(Static):
         lines = self._usage_line(case_usage(result))
         tools = case_tool_latency(result)
         if tools:
-            lines.extend(latency_rows(tools))
+            lines.extend(latency_rows(tools, self.content_region.width))
         return lines
 
     def _turn_usage(self, actual: Invocation) -> list[Content]:
