@@ -435,7 +435,9 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         response = str(screen.query_one("#turn-response", Static).render())
         # Laid out: a head of the reply, never the 3 MB; the cut says so and how to see the rest.
         assert len(response) < CLIP_CHARS + 2000
-        assert "… cut for the screen (actual 3,000,000 characters): v shows the whole text" in response
+        # The notice sits right under the cut text (the actual reply), not after the expected one.
+        notice = "… cut for the screen (3,000,000 characters): v shows the whole text"
+        assert response.split("\nactual\n")[1].split("\n")[1] == notice, response[-400:]
         assert screen.check_action("full_text", ()) is True
         await pilot.press("v")
         await pilot.pause()
@@ -443,7 +445,8 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         log = app.screen.query_one(Log)
         lines = list(log.lines)
         assert lines[0] == "── actual (3,000,000 characters) ──"
-        assert "".join(lines[1:]) == words  # all of it, in 2,000-character lines
+        assert "".join(lines[1:]) == words  # all of it, wrapped to the screen: nothing to scroll sideways
+        assert max(len(line) for line in lines[1:]) <= 80 - 3
         await pilot.press("escape")
         assert isinstance(app.screen, TurnScreen)
 

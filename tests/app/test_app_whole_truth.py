@@ -39,3 +39,106 @@ async def test_a_flaky_case_is_flaky_whichever_repetition_ended_last(tmp_path: P
         assert f"✘ stable fail · 0/{num_runs} passed" in summary_text(app)
         await pilot.press("up")
         assert f"✔ stable pass · {num_runs}/{num_runs} passed" in summary_text(app)
+
+
+def notices(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_keys_that_cannot_act_now_say_why(workspace: Path, make_app) -> None:
+    from tests.app.test_app_turn import open_turn
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await pilot.pause()
+        assert notices(app)[-1] == "No run to cancel."
+        screen = await open_turn(app, pilot, "book_flight", 1)  # the last of its 2 turns
+        await pilot.press("n")
+        await pilot.pause()
+        assert notices(app)[-1] == "This is the last turn (2 of 2)."
+        assert screen.index == 1
+        await pilot.press("v")
+        await pilot.pause()
+        assert notices(app)[-1] == "Nothing is cut on this turn: v shows a text cut at 20,000 characters."
+        await pilot.press("k")
+        await pilot.pause()
+        assert notices(app)[-1] == "k steps through the runs of --num-runs N: this case ran once here."
+
+
+async def test_run_keys_during_a_run_say_a_run_is_going(tmp_path: Path, make_app) -> None:
+    from tests.app.conftest import wait_until
+
+    app, _root = flaky_app(make_app, tmp_path, num_runs=40)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await wait_until(pilot, lambda: app.busy)
+        await pilot.press("R")
+        await pilot.press("r")
+        await pilot.pause()
+        going = "A run is going: x cancels it, or wait for it to end."
+        assert notices(app)[-2:] == [going, going]
+        await pilot.press("x")
+        await settle(pilot)
+
+
+async def test_search_says_where_it_matched_and_reads_scenario_plans(tmp_path: Path, make_app) -> None:
+    import shutil
+
+    root = tmp_path / "demo"
+    shutil.copytree(Path(__file__).parents[2] / "demo_agents", root)
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"explained", "enter")
+        await pilot.pause(0.3)
+        assert labels(app) == ["▼ support_scenarios (2)", "· return_then_refund"], labels(app)
+        await pilot.press("down")  # a scenario: found in its plan, which search now reads
+        assert "found 'explained' in conversation plan" in summary_text(app)
+        await pilot.press("escape", "slash", *"jacket", "enter")
+        await pilot.pause(0.3)
+        keys = {k.eval_id: k for k in app.listing.all_keys()}
+        app.main.browser.select_key(keys["return_then_refund"])
+        await pilot.pause()
+        assert "found 'jacket' in starting prompt" in summary_text(app)
+        app.main.browser.select_key(keys["return_used_item"])
+        await pilot.pause()
+        assert "found 'jacket' in expected turn 1: user message" in summary_text(app), summary_text(app)
+
+
+async def test_at_80x24_every_key_the_footer_shows_fits(workspace: Path, make_app) -> None:
+    """Short labels below 100 columns, neighbours sharing one (`r R F Run`): nothing falls off the end."""
+    from textual.widgets import DataTable
+
+    from tests.app.conftest import wait_until
+    from tests.app.test_app_turn import open_turn
+    from tui_eval.tui.textual_private import FooterKey
+
+    def shown(app) -> list[str]:
+        keys = [k for k in app.screen.query(FooterKey) if "-command-palette" not in k.classes]
+        assert all(k.region.right <= 80 - len("▏^p palette") for k in keys), [(k.key, k.region) for k in keys]
+        return [k.key for k in keys]
+
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.2)
+        assert shown(app) == ["question_mark", "q", "r", "R", "F", "f", "m", "slash", "h", "l"]
+        await open_turn(app, pilot, "book_flight", 1)
+        await pilot.pause(0.2)
+        assert shown(app) == ["question_mark", "q", "escape", "n", "p", "m", "s", "a"]
+        await pilot.press("escape", "W")
+        await pilot.pause(0.2)
+        assert shown(app)[:6] == ["question_mark", "q", "escape", "m", "t", "plus"]
+        await pilot.press("escape", "h")
+        await wait_until(pilot, lambda: getattr(app.screen, "entries", None))
+        await pilot.pause(0.2)
+        assert shown(app) == ["question_mark", "q", "enter", "escape", "space"]
+        table = app.screen.query_one(DataTable)
+        table.move_cursor(row=next(i for i in range(table.row_count) if str(table.get_row_at(i)[2]) == "travel"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: getattr(app.screen, "changes", None))
+        await pilot.pause(0.2)
+        assert shown(app)[:3] == ["question_mark", "q", "enter"]

@@ -81,17 +81,19 @@ def value_text(m: MetricSummary) -> str | None:
     return f"{m.score:.2f}"
 
 
-def _turn_matches(inv: Any, needle: str) -> bool:
-    """Whether a lower-case needle is in a turn's user message, final response, or a tool call's name
-    or arguments."""
+def _turn_match(inv: Any, needle: str) -> str | None:
+    """Where a lower-case needle is in a turn: its user message, final response, or a tool call's name
+    or arguments (the field's name in words), None if nowhere."""
     if needle in inv.user_content.text.lower():
-        return True
+        return "user message"
     if inv.final_response is not None and needle in inv.final_response.text.lower():
-        return True
+        return "response"
     for call in inv.tool_calls:
-        if needle in (call.name or "").lower() or (call.args and needle in str(call.args).lower()):
-            return True
-    return False
+        if needle in (call.name or "").lower():
+            return f"tool call {call.name}"
+        if call.args and needle in str(call.args).lower():
+            return f"arguments of {call.name}"
+    return None
 
 
 @dataclass(slots=True)
@@ -510,19 +512,33 @@ class CaseListing:
             if not self.results.has_metric(key, f.metric):
                 return False
         if f.query:
-            needle = f.query.lower()
-            if needle in case.eval_id.lower():
-                return True
-            if case.conversation_scenario is not None and needle in case.conversation_scenario.starting_prompt.lower():
-                return True
-            result = found.get(key) if found is not None else self.results.get(key)
-            # The expected turns, then the agent's: user messages, responses, tool names and arguments.
-            for turns in (case.conversation or [], result.actual if result is not None else []):
-                for inv in turns:
-                    if _turn_matches(inv, needle):
-                        return True
-            return False
+            return self.search_match(path, case, found) is not None
         return True
+
+    def search_match(self, path: Path, case: EvalCase, found: dict[CaseKey, CaseResult] | None = None) -> str | None:
+        """Where the search text is in a case, in words (`id`, `conversation plan`, `agent turn 2:
+        arguments of get_weather`); None when it is not, or there is no search. A search reads the
+        case's result from `found` when given (a whole file's, fetched at once), else fetches it."""
+        needle = self.filter.query.lower()
+        if not needle:
+            return None
+        if needle in case.eval_id.lower():
+            return "id"
+        scenario = case.conversation_scenario
+        if scenario is not None:
+            if needle in scenario.starting_prompt.lower():
+                return "starting prompt"
+            if needle in scenario.conversation_plan.lower():
+                return "conversation plan"
+        key = self.key(path, case.eval_id)
+        result = found.get(key) if found is not None else self.results.get(key)
+        # The expected turns, then the agent's: user messages, responses, tool names and arguments.
+        for whose, turns in (("expected", case.conversation or []), ("agent", result.actual if result is not None else [])):
+            for i, inv in enumerate(turns):
+                where = _turn_match(inv, needle)
+                if where is not None:
+                    return f"{whose} turn {i + 1}: {where}"
+        return None
 
     def visible_cases(self, path: Path) -> list[EvalCase]:
         cases = self.cases(path)

@@ -40,6 +40,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     """Every screen's bindings under the title the help shows them with (also the ids a keymap may use)."""
     from ..app import EvalApp
     from ..widgets.browser import EvalBrowser
+    from ..widgets.search import SearchInput
     from .confirm import ConfirmScreen
     from .diff import DiffScreen
     from .fulltext import FullTextScreen
@@ -53,6 +54,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
 
     return [
         ("Browser", list(MainScreen.BINDINGS)),
+        ("Search (/)", list(SearchInput.BINDINGS)),
         ("Turn view", list(TurnScreen.BINDINGS)),
         ("History", list(HistoryScreen.BINDINGS)),
         ("Comparison", list(CompareScreen.BINDINGS)),

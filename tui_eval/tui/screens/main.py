@@ -164,6 +164,35 @@ class MainScreen(Screen[None]):
         parts.append(("  ? help", "$text-muted"))
         self.query_one("#topbar", Static).update(Content.assemble(*parts))
 
+    def keys_changed(self) -> None:
+        """The keymap is in effect: the run panel and the summary name its keys."""
+        from ..widgets.run_panel import NAMED_KEYS
+
+        self.run_panel.use_keys({i: self.app.keys_in(f"{{{i}}}") for i in NAMED_KEYS})
+        self.summary.refresh_entry()
+
+    def cannot_act(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        """Why a key of this screen cannot act now (see `check_action`), as a short notice."""
+        keys = self.app.keys_in
+        if action in ("run_selection", "run_all", "run_failed"):
+            if self.app.busy:
+                return keys("A run is going: {run.cancel} cancels it, or wait for it to end.")
+            return "Still starting: runs can start once the folder is loaded."
+        if action == "cancel_run":
+            return "No run to cancel."
+        if action == "open_turn":
+            return keys("{turn.open} opens a turn: highlight one (→ lists a case's turns).")
+        if action in ("accept", "delete"):
+            entry = self.selected
+            if isinstance(entry, (CaseEntry, TurnEntry)):
+                return keys("Nothing to accept: this case has no result yet ({run.selection} runs it).")
+            verb = "accepts" if action == "accept" else "deletes"
+            key = keys("{edit.accept}" if action == "accept" else "{edit.delete}")
+            return f"{key} {verb} a case or a turn: highlight one."
+        if action == "ces_run" and self.app.busy and (self.app.ces.target is not None or self._ces_case()):
+            return keys("A run is going: {run.cancel} cancels it, or wait for it to end.")
+        return None
+
     def _modes_changed(self, _on: bool) -> None:
         self.refresh_topbar()
 
@@ -327,7 +356,8 @@ class MainScreen(Screen[None]):
         order = self.listing.cycle_order()
         self._title_browser()
         self.browser.rebuild(keep_open=True)
-        self.notify(f"Cases sorted: {CASE_ORDER_WORDS[order]} (s changes it).", markup=False, timeout=3)
+        self.notify(self.app.keys_in(f"Cases sorted: {CASE_ORDER_WORDS[order]} ({{browser.sort}} changes it)."),
+                    markup=False, timeout=3)
 
     def _title_browser(self) -> None:
         # The tree's title says what its numbers are when they are not the file's order of scores.
@@ -353,10 +383,11 @@ class MainScreen(Screen[None]):
         search = self._search_input()
         if search is None:
             # Imported and mounted on first use: one widget less to load before the first frame.
-            from textual.widgets import Input
+            from ..widgets.search import SearchInput
 
-            search = Input(placeholder="search ids, messages, responses, tools and arguments (enter: done, esc: clear)",
-                           id="search")
+            search = SearchInput(placeholder=self.app.keys_in(
+                "search ids, messages, responses, tools, arguments, plans ({search.done}: done, {search.clear}: clear)",
+                MainScreen, SearchInput), id="search")
             self.mount(search, before=self.run_panel)
         search.remove_class("-hidden")
         search.focus()
@@ -418,10 +449,10 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(EditKind.DELETE_CASE, entry.key))
 
     def action_accept_whole_case(self) -> None:
-        self._whole_case(EditKind.ACCEPT_CASE, "A accepts a whole case")
+        self._whole_case(EditKind.ACCEPT_CASE, self.app.keys_in("{browser.accept_case} accepts a whole case"))
 
     def action_delete_whole_case(self) -> None:
-        self._whole_case(EditKind.DELETE_CASE, "D deletes a whole case")
+        self._whole_case(EditKind.DELETE_CASE, self.app.keys_in("{browser.delete_case} deletes a whole case"))
 
     def _whole_case(self, kind: EditKind, what: str) -> None:
         entry = self.selected
@@ -449,7 +480,8 @@ class MainScreen(Screen[None]):
     def action_ces_history(self) -> None:
         key = self._ces_case()
         if key is None:
-            self.notify("c shows the CES results of a case pulled from CES: highlight one.", markup=False)
+            self.notify(self.app.keys_in("{ces.history} shows the CES results of a case pulled from CES: highlight one."),
+                        markup=False)
             return
         self.post_message(OpenCesHistory(key))
 

@@ -15,6 +15,7 @@ from .marks import cost_text, latency_rows, marks, repeat_headline, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..app import EvalApp
     from ...schema.usage import TokenUsage
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
@@ -36,6 +37,8 @@ def _hint(text: str) -> Content:
 class Summary(Static):
     """Renders one browser entry; `show(entry)` redraws it from the listing."""
 
+    app: EvalApp
+
     def __init__(self, listing: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.listing = listing
@@ -49,6 +52,10 @@ class Summary(Static):
         if isinstance(parent, Widget):
             self._trends = CaseTrends(self.listing, id="case-trends")
             parent.mount(self._trends, after=self)
+
+    def _keys(self, text: str) -> str:
+        """A hint naming keys as the keymap has them (`{run.selection}` -> `r`)."""
+        return self.app.keys_in(text)
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
@@ -79,13 +86,14 @@ class Summary(Static):
         if isinstance(entry, TurnEntry):
             return self._turn(entry)
         if isinstance(entry, MoreEntry):
-            return _hint(f"{entry.total - entry.start:,} more cases of {self.listing.relpath(entry.path)}: enter shows "
-                         "the next page; / searches and f shows failures only.")
+            return _hint(self._keys(f"{entry.total - entry.start:,} more cases of {self.listing.relpath(entry.path)}: "
+                                    "enter shows the next page; {filter.search} searches and {filter.failed} shows "
+                                    "failures only."))
         if not self.listing.loaded:
             return _hint("Looking for agents, eval files and configs…")
         if self.listing.filter.active and self.listing.files:
             # The folder has eval files: the filter hides them all, which is not "no eval files".
-            return _hint(f"No case matches ({self.listing.filter.describe()}). esc clears the filter.")
+            return _hint(self._keys(f"No case matches ({self.listing.filter.describe()}). {{filter.clear}} clears the filter."))
         return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
 
     # ---- an eval file ----------------------------------------------------------------------
@@ -120,7 +128,7 @@ class Summary(Static):
         agent = ws.agent_for(path) if ws is not None else None
         lines.append(Content.assemble(("agent ", "$text-muted"), plain(cat.display_agent(agent))))
         lines.append(Content(""))
-        lines.append(_hint("r runs this file · enter expands · / searches"))
+        lines.append(_hint(self._keys("{run.selection} runs this file · enter expands · {filter.search} searches")))
         return joined(lines)
 
     def _config_lines(self, path: Path) -> list[Content]:
@@ -158,11 +166,16 @@ class Summary(Static):
         if case is not None and case.conversation_scenario is not None:
             lines.append(Content.assemble(("starting prompt ", "$text-muted"),
                                           plain(one_line(case.conversation_scenario.starting_prompt, 200))))
+        if case is not None and cat.filter.query:
+            where = cat.search_match(cat.path_of(key), case)
+            if where is not None:  # why the search shows this case
+                lines.append(Content.assemble(("found ", "$text-muted"), plain(repr(cat.filter.query)),
+                                              (" in ", "$text-muted"), plain(where)))
         lines.append(Content(""))
         if key in cat.running:
             lines.append(Content.styled("◌ running…", "$text-accent"))
         if result is None:
-            lines.append(_hint("No result yet: r runs this case."))
+            lines.append(_hint(self._keys("No result yet: {run.selection} runs this case.")))
         else:
             from ..verdicts import case_metric_lines, evaluated_note
 
@@ -180,8 +193,8 @@ class Summary(Static):
                 origin = f"   {cat.origin_text(key, short=True)}"
             lines.append(Content.assemble(status, (origin, "$text-muted")))
             if key in cat.stale:
-                lines.append(Content.styled("⚠ stale: scored against the expected turns before they were "
-                                            "accepted; r runs it again", "$text-warning"))
+                lines.append(Content.styled(self._keys("⚠ stale: scored against the expected turns before they "
+                                                       "were accepted; {run.selection} runs it again"), "$text-warning"))
             runs = cat.run_book.runs_of(key)
             if runs:  # this session's --num-runs repetitions, right under the case's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
@@ -199,7 +212,8 @@ class Summary(Static):
             lines.append(Content.assemble(*chips))
             lines.extend(self._insight_lines(result))
         lines.append(Content(""))
-        lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
+        lines.append(_hint(self._keys("enter lists turns · {run.selection} runs · {edit.accept} accepts the run as "
+                                      "expected · {edit.delete} deletes")))
         return joined(lines)
 
     def _insight_lines(self, result: CaseResult) -> list[Content]:
@@ -260,7 +274,7 @@ class Summary(Static):
             if actual is not None:
                 lines.extend(self._turn_usage(actual))
         else:
-            lines.append(_hint("No result yet: r runs this case."))
+            lines.append(_hint(self._keys("No result yet: {run.selection} runs this case.")))
         lines.append(Content(""))
         lines.append(_hint("enter opens the turn: diffs, trajectory, judge verdicts"))
         return joined(lines)
