@@ -105,10 +105,18 @@ def info_value(name: str, value: float | None, *, per_turn: bool) -> str:
     if value is None:
         return "n/a"
     unit = INFO_UNITS.get(name)
-    figure = f"{value:.2f}" if unit == "s" else f"{value:.4g}"
+    figure = info_figure(name, value)
     if unit is None:
         return f"{figure} informational"
     return f"{figure} {unit}/turn" if per_turn else f"{figure} {unit}"
+
+
+def info_figure(name: str, value: float | None) -> str:
+    """An informational value's figure alone: seconds with two decimals, counts and tokens with up to four
+    figures, `—` without one."""
+    if value is None:
+        return "—"
+    return f"{value:.2f}" if INFO_UNITS.get(name) == "s" else f"{value:.4g}"
 
 
 def fmt_score(score: float | None) -> str:

@@ -313,7 +313,8 @@ def _cell(step: ExpectedStep | ActualStep, calls: list[FunctionCall], side: str,
     note = ""
     if partner is not None and not on_row:
         if side == "actual" and kind == "out_of_order":
-            note = f"moved from {partner + 1} to {k + 1}"
+            # At the same place in both lists it did not move: the calls around it did.
+            note = f"moved from {partner + 1} to {k + 1}" if partner != k else "out of order"
         elif side == "expected" and kind == "missing":
             kind, note = "out_of_order", f"moved to {partner + 1}"
         else:
@@ -355,8 +356,9 @@ def alignment_summary(alignment: Alignment) -> str:
         counts[_kind(a)] += 1
     words = {"args": "with other args"}
     parts = [f"{n} {words.get(k, k)}" for k, n in counts.items() if n and k != "out_of_order"]
+    # A call at the same place in both lists did not move (`moved from 2 to 2`): it counts as out of order.
     named = [f"{literal(a['name'])} moved from {j + 1} to {i + 1}" for j, i in sorted(moved.items(), key=lambda p: p[1])
-             for a in [next(x for x in alignment["actual"] if x["index"] == i)]]
+             if j != i for a in [next(x for x in alignment["actual"] if x["index"] == i)]]
     unnamed = counts["out_of_order"] - len(named)
     if len(named) > 2:
         parts.extend([*named[:2], f"{len(named) - 2} more moved"])
