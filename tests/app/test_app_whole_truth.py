@@ -142,3 +142,41 @@ async def test_at_80x24_every_key_the_footer_shows_fits(workspace: Path, make_ap
         await wait_until(pilot, lambda: getattr(app.screen, "changes", None))
         await pilot.pause(0.2)
         assert shown(app)[:3] == ["question_mark", "q", "enter"]
+
+
+async def test_u_in_compare_keeps_still_failing_and_says_when_nothing_is_left(workspace: Path, make_app) -> None:
+    from textual.widgets import DataTable, Static
+
+    from tests.app.conftest import wait_until
+    from tests.app.test_app_history import open_history, rows
+    from tui_eval.engine.store import CaseChange
+    from tui_eval.schema.status import EvalStatus
+    from tui_eval.tui.screens.history import CompareScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await open_history(app, pilot)
+        table = app.screen.query_one(DataTable)
+        table.move_cursor(row=next(i for i, r in enumerate(rows(table)) if r[2] == "travel"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
+        screen = app.screen
+        # Two runs where every case passed both times: u leaves nothing, and says so.
+        passed = EvalStatus.PASSED
+        screen.changes = [CaseChange("a", passed, passed, {"invocation_duration_v1": (0.09, 0.03)}),
+                          CaseChange("b", passed, passed, {})]
+        screen.show_changes()
+        assert [r[4] for r in rows(screen.query_one(DataTable))] == ["same scores; invocation_duration_v1 0.09→0.03 s/turn",
+                                                                      "same scores"]
+        await pilot.press("u")
+        await pilot.pause()
+        assert rows(screen.query_one(DataTable)) == []
+        status = str(screen.query_one("#compare-status", Static).render())
+        assert status == "2 unchanged: every case is unchanged, and u hides the 2 unchanged (u shows them).", status
+        await pilot.press("t")
+        await pilot.pause()
+        assert notices(app)[-1] == "No case in the table: u shows the unchanged ones."
+        await pilot.press("u")
+        await pilot.pause()
+        assert len(rows(screen.query_one(DataTable))) == 2
