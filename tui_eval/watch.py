@@ -234,9 +234,13 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ValueError as exc:
         print(f"error: {safe_line(exc)}", file=err)
         return EXIT_BAD_INPUT
-    if args.config and not Path(args.config).is_file():
-        print(f"error: {safe_line(args.config)}: no such config file", file=err)
-        return EXIT_BAD_INPUT
+    if args.config:
+        from .schema.load import file_problem
+
+        problem = file_problem(args.config, "config file")
+        if problem is not None:
+            print(f"error: {safe_line(problem)}", file=err)
+            return EXIT_BAD_INPUT
     options = run_options_from_flags(args)
     session = LiveSession(
         root,

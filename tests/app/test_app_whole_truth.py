@@ -180,3 +180,33 @@ async def test_u_in_compare_keeps_still_failing_and_says_when_nothing_is_left(wo
         await pilot.press("u")
         await pilot.pause()
         assert len(rows(screen.query_one(DataTable))) == 2
+
+
+async def test_no_save_keeps_the_session_out_of_history(workspace: Path, make_app) -> None:
+    from tui_eval.cli import build_parser
+    from tui_eval.engine.runner import RunOptions
+
+    assert build_parser().parse_args(["open", "--no-save"]).no_save is True
+    assert build_parser().parse_args(["open"]).no_save is False
+    history = workspace / "travel" / ".adk" / "eval_history"
+    before = sorted(p.name for p in history.iterdir())
+    app = make_app(workspace, run_options=RunOptions(judge_cache=False, save=False))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "not saved" in str(app.main.query_one("#topbar").render())
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.run_state is not None and app.run_state.phase == "finished"
+    assert sorted(p.name for p in history.iterdir()) == before
+
+
+async def test_opened_on_the_agent_folder_the_agent_has_its_name(tmp_path: Path, make_app) -> None:
+    import shutil
+
+    agent = tmp_path / "hello_world"
+    shutil.copytree(Path(__file__).parents[2] / "demo_agents" / "hello_world", agent)
+    app = make_app(agent, recording=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "agent hello_world" in summary_text(app)
+        assert "agent ." not in summary_text(app)

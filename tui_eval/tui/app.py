@@ -150,6 +150,11 @@ class EvalApp(App[int]):
         return screen
 
     @property
+    def saving(self) -> bool:
+        """Runs go to the eval history (not with `--no-save`)."""
+        return self.engine.run_options is None or self.engine.run_options.save
+
+    @property
     def run_state(self) -> RunState | None:
         return self.model.current
 
@@ -366,7 +371,7 @@ class EvalApp(App[int]):
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
             num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None,
             ces_app_version: str | None = None, mock_tools: str | None = None,
-            executor: str = "local") -> int:
+            executor: str = "local", save: bool = True) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so its heap policy is here (figures: bench/README.md, "The young
@@ -375,12 +380,12 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     import gc
 
     run_options = None
-    if mock_tools is not None or executor != "local":
+    if mock_tools is not None or executor != "local" or not save:
         # --mock-tools: every run of this dashboard answers tools from the records; --executor: where
-        # agent code runs.
+        # agent code runs; --no-save: nothing goes to the eval history.
         from ..engine.options import RunOptions
 
-        run_options = RunOptions(mock_tools=mock_tools, executor=executor)
+        run_options = RunOptions(mock_tools=mock_tools, executor=executor, save=save)
 
     def settle_heap() -> None:
         gc.freeze()

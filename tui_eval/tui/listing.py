@@ -272,7 +272,9 @@ class CaseListing:
             if shown is None:  # resolved once per reference, not on every cursor move
                 shown = self._agents_shown[ref] = "replay:" + self.relpath(Path(ref.removeprefix("replay:")).resolve())
             return shown
-        return self.relpath(Path(ref))
+        rel = self.relpath(Path(ref))
+        # Opened on the agent folder itself: its name, not `.`.
+        return Path(ref).resolve().name if rel == "." else rel
 
     def error_text(self, error: object) -> str:
         """A LoadError with its path relative to the root (as the user sees the tree)."""

@@ -158,6 +158,8 @@ class MainScreen(Screen[None]):
             if not cat.filter.active:  # else the filter needs the room (the tree shows the files anyway)
                 parts.append((f"  {len(cat.files)} eval file{'' if len(cat.files) == 1 else 's'} · ", "$text-muted"))
                 parts.append(plain(agents, "$text-muted"))
+        if not app.saving:
+            parts.append(("  not saved", "$text-warning"))  # --no-save: this session stays out of history
         parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))
         if app.live and not app.agent_reruns:
             parts.append((" (no agent re-runs)", "$text-muted"))
