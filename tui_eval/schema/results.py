@@ -24,6 +24,7 @@ from .details import (
 )
 from .fast import adk_json_default, trusted
 from .model import Invocation, ToolTiming
+from .runrecord import CaseVersions, HumanVerdict, NestedCall, RunMeta
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
@@ -288,6 +289,13 @@ class _CaseFields(_Result):
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
+    # The run record's per-case places (`runrecord.CasePlaces`, format /3): defaults for older records.
+    versions: CaseVersions = Field(default_factory=CaseVersions)
+    repetition: int = 1
+    nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
+    final_session_state: dict[str, JsonValue] | None = None
+    human_verdicts: list[HumanVerdict] = Field(default_factory=list)
+    reruns_after_crash: int = 0
 
 
 _CASE_FIELDS = tuple(_CaseFields.model_fields)
@@ -467,28 +475,12 @@ class EvalSetResult(_Result):
         return status_counts(self.case_results)
 
 
-class RunRecordFile(BaseModel):
-    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file."""
+class RunRecordFile(RunMeta):
+    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file
+    (its metadata is `runrecord.RunMeta`, the places of format /3)."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    format: str
-    run_id: str
-    name: str
-    adk_file: str | None = None
-    app_name: str | None = None
-    agent: str | None = None
-    eval_file: str = ""
-    eval_set_id: str
-    creation_timestamp: float
-    cancelled: bool = False
-    # What the run covered: all | failures (failures only) | selection (some cases) | cancelled.
-    coverage: str = "all"
-    # Seconds the whole run took (wall clock).
-    duration: float = 0.0
-    criteria: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
-    config_source: str | None = None
-    counts: dict[str, int] = Field(default_factory=dict)
     cases: list[CaseRecord] = Field(default_factory=list)
 
     def meta(self) -> dict[str, Any]:
