@@ -53,6 +53,14 @@ class Summary(Static):
             self._trends = CaseTrends(self.listing, id="case-trends")
             parent.mount(self._trends, after=self)
 
+    def _fit(self, name: str, used: int) -> str:
+        """An id on one line of the pane after `used` cells: cut in the middle when it does not fit
+        (`book_the_che…n_confirm`), never wrapped onto a second line."""
+        from ..text import cut_middle
+
+        width = self.content_region.width
+        return cut_middle(one_line(name, 200), max(12, width - used)) if width > 0 else one_line(name, 60)
+
     def _keys(self, text: str) -> str:
         """A hint naming keys as the keymap has them (`{run.selection}` -> `r`)."""
         return self.app.keys_in(text)
@@ -159,7 +167,7 @@ class Summary(Static):
         key = entry.key
         case = cat.case(key)
         result = cat.result(key)
-        lines: list[Content] = [_title("Case", one_line(key.eval_id, 60))]
+        lines: list[Content] = [_title("Case", self._fit(key.eval_id, len("Case ")))]
         turns = len(case.conversation or []) if case is not None else 0
         kind = "scenario" if case is not None and case.is_scenario else f"{turns} turn(s)"
         lines.append(plain(f"{cat.relpath(Path(key.eval_file))} · {kind}", "$text-muted"))
@@ -256,7 +264,7 @@ class Summary(Static):
         result = cat.result(key)
         expected = case.conversation[i] if case is not None and case.conversation and i < len(case.conversation) else None
         actual = result.actual[i] if result is not None and i < len(result.actual) else None
-        lines: list[Content] = [_title(f"Turn {i + 1} of", one_line(key.eval_id, 50))]
+        lines: list[Content] = [_title(f"Turn {i + 1} of", self._fit(key.eval_id, len(f"Turn {i + 1} of ")))]
         shown = expected or actual
         user = shown.user_content.text if shown is not None else ""
         lines.append(Content.assemble(("user ", "$text-muted"), plain(one_line(user, 300))))
