@@ -210,3 +210,39 @@ async def test_opened_on_the_agent_folder_the_agent_has_its_name(tmp_path: Path,
         await settle(pilot)
         assert "agent hello_world" in summary_text(app)
         assert "agent ." not in summary_text(app)
+
+
+async def test_history_tags_each_kind_of_run_and_the_trend_leaves_it_out(workspace: Path, make_app) -> None:
+    import json
+
+    from textual.widgets import Static
+
+    from tests.app.test_app_history import open_history, rows
+
+    # The later travel run was a failures-only run with mocked tools, --strict and a stand-in judge.
+    record = next((workspace / "travel" / ".adk" / "eval_history").glob("*1767229200.tui-eval.json"))
+    data = json.loads(record.read_text())
+    data["kind"] = {"agent": "agent", "tools": "mock-strict", "criteria": "", "selection": "failures",
+                    "judge": {"provider": "openai", "model": "stand-in", "endpoint": "http://127.0.0.1:9"},
+                    "rescore_of": None, "strict": True}
+    record.write_text(json.dumps(data))
+    # The earlier one, the agent's own live run of the whole set.
+    first = next((workspace / "travel" / ".adk" / "eval_history").glob("*1767225600.tui-eval.json"))
+    data = json.loads(first.read_text())
+    data["kind"] = {"agent": "agent", "tools": "live", "criteria": "", "selection": "all", "judge": None,
+                    "rescore_of": None, "strict": False}
+    first.write_text(json.dumps(data))
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await open_history(app, pilot)
+        listed = rows(app.screen.query_one("DataTable"))
+        later = next(r for r in listed if r[2] == "travel" and r[1] == "2026-01-01 01:00:00")
+        assert later[7].startswith("mock tools stand-in judge strict failures 6/6 2026"), later[7]
+        earlier = next(r for r in listed if r[2] == "travel" and r[1] == "2026-01-01 00:00:00")
+        assert earlier[7].startswith("2026"), earlier[7]
+        # Its pass rate is left out of the travel trend: one point, the earlier run's.
+        trends = [str(s.render()) for s in app.screen.query("#history-trends Static, #history-trends Label")]
+        assert any("travel" in t for t in trends)
+        travel = " ".join(t for t in trends)
+        assert "(1)" in travel.split("travel", 1)[1][:40], trends

@@ -50,6 +50,8 @@ def change_kind(change: CaseChange) -> str:
 def coverage_of(entry: HistoryEntry, cases_in_set: int | None) -> str:
     """`all`, `failures`, `selection` or `cancelled`: the record's own word when it has one, else inferred
     from the number of cases it holds against the eval set's (records from before coverage was saved)."""
+    if entry.kind is not None and entry.kind.selection != "all" and not entry.cancelled:
+        return entry.kind.selection  # the run's kind says it (an F run is `failures`, not `selection`)
     if entry.coverage:
         return entry.coverage
     if entry.cancelled:
@@ -77,8 +79,19 @@ def run_tags(entry: HistoryEntry, cases_in_set: int | None) -> list[tuple[str, s
     scored again, not the agent), `run k of N` (one repetition: its counts are one repetition's), and a
     partial run's coverage (`failures 5/9`: its missing cases kept their older results)."""
     tags: list[tuple[str, str]] = []
+    kind = entry.kind
     if entry.replay:
         tags.append(("replay", "text-accent"))
+    if kind is not None:
+        # What else the run's kind says that sets it apart from the agent's own live run (run/3 records).
+        if kind.rescore_of:
+            tags.append(("re-score", "text-accent"))
+        if kind.tools != "live":
+            tags.append(("mock tools" if kind.tools == "mock-strict" else "mock+live tools", "text-accent"))
+        if kind.judge is not None and kind.judge.endpoint:
+            tags.append(("stand-in judge", "text-accent"))
+        if kind.strict:
+            tags.append(("strict", "text-accent"))
     if entry.num_runs > 1:
         tags.append((f"run {entry.repetition} of {entry.num_runs}", "bold"))
     coverage = coverage_of(entry, cases_in_set)
@@ -235,12 +248,13 @@ class HistoryScreen(_RunsScreen):
     def _show_pass_rates(self, entries: list[HistoryEntry]) -> None:
         """Per eval set, the pass rate of its full runs over time (oldest first), as sparklines."""
         from ...engine.trends import pass_rate_series, run_points
-        from ..widgets.trends import spark_row
+        from ..widgets.trends import spark_row, trend_entries
 
         box = self.query_one("#history-trends", Vertical)
         box.remove_children()
-        # The agent's trend: replays of recorded turns are left out (unless there is nothing else).
-        entries = [e for e in entries if not e.replay] or entries
+        # The agent's trend: replays, mocked tools, --strict and stand-in judges are left out (unless
+        # there is nothing else).
+        entries = trend_entries(entries)
         ids = sorted({e.eval_set_id for e in entries})
         rows: list[Widget] = []
         for eval_set_id in ids[:MAX_TREND_SETS]:

@@ -53,10 +53,28 @@ def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry]
     from ...engine.store import list_history
     from ...engine.trends import load_run_scores, run_points
 
-    entries = [e for e in (listed if listed is not None else list_history(history)) if e.eval_set_id == eval_set_id]
-    # The agent's trend: replays of recorded turns are left out (unless there is nothing else).
-    entries = [e for e in entries if not e.replay] or entries
+    entries = trend_entries([e for e in (listed if listed is not None else list_history(history))
+                             if e.eval_set_id == eval_set_id])
     return FileTrends(run_points(entries, eval_set_id), load_run_scores(entries, eval_set_id))
+
+
+def comparable(entry: HistoryEntry) -> bool:
+    """Whether a saved run belongs in the agent's trend: the agent ran (not a replay or a re-score), its
+    tools live, no `--strict`, a judge at its provider's own endpoint (not a stand-in). Records from
+    before run kinds (format /2) say only whether they were replays."""
+    kind = entry.kind
+    if entry.replay:
+        return False
+    if kind is None:
+        return True
+    return (kind.agent == "agent" and kind.tools == "live" and not kind.strict and kind.rescore_of is None
+            and (kind.judge is None or kind.judge.endpoint is None))
+
+
+def trend_entries(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+    """The saved runs a trend draws: those `comparable` (unless there is nothing else), so a mocked,
+    strict, stand-in-judge or replay run never moves the agent's line."""
+    return [e for e in entries if comparable(e)] or entries
 
 
 _BARS = "▁▂▃▄▅▆▇█"
