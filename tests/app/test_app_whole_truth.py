@@ -35,6 +35,13 @@ async def test_a_flaky_case_is_flaky_whichever_repetition_ended_last(tmp_path: P
         assert "✔ passed" not in text and "✘ failed" not in text
         # The metrics below are one repetition's, and say which.
         assert f"metrics of run {num_runs} of {num_runs}" in text
+        # f (failed only) keeps the stable fail, not the flaky case whose last run failed.
+        await pilot.press("f")
+        await pilot.pause()
+        assert [line.split()[2] for line in labels(app)[1:]] == ["broken"], labels(app)
+        await pilot.press("f", "f", "down", "down", "down")  # flaky only, then everything
+        await pilot.pause()
+        assert summary_text(app).startswith("Case flip")
         await pilot.press("up")
         assert f"✘ stable fail · 0/{num_runs} passed" in summary_text(app)
         await pilot.press("up")

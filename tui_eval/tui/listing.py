@@ -393,6 +393,14 @@ class CaseListing:
 
         return summarize_case(key.eval_id, [EvalStatus(r) for r in runs if r is not None])
 
+    def shown_status(self, key: CaseKey) -> int | None:
+        """The status the views show for a case: its repetitions' (a stable pass is passed, a flaky case
+        has none of ✔ ✘ –: None) once all are in, else `case_status`. What `f` (failed only) filters by."""
+        outcome = self.repeat_outcome(key) if not self.filter.metric else None
+        if outcome is None:
+            return self.case_status(key)
+        return REPEAT_STATUS.get(outcome.label.value)
+
     def flaky(self, key: CaseKey) -> tuple[int, int] | None:
         """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
         were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
@@ -506,7 +514,7 @@ class CaseListing:
         results of a whole file, fetched at once), else fetches it."""
         f = self.filter
         key = self.key(path, case.eval_id)
-        if f.failed_only and self.case_status(key) != EvalStatus.FAILED:
+        if f.failed_only and self.shown_status(key) != EvalStatus.FAILED:
             return False
         if f.flaky_only and self.flaky(key) is None:
             return False

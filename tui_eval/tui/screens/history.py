@@ -124,10 +124,12 @@ def fmt_time(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _status_text(app: Any, status: EvalStatus | None) -> Text:
+def _status_text(app: Any, status: EvalStatus | None, *, glyph_only: bool = False) -> Text:
+    """`✔ passed` (`✔` alone below 100 columns, where the scores column needs the room)."""
     if status is None:
         return Text("—", style="dim")
-    return Text(f"{STATUS_GLYPH[status]} {STATUS_WORD[status]}", style=rich_style(app, f"text-{STATUS_VAR[status]}"))
+    text = STATUS_GLYPH[status] if glyph_only else f"{STATUS_GLYPH[status]} {STATUS_WORD[status]}"
+    return Text(text, style=rich_style(app, f"text-{STATUS_VAR[status]}"))
 
 
 class _RunsScreen(Screen[None]):
@@ -214,6 +216,14 @@ class HistoryScreen(_RunsScreen):
             state = self.listing.file_state(path)
             if state is not None and state.eval_set is not None:
                 sizes[state.eval_set.eval_set_id] = len(state.eval_set.eval_cases)
+        # Below 100 columns the time loses its year and seconds and the ids are cut shorter: the run
+        # column's tags stay on screen.
+        narrow = self.app.size.width < 100
+        set_width, run_width = (14, 12) if narrow else (SET_ID_WIDTH, RUN_ID_WIDTH)
+
+        def when(ts: float) -> str:
+            return time.strftime("%m-%d %H:%M", time.localtime(ts)) if narrow else fmt_time(ts)
+
         for e in entries:
             key = str(e.path)
             self.entries[key] = e
@@ -222,9 +232,9 @@ class HistoryScreen(_RunsScreen):
             run = Text()
             for tag, style in run_tags(e, sizes.get(e.eval_set_id)):
                 run.append(f"{tag} ", style=rich_style(self.app, style) if style.startswith("text-") else style)
-            run.append(cut_middle(literal(e.run_id), RUN_ID_WIDTH), style="dim")
+            run.append(cut_middle(literal(e.run_id), run_width), style="dim")
             table.add_row(
-                Text(""), Text(fmt_time(e.creation_timestamp)), Text(cut_middle(literal(e.eval_set_id), SET_ID_WIDTH)),
+                Text(""), Text(when(e.creation_timestamp)), Text(cut_middle(literal(e.eval_set_id), set_width)),
                 # A record counts its cases by status name (`"PASSED": 3`).
                 *(Text(str(e.counts.get(s.name, 0)), style=rich_style(self.app, f"text-{STATUS_VAR[s]}"))
                   for s in CASE_STATUSES),
@@ -309,16 +319,19 @@ class HistoryScreen(_RunsScreen):
         self.app.push_screen(CompareScreen(self.listing, before, after))
 
 
-def score_deltas_text(deltas: dict[str, tuple[float | None, float | None]], kind: str) -> str:
+def score_deltas_text(deltas: dict[str, tuple[float | None, float | None]], kind: str, name_width: int = 0) -> str:
     """`tool_trajectory_avg_score 0.50→1.00`: the scores that moved first; a count, tokens or seconds
     (informational metrics) after them with its unit (`invocation_duration_v1 0.09→0.03 s/turn`); a
     case still failing with the same scores says so, rather than show only how long it took."""
     from ...schema.criteria import INFORMATIONAL_METRICS
     from ..text import INFO_UNITS, info_figure
 
-    scored = [f"{name} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in deltas.items()
+    def shown(name: str) -> str:  # `name_width`: metric names cut in the middle past it (0: whole)
+        return cut_middle(name, name_width) if name_width else name
+
+    scored = [f"{shown(name)} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in deltas.items()
               if name not in INFORMATIONAL_METRICS]
-    info = [f"{name} {info_figure(name, a)}→{info_figure(name, b)}" + (f" {INFO_UNITS[name]}/turn" if name in INFO_UNITS else "")
+    info = [f"{shown(name)} {info_figure(name, a)}→{info_figure(name, b)}" + (f" {INFO_UNITS[name]}/turn" if name in INFO_UNITS else "")
             for name, (a, b) in deltas.items() if name in INFORMATIONAL_METRICS]
     if not scored and kind in ("still failing", "unchanged"):
         scored = ["same scores"]
@@ -399,15 +412,19 @@ class CompareScreen(_RunsScreen):
         table.clear()
         kinds: dict[str, int] = {}
         order = list(_KIND_VAR)
+        # Below 100 columns: statuses as glyphs, ids and metric names cut in the middle, so the scores
+        # column (what moved) stays on screen.
+        narrow = self.app.size.width < 100
         for c in sorted(self.changes, key=lambda c: (order.index(change_kind(c)), c.eval_id)):
             kind = change_kind(c)
             kinds[kind] = kinds.get(kind, 0) + 1
             if self.hide_unchanged and kind == "unchanged":
                 continue  # a case still failing is still news: u keeps it
-            deltas = score_deltas_text(c.score_deltas, kind)
+            deltas = score_deltas_text(c.score_deltas, kind, name_width=14 if narrow else 0)
             table.add_row(
                 Text(kind, style=rich_style(self.app, _KIND_VAR.get(kind, ""), bold=kind == "regression")),
-                Text(literal(c.eval_id)), _status_text(self.app, c.before), _status_text(self.app, c.after),
+                Text(cut_middle(literal(c.eval_id), 20) if narrow else literal(c.eval_id)),
+                _status_text(self.app, c.before, glyph_only=narrow), _status_text(self.app, c.after, glyph_only=narrow),
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: list(_KIND_VAR).index(kv[0])))

@@ -51,7 +51,7 @@ class MainScreen(Screen[None]):
 
     app: EvalApp
     #: Below 100 columns the tree widens to half the screen (app.tcss): its rows keep status and score.
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (100, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_selection", "Run", id="run.selection", tooltip="Run the highlighted file or case"),
         Binding("R", "run_all", "Run all", id="run.all"),

@@ -127,7 +127,7 @@ class RunsDiffScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="runs_diff.back"),
     ]
     #: Below 100 columns the expected, earlier and later columns stack (views.tcss).
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (100, "-wide")]
 
     CSS_PATH = "../views.tcss"
 
