@@ -17,6 +17,7 @@ from .engine.causes import CauseGroup, call_faults, causes_of, group_by_cause, g
 from .engine.store import dump_json
 from .metrics.efficiency import run_efficiency
 from .schema.fileio import write_output
+from .schema.calls import call_tree
 from .schema.model import content_text
 from .schema.details import (
     MATCH_TYPE_NAMES,
@@ -331,6 +332,12 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                 if expected is not None:
                     print(f"expected tools:    {calls_text(expected.tool_calls)}", file=out)
                 print(f"actual tools:      {calls_text(actual.tool_calls)}", file=out)
+                if actual.nested_calls:
+                    # The trajectory as a tree: each call with the calls made inside it (an AgentTool's agent).
+                    print("tool tree:", file=out)
+                    for row in call_tree(actual):
+                        mark = "  (inside a tool: outside ADK's trajectory)" if row.nested and row.depth == 1 else ""
+                        print(f"  {'  ' * row.depth}{row.label}{mark}", file=out)
                 for m in case.metrics:
                     if i < len(m.per_invocation):
                         inv = m.per_invocation[i]
@@ -338,6 +345,9 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                         print(f"  {m.metric_name}: {inv.status.name} {score_text(inv.score)}{why}", file=out)
                         for line in detail_lines(inv.details):
                             print(f"    {line}", file=out)
+            if case.final_session_state is not None:
+                state = json.dumps(case.final_session_state, ensure_ascii=False, sort_keys=True, default=str)
+                print(f"final session state: {state}", file=out)
             for m in case.metrics:
                 why = f" ({m.reason})" if m.reason and m.status != EvalStatus.NOT_EVALUATED else ""
                 print(f"  case {metric_line(m)}{why}", file=out)

@@ -373,6 +373,10 @@ class EvalBrowser(Tree[Entry]):
                 text.append(f" {STATUS_GLYPH[status]}{counts[status]}", self._style(_STATUS_CLASS[status]))
         if flaky:
             text.append(f" {FLAKY_GLYPH}{flaky} flaky", self._style("browser--not-evaluated"))
+        stale = listing.stale_count(path)
+        if stale:
+            # Counted above by their status; this says how many of those results are out of date.
+            text.append(f" {stale} stale", self._style("browser--not-evaluated"))
         if state is not None and state.error is not None:
             text.append(" ⚠ stale" if state.eval_set is not None else " ⚠ broken", self._style("browser--error"))
         return text
@@ -412,8 +416,8 @@ class EvalBrowser(Tree[Entry]):
         if listing.order == "duration" and summary is not None:
             # Sorted slowest first: the seconds beside the score, with their unit (never in its place).
             tail.append(f"  {summary.seconds:.2f} s", self._style("browser--muted"))
-        if key in listing.stale:
-            # Scored before its expected turns were accepted: the status is the old expected's.
+        if listing.stale_reasons(key):
+            # Computed from other code, case, criteria, tools or judge than the files now say.
             tail.append("  stale", self._style("browser--not-evaluated"))
         elif summary is not None and summary.error:
             tail.append("  agent error", self._style("browser--error"))
