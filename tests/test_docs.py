@@ -146,3 +146,92 @@ def test_quick_start_is_what_ci_runs() -> None:
     assert 'pip install -e . && tui-eval demo_agents' in readme
     assert 'pip install -e ".[dev]" && pytest' in readme
     assert '\npip install -e ".[dev]" && pytest\n' in (ROOT / ".ci" / "run").read_text()
+
+
+# ---- issue 32: what keys.md, the README and the demo's README claim ----------------------------------
+
+
+def _binding_rows() -> dict[str, str]:
+    """binding id -> its row's `shown` cell, for every row of keys.md's table that names ids."""
+    out: dict[str, str] = {}
+    for row in _keys_table():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) == 5:
+            for binding_id in re.findall(r"`([a-z_]+\.[a-z_]+)`", cells[3]):
+                out[binding_id] = cells[4]
+    return out
+
+
+def test_the_shown_column_says_which_keys_the_footer_shows() -> None:
+    """`yes` (or when) for a binding the footer shows, blank for one it never shows."""
+    from textual.binding import Binding
+
+    from tui_eval.tui.screens.help import binding_sections
+
+    shown = _binding_rows()
+    wrong = []
+    for title, bindings in binding_sections():
+        if title in ("Help", "Session import", "Human verdict"):
+            continue  # modals without a footer: they say their keys in their own text
+        for b in bindings:
+            if isinstance(b, Binding) and b.id and b.id in shown:
+                cell = shown[b.id]
+                # A row of two ids (`s` / `S`) may show the first only: it names the key it shows.
+                if b.show and not cell:
+                    wrong.append(f"{b.id}: the footer shows it, the table says it does not")
+                if not b.show and cell == "yes":
+                    wrong.append(f"{b.id}: the table says `yes`, the footer never shows it")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_keymap_clash_keeps_the_defaults_as_keys_md_says() -> None:
+    from tui_eval.tui.keymap import UserKeymap, keymap_warnings
+
+    text = (DOCS / "keys.md").read_text()
+    assert "A clash keeps the defaults" in text and "filter.failed keeps 'f' (the default)" in text
+    _unknown, clashes, applied = keymap_warnings(UserKeymap(Path("k.toml"), {"filter.failed": "r", "run.all": "g"}))
+    assert applied == {"run.all": "g"}
+    assert clashes == ["'r' would be run.selection and filter.failed: filter.failed keeps 'f' (the default)"]
+
+
+def test_the_readme_lists_the_demos_eval_sets_in_the_trees_order() -> None:
+    """The tree lists eval files by their path below the folder, case-insensitively."""
+    import json
+
+    demo = ROOT / "demo_agents"
+    files = sorted(demo.rglob("*.evalset.json"), key=lambda p: str(p.relative_to(demo)).lower())
+    ids = [json.loads(p.read_text())["eval_set_id"] for p in files]
+    readme = (ROOT / "README.md").read_text()
+    sentence = readme[readme.index("On the left, the eval sets:"):]
+    sentence = sentence[:sentence.index(".")]
+    assert re.findall(r"`([a-z_]+)`", sentence) == ids
+
+
+def test_the_demo_readme_names_every_metric_each_config_runs() -> None:
+    import json
+
+    from tui_eval.schema.criteria import INFORMATIONAL_METRICS
+
+    demo = ROOT / "demo_agents"
+    rows = [line for line in (demo / "README.md").read_text().splitlines() if line.startswith("| `")]
+    missing = []
+    for row in rows:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        folder = cells[0].split("`")[1]  # `tabletop` (google-adk)
+        criteria = json.loads((demo / folder / "test_config.json").read_text())["criteria"]
+        listed = cells[2] + " " + cells[3]
+        for name in criteria:
+            if name == "tool_trajectory_avg_score" or name in INFORMATIONAL_METRICS:
+                continue  # the trajectory column, and what ADK adds to every run
+            if name not in listed:
+                missing.append(f"{folder}: {name}")
+    assert not missing, missing
+
+
+def test_keys_md_puts_the_demos_judged_safety_with_the_judged_metrics() -> None:
+    import json
+
+    config = json.loads((ROOT / "demo_agents" / "support" / "test_config.json").read_text())["criteria"]
+    vertex = next(line for line in (DOCS / "keys.md").read_text().splitlines() if line.startswith("- Vertex AI metrics"))
+    if isinstance(config.get("safety_v1"), dict) and "judge_model_options" in config["safety_v1"]:
+        assert "as configured in the demo" not in vertex and "without `judge_model_options`" in vertex

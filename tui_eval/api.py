@@ -95,8 +95,12 @@ def prepare_run(
     from .schema.errors import LoadError
 
     agent_ref = resolve_agent(agent_ref, targets)
-    if config_path and not Path(config_path).is_file():
-        raise SetupError(f"{config_path}: no such config file")
+    if config_path:
+        from .schema.load import file_problem
+
+        problem = file_problem(config_path, "config file")
+        if problem is not None:
+            raise SetupError(problem)
     agent_dir = None if agent_ref.startswith("replay:") else Path(agent_ref)
     try:
         plan = plan_run(list(targets), config_path=config_path, config=config, num_runs=num_runs,

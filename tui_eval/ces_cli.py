@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from .ces.address import DEFAULT_ENDPOINT
 from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
@@ -385,7 +385,10 @@ def cmd_ces(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.ces_command == "run":
             return cmd_run(args, out, err)
         if args.ces_command == "show":
-            return cmd_show(args, out)
+            from .engine.signals import ReaderMayLeave
+
+            # `tui-eval ces show … | head`: the rest is dropped quietly once the reader has left.
+            return cmd_show(args, cast(TextIO, ReaderMayLeave(out)))
         return cmd_push(args, out, err)
     except _Usage as exc:
         print(f"error: {safe_line(exc)}", file=err)

@@ -295,6 +295,8 @@ def _add_open_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--app-version", metavar="VERSION", help="the CES app version `C` runs (default: CES's choice)")
     p.add_argument("--no-mouse", action="store_true", help="disable mouse support (for SSH)")
     p.add_argument("--live", action="store_true", help="start with live re-run on agent edits")
+    p.add_argument("--no-save", action="store_true",
+                   help="keep this session's runs out of the eval history (nothing is written there)")
     _add_executor_arg(p)
     p.add_argument("--num-runs", type=int, default=1, metavar="N",
                    help="run each case N times (the summary shows each case's N runs as marks)")
@@ -750,7 +752,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     return run_app(path, agent=args.agent, mouse=not args.no_mouse, live=args.live, num_runs=args.num_runs,
                    ces=ces, ces_endpoint=args.endpoint, ces_app_version=args.app_version,
-                   mock_tools=args.mock_tools, executor=args.executor) or 0
+                   mock_tools=args.mock_tools, executor=args.executor, save=not args.no_save) or 0
 
 
 def _hoist_common_options(argv: list[str]) -> list[str]:

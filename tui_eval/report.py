@@ -103,7 +103,7 @@ def trajectory_reasons(m: MetricResult) -> list[str]:
                 # One order failure, said once: where the file expects the call and where the agent made it.
                 j, at = f.expected_index, f.actual_index
                 parts.append(f"{_call(f.name)} out of order"
-                             + (f": moved from {j + 1} to {at + 1}" if j is not None and at is not None else ""))
+                             + (f": moved from {j + 1} to {at + 1}" if j is not None and at is not None and j != at else ""))
             else:
                 parts.append(f"{f.kind} {_call(f.name)}")
         if parts:

@@ -8,7 +8,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TextIO, cast
+from typing import Callable, TextIO, cast
 
 from .engine.events import (
     AgentPaused,
@@ -187,11 +187,42 @@ def _print_initial(records: list[RunRecord], out: TextIO) -> None:
         print_summary(records[0] if len(records) == 1 else _merge(records), out)
 
 
+#: How often `watch` looks whether the reader of its output (a pipe) went away between prints (seconds).
+READER_POLL_SECONDS = 0.25
+
+
+def reader_gone(stream: TextIO) -> bool:
+    """Whether `stream` is a pipe whose reader has closed it (`| head -1` after its line): the write end
+    then polls as an error, before anything is written to find out."""
+    import select
+    import stat
+
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+    except (AttributeError, OSError, ValueError):  # not a file (a StringIO), or closed
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # no events asked: only POLLERR / POLLHUP come back
+    return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+
+
+async def _stop_when_reader_leaves(out: TextIO, stop: Callable[[], None]) -> None:
+    """`tui-eval watch … | head -1`: the pipe closes after the first line, and the next print may be
+    hours away (the next save). Looked at a few times a second, so watch stops (exit 0) right away."""
+    while not reader_gone(out):
+        await asyncio.sleep(READER_POLL_SECONDS)
+    log.debug("the reader of standard output went away: stopping")
+    stop()
+
+
 async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
     def interrupt() -> None:
         session.cancel()
         session.stop()
 
+    reader = asyncio.create_task(_stop_when_reader_leaves(out, interrupt))
     try:
         with stop_on_signals(interrupt):
             watcher = asyncio.create_task(session.watch())
@@ -206,6 +237,7 @@ async def _watch(session: LiveSession, printer: _Printer, out: TextIO) -> None:
             print(safe_line(f"watching {names} for changes (Ctrl-C to stop)"), file=out, flush=True)
             await watcher
     finally:
+        reader.cancel()
         await session.aclose()
 
 
@@ -231,9 +263,13 @@ def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ValueError as exc:
         print(f"error: {safe_line(exc)}", file=err)
         return EXIT_BAD_INPUT
-    if args.config and not Path(args.config).is_file():
-        print(f"error: {safe_line(args.config)}: no such config file", file=err)
-        return EXIT_BAD_INPUT
+    if args.config:
+        from .schema.load import file_problem
+
+        problem = file_problem(args.config, "config file")
+        if problem is not None:
+            print(f"error: {safe_line(problem)}", file=err)
+            return EXIT_BAD_INPUT
     options = run_options_from_flags(args)
     session = LiveSession(
         root,

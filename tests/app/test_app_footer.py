@@ -30,7 +30,8 @@ class Keys(App[None]):
         self.footer_type = footer
 
     def compose(self) -> ComposeResult:
-        yield self.footer_type()
+        # The narrow footer (short labels, only keys that can act) is tested on its own below.
+        yield KeyFooter(narrow_below=0) if self.footer_type is KeyFooter else self.footer_type()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return (True if self.armed else None) if action == "beta" else True

@@ -50,9 +50,11 @@ async def test_compare_latest_with_previous_regressions_first(workspace: Path, m
         # A case that failed in both runs says so (the same words as `tui-eval run --baseline`).
         assert {r[0] for r in listed[2:]} == {"unchanged", "still failing"}
         assert all(r[2:4] == ["✘ failed", "✘ failed"] for r in listed[2:] if r[0] == "still failing")
-        # u hides the unchanged ones; enter shows the case in the browser.
+        # u hides the unchanged ones (a case still failing stays: it is still news); enter shows the case.
         await pilot.press("u")
-        assert len(rows(app.screen.query_one(DataTable))) == 2
+        kept = rows(app.screen.query_one(DataTable))
+        assert [r[0] for r in kept] == ["regression", "fixed", "still failing", "still failing", "still failing"]
+        assert all(r[4] == "same scores" for r in kept[2:]), kept
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen.id == "main"

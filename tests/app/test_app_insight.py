@@ -125,8 +125,8 @@ async def test_case_and_set_trends_from_saved_runs(workspace: Path, make_app) ->
         await pilot.press("enter", "down")  # book_flight: passed, then failed its trajectory
         await wait_until(pilot, lambda: "Trend ✔✘" in str(trends.query_one("#trends-title").render()))
         data = shown_trends(trends)
-        assert data["tool_trajecto…"] == [1.0, 0.5]
-        assert data["response_matc…"] == pytest.approx([0.9, 0.9])
+        assert data["tool_trajectory_avg_score"] == [1.0, 0.5]
+        assert data["response_match_score"] == pytest.approx([0.9, 0.9])
         assert len(data) == 4  # at most four metrics
 
 

@@ -103,17 +103,59 @@ async def test_unknown_binding_id_is_reported(
         assert len(found) == 1 and "run.everything" in found[0] and "run.failed" not in found[0]
 
 
-async def test_a_key_taken_from_another_binding_is_reported_once(
+async def test_a_clash_keeps_the_defaults_and_says_so(
         workspace: Path, make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`filter.failed = "r"` would take r from run.selection: the entry is left out, both keep their keys."""
     keymap = tmp_path / "keys.toml"
-    keymap.write_text('run.all = "r"\n', encoding="utf-8")
+    keymap.write_text('filter.failed = "r"\nrun.all = "g"\n', encoding="utf-8")
     monkeypatch.setenv("TUI_EVAL_KEYMAP", str(keymap))
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("down", "up")
-        await pilot.press("r")  # now "Run all", not the highlighted file
-        await settle(pilot)
-        assert app.run_state is not None and app.run_state.label == "Run all"
         clashes = [n for n in notifications(app) if n.startswith("Keymap clash")]
-        assert len(clashes) == 1 and "run.selection" in clashes[0]
+        assert clashes == ["Keymap clash: 'r' would be run.selection and filter.failed: "
+                           "filter.failed keeps 'f' (the default)"], clashes
+        await pilot.press("f")  # still the failed-only filter
+        await pilot.pause()
+        assert app.listing.filter.failed_only
+        await pilot.press("escape", "down", "down")  # travel
+        await pilot.press("r")  # still runs the highlighted file
+        await settle(pilot)
+        assert app.run_state is not None and app.run_state.label == "Run travel.evalset.json"
+        # The entry that did not clash is in effect; the help lists each key once, as it works.
+        await pilot.press("question_mark")
+        rows = str(app.screen.query_one("#help-body Static").render()).splitlines()
+        assert [row.split()[0] for row in rows if row.rstrip().endswith("filter.failed")] == ["f"]
+        assert [row.split()[0] for row in rows if row.rstrip().endswith("run.selection")] == ["r"]
+        assert [row.split()[0] for row in rows if row.rstrip().endswith("run.all")] == ["g"]
+
+
+async def test_a_remapped_key_shows_in_the_run_panel_and_the_hints(
+        workspace: Path, make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('run.all = "g"\nrun.selection = "ctrl+r"\nfilter.search = "S"\n', encoding="utf-8")
+    monkeypatch.setenv("TUI_EVAL_KEYMAP", str(keymap))
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        status = str(app.main.query_one("#run-status").render())
+        assert status == "No run yet. ^r runs the selection, g everything, F the failures.", status
+        await pilot.press("down", "down")  # travel
+        from tests.app.test_app_browse import summary_text
+
+        assert "^r runs this file · enter expands · S searches" in summary_text(app)
+
+
+async def test_a_huge_keymap_of_bad_entries_is_summarised(
+        workspace: Path, make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """50,000 bad entries under the 1 MiB cap: three named, the rest counted, one notice."""
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text("".join(f'k{i} = "x{i}"\n' for i in range(50_000)), encoding="utf-8")
+    assert keymap.stat().st_size < 1024 * 1024
+    monkeypatch.setenv("TUI_EVAL_KEYMAP", str(keymap))
+    app = make_app(workspace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        said = [n for n in notifications(app) if n.startswith("Keymap:")]
+        assert len(said) == 4, said
+        assert said[-1] == "Keymap: … and 49,997 more (the log lists them all)"

@@ -52,10 +52,10 @@ async def test_an_informational_metric_under_the_filter_shows_its_unit(tmp_path:
         app.screen.set_metric("tool_call_count_v1")
         await pilot.pause()
         line = _case_line(app, "greeting")
-        assert line.endswith("greeting  0 calls"), line
+        assert line.endswith("greeting  0 calls/turn"), line
         app.screen.set_metric("invocation_duration_v1")
         await pilot.pause()
-        assert _case_line(app, "greeting").endswith(" s"), _case_line(app, "greeting")
+        assert _case_line(app, "greeting").endswith(" s/turn"), _case_line(app, "greeting")
 
 
 async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Path, make_app) -> None:
@@ -83,9 +83,9 @@ async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Pa
         walls = {k.eval_id: (await full_result(pilot, k)).wall_seconds for k in hello}
         by_time = visible_cases(app)
         assert [walls[c] for c in by_time] == sorted(walls.values(), reverse=True)
-        for case in by_time:  # the number is now the case's wall time, with its unit
+        for case in by_time:  # the score stays; the case's wall time follows it, with its unit
             line = next(line for line in labels(app) if f" {case}  " in line)
-            assert f" {case}  {walls[case]:.2f}s" in line, line
+            assert f" {case}  {scores[case]:.2f}  {walls[case]:.2f} s" in line, line
         await pilot.press("s")
         await pilot.pause()
         assert visible_cases(app) == in_file
@@ -345,10 +345,11 @@ async def test_trends_draw_scores_on_0_to_1_and_captions_count_the_marks(workspa
 
         rows = {row.label.strip(): drawn(row) for row in trends.query(CaseTrendRow) if row.display}
         # hallucinations_v1 scored 1.00 in both runs: two full bars (Textual's min..max scale drew ▁▁).
-        assert rows["hallucination…"] == "hallucination… ██ 1.00 (2)", rows
+        # The whole name where the pane has room (at 100 columns it has): never `hallucination…`.
+        assert rows["hallucinations_v1"].split() == ["hallucinations_v1", "██", "1.00", "(2)"], rows
         # Scored metrics before informational ones.
         names = list(shown_trends(trends))
-        assert names[:2] == ["tool_trajecto…", "response_matc…"], names
+        assert names[:2] == ["tool_trajectory_avg_score", "response_match_score"], names
 
 
 async def test_every_screen_footer_keeps_help_and_quit_at_80x24(workspace: Path, make_app) -> None:
@@ -435,7 +436,9 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         response = str(screen.query_one("#turn-response", Static).render())
         # Laid out: a head of the reply, never the 3 MB; the cut says so and how to see the rest.
         assert len(response) < CLIP_CHARS + 2000
-        assert "… cut for the screen (actual 3,000,000 characters): v shows the whole text" in response
+        # The notice sits right under the cut text (the actual reply), not after the expected one.
+        notice = "… cut for the screen (3,000,000 characters): v shows the whole text"
+        assert response.split("\nactual\n")[1].split("\n")[1] == notice, response[-400:]
         assert screen.check_action("full_text", ()) is True
         await pilot.press("v")
         await pilot.pause()
@@ -443,7 +446,8 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         log = app.screen.query_one(Log)
         lines = list(log.lines)
         assert lines[0] == "── actual (3,000,000 characters) ──"
-        assert "".join(lines[1:]) == words  # all of it, in 2,000-character lines
+        assert "".join(lines[1:]) == words  # all of it, wrapped to the screen: nothing to scroll sideways
+        assert max(len(line) for line in lines[1:]) <= 80 - 3
         await pilot.press("escape")
         assert isinstance(app.screen, TurnScreen)
 
@@ -551,10 +555,17 @@ async def test_compare_opens_a_case_turn_by_turn_in_both_runs(workspace: Path, m
         assert rows(app.screen.query_one(DataTable))[0][:2] == ["regression", "book_flight"]
         await pilot.press("t")
         await wait_until(pilot, lambda: isinstance(app.screen, RunsDiffScreen)
-                         and "Turn 2" in str(app.screen.query_one("#runs-diff-text", Static).render()))
+                         and len(app.screen.query(".runs-diff-column")) == 6)
+        await pilot.pause()
         text = str(app.screen.query_one("#runs-diff-text", Static).render())
         assert text.startswith("earlier ✔ passed   later ✘ failed")
-        assert "earlier response" in text and "later response" in text
+        # Side by side at 100 columns: expected, earlier, later on the same lines, for each of the 2 turns.
+        columns = list(app.screen.query(".runs-diff-column"))
+        assert [str(c.render()).split("\n")[0] for c in columns] == ["expected", "earlier", "later"] * 2
+        assert len({c.region.y for c in columns[:3]}) == 1 and columns[0].region.x < columns[1].region.x < columns[2].region.x
+        assert "Booked AZ 331 for 1 passenger." in str(columns[3].render())  # turn 2's expected reply
+        metrics = [str(m.render()) for m in app.screen.query(".runs-diff-metrics")]
+        assert "✔→✘ tool_trajectory_avg_score 1.00→0.00  changed" in metrics[1], metrics[1]
 
 
 def test_two_runs_of_a_turn_are_diffed_like_expected_and_actual(monkeypatch) -> None:
@@ -575,9 +586,10 @@ def test_two_runs_of_a_turn_are_diffed_like_expected_and_actual(monkeypatch) -> 
     monkeypatch.setenv("NO_COLOR", "1")  # the word diff's markers show in plain text
     before = case(EvalStatus.PASSED, turn("Booked for 1 passenger.", [("book", {"n": 1})]))
     after = case(EvalStatus.FAILED, turn("Booked for 2 passengers.", [("weather", {}), ("book", {"n": 2})]))
-    [block] = [b.plain for b in turn_blocks(before, after)]
-    assert "earlier response\nBooked for [-1 passenger.-]\nlater response\nBooked for {+2 passengers.+}" in block
-    assert "earlier (1)\n− book(n=1)\nlater (2)\n+ weather()\n+ book(n=2)" in block
+    [block] = turn_blocks(before, after)
+    assert block.earlier.plain == "earlier\nBooked for [-1 passenger.-]\n\ntool calls (1)\n− book(n=1)"
+    assert block.later.plain == "later\nBooked for {+2 passengers.+}\n\ntool calls (2)\n+ weather()\n+ book(n=2)"
+    assert block.expected.plain.startswith("expected\nnot kept in the runs")
 
 
 async def test_a_long_metric_filter_leaves_the_top_bar_whole_at_80_columns(tmp_path: Path, make_app) -> None:

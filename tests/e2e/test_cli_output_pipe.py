@@ -72,3 +72,34 @@ def test_watch_stops_quietly_once_the_reader_of_its_output_has_gone(hello: Path,
         assert proc.wait(timeout=60) == 0
         stderr = proc.stderr.read()
         assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_watch_piped_to_head_ends_by_itself_exit_0(hello: Path, tmp_path: Path) -> None:
+    """`tui-eval watch … | head -1` with no save after it: the reader left while nothing was printed,
+    and watch stops anyway (it used to wait for the next save)."""
+    command = [sys.executable, "-m", "tui_eval.cli", "watch", str(hello), "--debounce", "0.1"]
+    script = f"{shlex.join(command)} | head -1; exit ${{PIPESTATUS[0]}}"
+    env = {**os.environ, "TUI_EVAL_AGENT_MODE": "offline"}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+
+
+def test_ces_show_piped_to_head_is_quiet(tmp_path: Path) -> None:
+    from tests.support.fake_ces import golden_evaluation
+
+    source = tmp_path / "ces.json"
+    # Many cases: far more output than a pipe holds once head has its line.
+    goldens = [{**golden_evaluation(), "name": f"{golden_evaluation()['name']}{i}", "displayName": f"case {i}"}
+               for i in range(3000)]
+    source.write_text(json.dumps(goldens))
+    eval_file = tmp_path / "app.evalset.json"
+    cli = [sys.executable, "-m", "tui_eval.cli"]
+    subprocess.run([*cli, "ces", "import", str(source), "-o", str(eval_file)], check=True, capture_output=True)
+    script = f"{shlex.join([*cli, 'ces', 'show', str(eval_file)])} | head -1; exit ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.count("\n") == 1, done.stdout
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode == 0

@@ -163,3 +163,32 @@ def test_misspelt_genai_part_key_is_one_error_with_the_genai_hint():
     assert [(i.json_path, i.message) for i in err.issues] == [
         ("$.eval_cases[0].conversation[0].final_response.parts[0].inlin_data",
          "unknown key 'inlin_data' (did you mean 'inline_data'?)")]
+
+
+def test_a_byte_that_is_not_utf8_is_named_with_its_line_and_column(tmp_path) -> None:
+    from tui_eval.schema.errors import LoadError as _LoadError
+    from tui_eval.schema.load import loads_json
+
+    raw = b'{"eval_set_id": "x",\n "eval_cases": [{"eval_id": "caf\xe9"}]}\n'
+    try:
+        loads_json(raw, "bad.evalset.json")
+    except _LoadError as exc:
+        # orjson said `str is not valid UTF-8: surrogates not allowed` at 1:1.
+        assert str(exc) == "bad.evalset.json:2:33: invalid JSON: byte 0xE9 is not UTF-8: save the file as UTF-8"
+    else:
+        raise AssertionError("no error")
+
+
+def test_a_config_path_that_is_not_a_file_says_what_it_is(tmp_path) -> None:
+    import os
+
+    from tui_eval.schema.load import file_problem
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert file_problem(tmp_path, "config file") == f"{tmp_path}: not a config file: it is a folder, not a regular file"
+    assert file_problem(fifo, "config file") == f"{fifo}: not a config file: it is a FIFO, not a regular file"
+    assert file_problem("/dev/null", "config file") == "/dev/null: not a config file: it is a device, not a regular file"
+    assert file_problem(tmp_path / "nope.json", "config file") == f"{tmp_path / 'nope.json'}: no such config file"
+    (tmp_path / "ok.json").write_text("{}")
+    assert file_problem(tmp_path / "ok.json", "config file") is None

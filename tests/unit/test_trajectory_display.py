@@ -84,3 +84,14 @@ def test_the_event_trace_lists_texts_transfers_calls_and_responses_in_order() ->
     responses = [line.plain for line in tool_response_lines(inv)]
     assert responses == ['transfer_to_agent(agent_name="billing")  (no response recorded)',
                          'search_kb(q="refund") → {"answer": "5 days"}']
+
+
+@pytest.mark.parametrize("match_type", ["EXACT", "IN_ORDER"])
+def test_a_call_at_the_same_place_in_both_lists_is_out_of_order_not_moved(match_type: str) -> None:
+    """a b c against c b a: b is second in both, so it did not move (never `b moved from 2 to 2`)."""
+    expected, actual = _calls("a", "b", "c"), _calls("c", "b", "a")
+    alignment = align_all_match_types(expected, actual)[match_type].as_details()
+    summary = alignment_summary(alignment)
+    assert summary == "1 matched, c moved from 3 to 1, 1 out of order"
+    _left, right = _columns(trajectory_rows(alignment, expected, actual))
+    assert "↕ b() out of order" in right and not any("from 2 to 2" in c for c in right)

@@ -98,6 +98,15 @@ class SchemaError(Exception):
         return LoadError.of(path, self.issues, self.more)
 
 
+def not_utf8(raw: bytes, exc: UnicodeDecodeError) -> tuple[str, int, int]:
+    """What is wrong with bytes that are not UTF-8, and where: (`byte 0xE9 is not UTF-8`, line, column),
+    the column counted in characters of the line before it."""
+    start = exc.start
+    line_start = raw.rfind(b"\n", 0, start) + 1
+    column = len(raw[line_start:start].decode("utf-8", "replace")) + 1
+    return f"byte 0x{raw[start]:02X} is not UTF-8", raw.count(b"\n", 0, start) + 1, column
+
+
 def syntax_error(path: str | Path, exc: ValueError) -> LoadError:
     """A LoadError for invalid JSON, with line and column when the decoder gives them."""
     msg = getattr(exc, "msg", None) or str(exc)

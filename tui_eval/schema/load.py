@@ -20,7 +20,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
-from .errors import Issue, LoadError, SchemaError, did_you_mean, issues_of, json_type_name, schema_error, syntax_error
+from .errors import (Issue, LoadError, SchemaError, did_you_mean, issues_of, json_type_name, not_utf8, schema_error,
+                     syntax_error)
 from .legacy import is_legacy, read_legacy
 from .fast import fast_paths_on, read_one_case_at_a_time, share_loaded_fields_sets
 from .model import Content, EvalCase, EvalSet, Invocation, LoadContext
@@ -163,7 +164,8 @@ def decode_json_text(raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start}): save the file as UTF-8") from None
+        what, line, column = not_utf8(raw, exc)
+        raise ValueError(f"not UTF-8 text ({what}, line {line} column {column}): save the file as UTF-8") from None
 
 
 def loads_json(raw: bytes, path: str | Path) -> Any:
@@ -176,6 +178,12 @@ def loads_json(raw: bytes, path: str | Path) -> Any:
         problem = encoding_problem(raw)
         if problem is not None:
             raise LoadError(str(path), f"invalid JSON: {problem}") from None
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            # orjson says `surrogates not allowed` at 1:1: name the byte and where it is.
+            what, line, column = not_utf8(raw, bad)
+            raise LoadError(str(path), f"invalid JSON: {what}: save the file as UTF-8", "$", line, column) from None
         if b"NaN" in raw or b"Infinity" in raw:
             try:
                 return json.loads(raw.decode("utf-8"))
@@ -212,6 +220,20 @@ def _not_regular(mode: int) -> str:
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "a folder" if stat.S_ISDIR(mode) else "not a plain file")
     return f"cannot read file: it is {kind}, not a regular file"
+
+
+def file_problem(path: str | Path, what: str = "file") -> str | None:
+    """Why `path` cannot be read as a `what` (`config file`), in words, or None: it does not exist, or
+    it is a folder, a FIFO or a device (`/dev/null`), which exist but hold no such file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"{path}: no such {what}"
+    except OSError as exc:
+        return f"{path}: cannot read the {what}: {exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    return f"{path}: not a {what}: {_not_regular(mode).removeprefix('cannot read file: ')}"
 
 
 def _cannot_read(path: Path, exc: OSError) -> LoadError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -36,7 +36,7 @@ from .jobs import Jobs
 from .keymap import KeymapNotices, UserKeymap, load_keymap
 from .listing import CaseListing
 from .loader import FolderLoader
-from .notices import Notices
+from .notices import CannotAct, Notices
 from .pump import Pump
 from .readmodel import SESSION, Changes, ReadModel
 from .reviews import ReviewControl
@@ -45,6 +45,8 @@ from .progress import RunState
 from .theme import TUI_EVAL_THEME, default_theme
 
 if TYPE_CHECKING:  # pragma: no cover
+    from textual.actions import ActionParseResult
+
     from .ces_jobs import CesTarget
     from ..engine.events import CaseKey
     from ..engine.options import RunOptions
@@ -128,7 +130,7 @@ class EvalApp(App[int]):
         self.changed: Signal[Changes] = Signal(self, "changed")
         #: The user's keymap (binding id -> keys); read from the keymap file unless given.
         self.user_keymap = keymap if keymap is not None else load_keymap()
-        self.keymap_notices = KeymapNotices(self, self.user_keymap)
+        self.keymap_notices = KeymapNotices(self, self.user_keymap, on_applied=lambda: self.main.keys_changed())
         self.jobs = Jobs(self)
         #: The engine process: runs, cancels, modes, reloads and full results.
         self.engine = EngineControl(self, agent_ref=agent, run_options=run_options, store=store, watch=watch)
@@ -150,6 +152,11 @@ class EvalApp(App[int]):
         screen = self.screen_stack[0]
         assert isinstance(screen, MainScreen)
         return screen
+
+    @property
+    def saving(self) -> bool:
+        """Runs go to the eval history (not with `--no-save`)."""
+        return self.engine.run_options is None or self.engine.run_options.save
 
     @property
     def run_state(self) -> RunState | None:
@@ -211,6 +218,33 @@ class EvalApp(App[int]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.jobs.settle(event)
+
+    async def run_action(self, action: str | ActionParseResult, default_namespace: DOMNode | None = None,
+                         namespaces: Mapping[str, DOMNode] | None = None) -> bool:
+        """Run an action; a key whose action cannot act now (its screen's `check_action` said no) shows
+        the screen's short notice of why (`cannot_act`), instead of doing nothing without a word."""
+        if await super().run_action(action, default_namespace, namespaces):
+            return True
+        if not isinstance(action, str) or not isinstance(default_namespace, CannotAct):
+            return False
+        from textual.actions import parse
+
+        destination, name, params = parse(action)
+        notice = None if destination else default_namespace.cannot_act(name, params)
+        if notice is None:
+            return False
+        self.notify(notice, timeout=4, markup=False)
+        return True
+
+    def keys_in(self, text: str, *owners: type[DOMNode]) -> str:
+        """`text` with each `{binding.id}` replaced by the key that binding has now, as the footer shows
+        it (the keymap's, else its default; the first of several). Hints and notices name keys through
+        this, so they follow a remap. The ids are looked up in the owners' BINDINGS (default: the screens
+        open, the main one at the bottom) and the app's."""
+        from .keymap import keys_in
+
+        bindings = [b for owner in (owners or [type(screen) for screen in self.screen_stack]) for b in owner.BINDINGS]
+        return keys_in(text, [*bindings, *self.BINDINGS], self.keymap_notices.applied, self.get_key_display)
 
     def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
         self.keymap_notices.clashed(clashed_bindings)
@@ -381,7 +415,7 @@ class EvalApp(App[int]):
         from .screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.user_keymap.bindings))
+            self.push_screen(HelpScreen(self.keymap_notices.applied))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Textual's, then every binding of the current screen and the app (the palette reaches every action)."""
@@ -394,7 +428,7 @@ class EvalApp(App[int]):
 def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = True, live: bool = False,
             num_runs: int = 1, ces: CesTarget | None = None, ces_endpoint: str | None = None,
             ces_app_version: str | None = None, mock_tools: str | None = None,
-            executor: str = "local") -> int:
+            executor: str = "local", save: bool = True) -> int:
     """Open the dashboard on a folder (the `tui-eval [PATH]` entry point).
 
     The entry point owns the process, so its heap policy is here (figures: bench/README.md, "The young
@@ -403,12 +437,12 @@ def run_app(path: str | Path = ".", *, agent: str | None = None, mouse: bool = T
     import gc
 
     run_options = None
-    if mock_tools is not None or executor != "local":
+    if mock_tools is not None or executor != "local" or not save:
         # --mock-tools: every run of this dashboard answers tools from the records; --executor: where
-        # agent code runs.
+        # agent code runs; --no-save: nothing goes to the eval history.
         from ..engine.options import RunOptions
 
-        run_options = RunOptions(mock_tools=mock_tools, executor=executor)
+        run_options = RunOptions(mock_tools=mock_tools, executor=executor, save=save)
 
     def settle_heap() -> None:
         gc.freeze()

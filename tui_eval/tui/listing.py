@@ -21,6 +21,7 @@ from .latest import Finished, LatestResults
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
     from ..engine.feed import CaseSummary, MetricSummary
+    from ..engine.repeats import CaseRepeats
     from ..engine.workspace import EvalFileState, Workspace
     from ..schema.model import EvalCase
     from ..schema.results import CaseResult, MetricResult
@@ -48,10 +49,9 @@ def turn_status_of(result: CaseResult | None, index: int, metric: str | None = N
 #: How the tree orders a file's cases: the file's order, worst score first, slowest first.
 CASE_ORDERS: tuple[str, ...] = ("file", "score", "duration")
 CASE_ORDER_WORDS = {"file": "file order", "score": "worst score first", "duration": "slowest first"}
-# An informational metric's value is a count, tokens or seconds, never a score: under a metric filter
-# that picks one, the tree shows it with its unit so it is not read as a score.
-_UNITS = {"tool_call_count_v1": "calls", "inference_call_count_v1": "model calls", "token_usage_v1": "tok",
-          "invocation_duration_v1": "s"}
+#: The status a case's repetitions stand for (a flaky case has none: it is shown as flaky).
+REPEAT_STATUS: dict[str, EvalStatus] = {"stable pass": EvalStatus.PASSED, "stable fail": EvalStatus.FAILED,
+                                        "not evaluated": EvalStatus.NOT_EVALUATED}
 
 
 def deciding_metric(summary: CaseSummary | None) -> MetricSummary | None:
@@ -72,26 +72,29 @@ def deciding_metric(summary: CaseSummary | None) -> MetricSummary | None:
 
 def value_text(m: MetricSummary) -> str | None:
     """The number the tree shows for one metric: a score `0.50`, an informational value with its unit
-    (`3 calls`, `0.08 s`, `812 tok`), None without a value."""
+    as the mean per turn (`1.5 calls/turn`, `0.08 s/turn`), None without a value."""
     if m.score is None:
         return None
     if m.status == EvalStatus.INFORMATIONAL:
-        unit = _UNITS.get(m.name, "info")
-        return f"{m.score:.2f} {unit}" if unit == "s" else f"{m.score:.4g} {unit}"
+        from .text import info_value
+
+        return info_value(m.name, m.score, per_turn=True)
     return f"{m.score:.2f}"
 
 
-def _turn_matches(inv: Any, needle: str) -> bool:
-    """Whether a lower-case needle is in a turn's user message, final response, or a tool call's name
-    or arguments."""
+def _turn_match(inv: Any, needle: str) -> str | None:
+    """Where a lower-case needle is in a turn: its user message, final response, or a tool call's name
+    or arguments (the field's name in words), None if nowhere."""
     if needle in inv.user_content.text.lower():
-        return True
+        return "user message"
     if inv.final_response is not None and needle in inv.final_response.text.lower():
-        return True
+        return "response"
     for call in inv.tool_calls:
-        if needle in (call.name or "").lower() or (call.args and needle in str(call.args).lower()):
-            return True
-    return False
+        if needle in (call.name or "").lower():
+            return f"tool call {call.name}"
+        if call.args and needle in str(call.args).lower():
+            return f"arguments of {call.name}"
+    return None
 
 
 @dataclass(slots=True)
@@ -273,7 +276,9 @@ class CaseListing:
             if shown is None:  # resolved once per reference, not on every cursor move
                 shown = self._agents_shown[ref] = "replay:" + self.relpath(Path(ref.removeprefix("replay:")).resolve())
             return shown
-        return self.relpath(Path(ref))
+        rel = self.relpath(Path(ref))
+        # Opened on the agent folder itself: its name, not `.`.
+        return Path(ref).resolve().name if rel == "." else rel
 
     def error_text(self, error: object) -> str:
         """A LoadError with its path relative to the root (as the user sees the tree)."""
@@ -412,19 +417,59 @@ class CaseListing:
                 return missing if summary is None else -summary.seconds
         return sorted(cases, key=by)
 
-    def flaky(self, key: CaseKey) -> tuple[int, int] | None:
-        """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
-        were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
+    def repeat_outcome(self, key: CaseKey) -> CaseRepeats | None:
+        """A case's N repetitions in this session's run (--num-runs) as one outcome: k/N passed and its
+        label (stable pass, flaky, stable fail). None until every repetition finished, and for a case
+        not repeated. Once it is there, this is the case's status and figure in every view: the last
+        repetition's result alone would flip ✔/✘ with whichever run ended last."""
+        if self.run_book.num_runs < 2:
+            return None
         runs = self.run_book.statuses_of(key)
         if len(runs) < 2 or any(r is None for r in runs):
             return None
-        passed = sum(1 for r in runs if r == EvalStatus.PASSED)
-        return (passed, len(runs)) if 0 < passed < len(runs) else None
+        from ..engine.repeats import summarize_case
+
+        return summarize_case(key.eval_id, [EvalStatus(r) for r in runs if r is not None])
+
+    def shown_status(self, key: CaseKey) -> int | None:
+        """The status the views show for a case: its repetitions' (a stable pass is passed, a flaky case
+        has none of ✔ ✘ –: None) once all are in, else `case_status`. What `f` (failed only) filters by."""
+        outcome = self.repeat_outcome(key) if not self.filter.metric else None
+        if outcome is None:
+            return self.case_status(key)
+        return REPEAT_STATUS.get(outcome.label.value)
+
+    def flaky(self, key: CaseKey) -> tuple[int, int] | None:
+        """(passed, runs) of a case whose repetitions in this session's run both passed and failed (or
+        were not evaluated); None for a case that is not flaky, or whose repetitions are not all done."""
+        outcome = self.repeat_outcome(key)
+        if outcome is None or not 0 < outcome.passed < outcome.runs:
+            return None
+        return outcome.passed, outcome.runs
 
     def flaky_count(self, path: Path) -> int:
         """Flaky cases of a file (see `flaky`); only cases this session repeated are looked at."""
         name = str(path)
         return sum(1 for key in self.run_book.repeats if key.eval_file == name and self.flaky(key) is not None)
+
+    def shown_counts(self, path: Path) -> tuple[dict[int | None, int], int]:
+        """A file's cases by the status the views show, and how many are flaky: `counts`, with each case
+        of this session's --num-runs run counted by its repetitions' outcome (a stable pass as passed, a
+        flaky case only as flaky), not by its last repetition."""
+        counts = self.counts(path)
+        if self.run_book.num_runs < 2 or not self.run_book.repeats or self.filter.metric:
+            return counts, 0
+        name, out, flaky = str(path), dict(counts), 0
+        for key in self.run_book.repeats:
+            if key.eval_file != name or (outcome := self.repeat_outcome(key)) is None:
+                continue
+            out[self.case_status(key)] -= 1
+            status = REPEAT_STATUS.get(outcome.label.value)
+            if status is None:
+                flaky += 1
+            else:
+                out[status] += 1
+        return out, flaky
 
     def turn_status(self, key: CaseKey, index: int) -> EvalStatus | None:
         """A turn's status in the case's latest result (under the metric filter)."""
@@ -509,7 +554,7 @@ class CaseListing:
         results of a whole file, fetched at once), else fetches it."""
         f = self.filter
         key = self.key(path, case.eval_id)
-        if f.failed_only and self.case_status(key) != EvalStatus.FAILED:
+        if f.failed_only and self.shown_status(key) != EvalStatus.FAILED:
             return False
         if f.flaky_only and self.flaky(key) is None:
             return False
@@ -517,19 +562,33 @@ class CaseListing:
             if not self.results.has_metric(key, f.metric):
                 return False
         if f.query:
-            needle = f.query.lower()
-            if needle in case.eval_id.lower():
-                return True
-            if case.conversation_scenario is not None and needle in case.conversation_scenario.starting_prompt.lower():
-                return True
-            result = found.get(key) if found is not None else self.results.get(key)
-            # The expected turns, then the agent's: user messages, responses, tool names and arguments.
-            for turns in (case.conversation or [], result.actual if result is not None else []):
-                for inv in turns:
-                    if _turn_matches(inv, needle):
-                        return True
-            return False
+            return self.search_match(path, case, found) is not None
         return True
+
+    def search_match(self, path: Path, case: EvalCase, found: dict[CaseKey, CaseResult] | None = None) -> str | None:
+        """Where the search text is in a case, in words (`id`, `conversation plan`, `agent turn 2:
+        arguments of get_weather`); None when it is not, or there is no search. A search reads the
+        case's result from `found` when given (a whole file's, fetched at once), else fetches it."""
+        needle = self.filter.query.lower()
+        if not needle:
+            return None
+        if needle in case.eval_id.lower():
+            return "id"
+        scenario = case.conversation_scenario
+        if scenario is not None:
+            if needle in scenario.starting_prompt.lower():
+                return "starting prompt"
+            if needle in scenario.conversation_plan.lower():
+                return "conversation plan"
+        key = self.key(path, case.eval_id)
+        result = found.get(key) if found is not None else self.results.get(key)
+        # The expected turns, then the agent's: user messages, responses, tool names and arguments.
+        for whose, turns in (("expected", case.conversation or []), ("agent", result.actual if result is not None else [])):
+            for i, inv in enumerate(turns):
+                where = _turn_match(inv, needle)
+                if where is not None:
+                    return f"{whose} turn {i + 1}: {where}"
+        return None
 
     def visible_cases(self, path: Path) -> list[EvalCase]:
         cases = self.cases(path)

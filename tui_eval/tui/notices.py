@@ -1,10 +1,11 @@
 """What a pull tells the user in notifications: the read model's lines, and an eval file that stopped
-loading (its notice withdrawn once the file loads again)."""
+loading (its notice withdrawn once the file loads again); and what a screen says of a key that cannot
+act now (`CannotAct`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .textual_private import withdraw_notification
 
@@ -13,6 +14,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .app import EvalApp
     from .readmodel import Changes
+
+@runtime_checkable
+class CannotAct(Protocol):
+    """A screen that says why a key of its own cannot act now (a run is going, nothing is cut, the last
+    turn): the app shows it as a short notice when the screen's `check_action` turned the key down."""
+
+    def cannot_act(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        """A short notice for the action (by name), or None to let the key go on as before."""
+
 
 #: How long a "File not loaded" notice stays (it stays in the tree as the file's error too).
 FILE_NOTICE_SECONDS = 8

@@ -93,6 +93,32 @@ def status_content(status: int | None, *, word: bool = False) -> Content:
     return Content.styled(text, STATUS_STYLE[status])
 
 
+#: The unit of each informational metric's value (a count, tokens or seconds, never a score). A case's
+#: value is the mean over its turns, so the case's reads `calls/turn`.
+INFO_UNITS: dict[str, str] = {"tool_call_count_v1": "calls", "inference_call_count_v1": "model calls",
+                              "token_usage_v1": "tok", "invocation_duration_v1": "s"}
+
+
+def info_value(name: str, value: float | None, *, per_turn: bool) -> str:
+    """An informational metric's value with its unit: `3 calls`, `0.08 s`; a case's mean `1.5 calls/turn`
+    (`per_turn`). Seconds always with two decimals, counts with up to four figures; `n/a` without one."""
+    if value is None:
+        return "n/a"
+    unit = INFO_UNITS.get(name)
+    figure = info_figure(name, value)
+    if unit is None:
+        return f"{figure} informational"
+    return f"{figure} {unit}/turn" if per_turn else f"{figure} {unit}"
+
+
+def info_figure(name: str, value: float | None) -> str:
+    """An informational value's figure alone: seconds with two decimals, counts and tokens with up to four
+    figures, `—` without one."""
+    if value is None:
+        return "—"
+    return f"{value:.2f}" if INFO_UNITS.get(name) == "s" else f"{value:.4g}"
+
+
 def fmt_score(score: float | None) -> str:
     """A score as two decimals, or a dash when there is none."""
     if score is None:

@@ -29,7 +29,7 @@ from ..schema.details import (
     TrajectoryDetails,
 )
 from ..schema.results import EvalStatus
-from .text import call_signature, fmt_score, fmt_value, literal, plain, status_content
+from .text import call_signature, fmt_score, fmt_value, info_value, literal, plain, status_content
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema.model import FunctionCall, Invocation
@@ -78,10 +78,11 @@ def dropped_of(details: MetricDetails | None) -> int:
 # ---- metric summaries -----------------------------------------------------------------------------
 
 
-def score_text(m: MetricResult, score: float | None, status: EvalStatus) -> str:
-    """`0.50 / 1` against the threshold; an informational metric's value alone: `812 informational`."""
+def score_text(m: MetricResult, score: float | None, status: EvalStatus, *, per_turn: bool = False) -> str:
+    """`0.50 / 1` against the threshold; an informational metric's value with its unit, a case's as the
+    mean per turn: `1.5 calls/turn`, `0.08 s/turn` (`per_turn`: the value is a case's)."""
     if status == EvalStatus.INFORMATIONAL:
-        return f"{'n/a' if score is None else format(score, '.4g')} informational"
+        return info_value(m.metric_name, score, per_turn=per_turn)
     return f"{fmt_score(score)} / {m.threshold:g}"
 
 
@@ -91,7 +92,8 @@ def metric_line(m: MetricResult, verdict: MetricResult | InvocationMetricResult 
     informational`)."""
     v = m if verdict is None else verdict
     return Content.assemble(
-        status_content(v.status), " ", literal(m.metric_name), " ", (score_text(m, v.score, v.status), "$text-muted"),
+        status_content(v.status), " ", literal(m.metric_name), " ",
+        (score_text(m, v.score, v.status, per_turn=verdict is None), "$text-muted"),
     )
 
 
@@ -311,7 +313,8 @@ def _cell(step: ExpectedStep | ActualStep, calls: list[FunctionCall], side: str,
     note = ""
     if partner is not None and not on_row:
         if side == "actual" and kind == "out_of_order":
-            note = f"moved from {partner + 1} to {k + 1}"
+            # At the same place in both lists it did not move: the calls around it did.
+            note = f"moved from {partner + 1} to {k + 1}" if partner != k else "out of order"
         elif side == "expected" and kind == "missing":
             kind, note = "out_of_order", f"moved to {partner + 1}"
         else:
@@ -353,8 +356,9 @@ def alignment_summary(alignment: Alignment) -> str:
         counts[_kind(a)] += 1
     words = {"args": "with other args"}
     parts = [f"{n} {words.get(k, k)}" for k, n in counts.items() if n and k != "out_of_order"]
+    # A call at the same place in both lists did not move (`moved from 2 to 2`): it counts as out of order.
     named = [f"{literal(a['name'])} moved from {j + 1} to {i + 1}" for j, i in sorted(moved.items(), key=lambda p: p[1])
-             for a in [next(x for x in alignment["actual"] if x["index"] == i)]]
+             if j != i for a in [next(x for x in alignment["actual"] if x["index"] == i)]]
     unnamed = counts["out_of_order"] - len(named)
     if len(named) > 2:
         parts.extend([*named[:2], f"{len(named) - 2} more moved"])

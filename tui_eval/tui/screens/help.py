@@ -42,6 +42,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     """Every screen's bindings under the title the help shows them with (also the ids a keymap may use)."""
     from ..app import EvalApp
     from ..widgets.browser import EvalBrowser
+    from ..widgets.search import SearchInput
     from .case_editor import CaseEditorScreen
     from .confirm import ConfirmScreen
     from .import_session import ImportSessionScreen
@@ -61,6 +62,7 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
 
     return [
         ("Browser", list(MainScreen.BINDINGS)),
+        ("Search (/)", list(SearchInput.BINDINGS)),
         ("Turn view", list(TurnScreen.BINDINGS)),
         ("History", list(HistoryScreen.BINDINGS)),
         ("Comparison", list(CompareScreen.BINDINGS)),

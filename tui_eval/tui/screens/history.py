@@ -15,12 +15,13 @@ from textual.content import Content
 from textual.containers import Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.worker import Worker
 
 from ...schema.status import CASE_STATUSES, EvalStatus
 from ..messages import JumpTo
-from ..text import STATUS_GLYPH, STATUS_VAR, STATUS_WORD, fmt_score, literal, plain, rich_style
+from ..text import STATUS_GLYPH, STATUS_VAR, STATUS_WORD, cut_middle, fmt_score, literal, plain, rich_style
 from ..widgets.footer import KeyFooter
 from ..worker_utils import worker_succeeded
 
@@ -49,6 +50,8 @@ def change_kind(change: CaseChange) -> str:
 def coverage_of(entry: HistoryEntry, cases_in_set: int | None) -> str:
     """`all`, `failures`, `selection` or `cancelled`: the record's own word when it has one, else inferred
     from the number of cases it holds against the eval set's (records from before coverage was saved)."""
+    if entry.kind is not None and entry.kind.selection != "all" and not entry.cancelled:
+        return entry.kind.selection  # the run's kind says it (an F run is `failures`, not `selection`)
     if entry.coverage:
         return entry.coverage
     if entry.cancelled:
@@ -65,6 +68,38 @@ _COUNT_COLUMNS = {EvalStatus.PASSED: "passed", EvalStatus.FAILED: "failed", Eval
 
 #: Eval sets whose pass-rate trend the history shows above its table (the screen is short at 80x24).
 MAX_TREND_SETS = 3
+#: Cells a run id and an eval set id take in the history table (cut in the middle past that): with
+#: the tags before the id, a row fits 80 columns.
+RUN_ID_WIDTH = 16
+SET_ID_WIDTH = 18
+
+
+def run_tags(entry: HistoryEntry, cases_in_set: int | None) -> list[tuple[str, str]]:
+    """What kind of run a record is, as the history tags it (word, style): `replay` (recorded turns
+    scored again, not the agent), `run k of N` (one repetition: its counts are one repetition's), and a
+    partial run's coverage (`failures 5/9`: its missing cases kept their older results)."""
+    tags: list[tuple[str, str]] = []
+    kind = entry.kind
+    if entry.replay:
+        tags.append(("replay", "text-accent"))
+    if kind is not None:
+        # What else the run's kind says that sets it apart from the agent's own live run (run/3 records).
+        if kind.rescore_of:
+            tags.append(("re-score", "text-accent"))
+        if kind.tools != "live":
+            tags.append(("mock tools" if kind.tools == "mock-strict" else "mock+live tools", "text-accent"))
+        if kind.judge is not None and kind.judge.endpoint:
+            tags.append(("stand-in judge", "text-accent"))
+        if kind.strict:
+            tags.append(("strict", "text-accent"))
+    if entry.num_runs > 1:
+        tags.append((f"run {entry.repetition} of {entry.num_runs}", "bold"))
+    coverage = coverage_of(entry, cases_in_set)
+    if coverage != "all":
+        held = sum(entry.counts.values())
+        of = f" {held}/{cases_in_set}" if cases_in_set else ""
+        tags.append((f"{coverage}{of}", "text-warning"))
+    return tags
 
 
 def duration_text(seconds: float) -> str:
@@ -89,10 +124,12 @@ def fmt_time(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _status_text(app: Any, status: EvalStatus | None) -> Text:
+def _status_text(app: Any, status: EvalStatus | None, *, glyph_only: bool = False) -> Text:
+    """`✔ passed` (`✔` alone below 100 columns, where the scores column needs the room)."""
     if status is None:
         return Text("—", style="dim")
-    return Text(f"{STATUS_GLYPH[status]} {STATUS_WORD[status]}", style=rich_style(app, f"text-{STATUS_VAR[status]}"))
+    text = STATUS_GLYPH[status] if glyph_only else f"{STATUS_GLYPH[status]} {STATUS_WORD[status]}"
+    return Text(text, style=rich_style(app, f"text-{STATUS_VAR[status]}"))
 
 
 class _RunsScreen(Screen[None]):
@@ -179,33 +216,35 @@ class HistoryScreen(_RunsScreen):
             state = self.listing.file_state(path)
             if state is not None and state.eval_set is not None:
                 sizes[state.eval_set.eval_set_id] = len(state.eval_set.eval_cases)
+        # Below 100 columns the time loses its year and seconds and the ids are cut shorter: the run
+        # column's tags stay on screen.
+        narrow = self.app.size.width < 100
+        set_width, run_width = (14, 12) if narrow else (SET_ID_WIDTH, RUN_ID_WIDTH)
+
+        def when(ts: float) -> str:
+            return time.strftime("%m-%d %H:%M", time.localtime(ts)) if narrow else fmt_time(ts)
+
         for e in entries:
             key = str(e.path)
             self.entries[key] = e
+            # What kind of run it was comes first, the run's id last and cut in the middle: at 80
+            # columns the tags after a long id were off the screen.
             run = Text()
-            if e.replay:
-                # Recorded turns scored again, not the agent run: said first on the row (the id may be cut).
-                run.append("replay ", style=rich_style(self.app, "text-accent"))
-            if e.num_runs > 1:
-                # One of the N repetitions of a --num-runs run: its counts are one repetition's.
-                run.append(f"run {e.repetition} of {e.num_runs} ", style="bold")
-            run.append(literal(e.run_id), style="dim")
-            coverage = coverage_of(e, sizes.get(e.eval_set_id))
-            if coverage != "all":
-                # A partial run: its missing cases kept their older results, so say it covers only some.
-                held = sum(e.counts.values())
-                of = f" {held}/{sizes[e.eval_set_id]}" if sizes.get(e.eval_set_id) else ""
-                run.append(f" {coverage}{of}", style=rich_style(self.app, "text-warning"))
+            for tag, style in run_tags(e, sizes.get(e.eval_set_id)):
+                run.append(f"{tag} ", style=rich_style(self.app, style) if style.startswith("text-") else style)
+            run.append(cut_middle(literal(e.run_id), run_width), style="dim")
             table.add_row(
-                Text(""), Text(fmt_time(e.creation_timestamp)), Text(literal(e.eval_set_id)),
+                Text(""), Text(when(e.creation_timestamp)), Text(cut_middle(literal(e.eval_set_id), set_width)),
                 # A record counts its cases by status name (`"PASSED": 3`).
                 *(Text(str(e.counts.get(s.name, 0)), style=rich_style(self.app, f"text-{STATUS_VAR[s]}"))
                   for s in CASE_STATUSES),
                 Text(duration_text(e.duration), style="dim"), run, key=key,
             )
         self._show_pass_rates(entries)
-        hint = "enter compares a run with the one before it; space marks a base run to compare against"
-        status = Content.styled(f"{len(entries)} saved runs. {hint}" if entries else "No saved runs yet: run something (r).", "$text-muted")
+        hint = self.app.keys_in("{history.compare} compares a run with the one before it; {history.mark} marks a base "
+                                "run to compare against")
+        status = Content.styled(f"{len(entries)} saved runs. {hint}" if entries
+                                else self.app.keys_in("No saved runs yet: run something ({run.selection})."), "$text-muted")
         if self.unreadable:
             # A record is data from a file: its reason is shown literally, one line each.
             lines = [Content.styled(f"{len(self.unreadable)} unreadable run record(s):", "$text-warning")]
@@ -239,18 +278,24 @@ class HistoryScreen(_RunsScreen):
     def _show_pass_rates(self, entries: list[HistoryEntry]) -> None:
         """Per eval set, the pass rate of its full runs over time (oldest first), as sparklines."""
         from ...engine.trends import pass_rate_series, run_points
-        from ..widgets.trends import spark_row
+        from ..widgets.trends import spark_row, trend_entries
 
         box = self.query_one("#history-trends", Vertical)
         box.remove_children()
-        # The agent's trend: replays of recorded turns are left out (unless there is nothing else).
-        entries = [e for e in entries if not e.replay] or entries
+        # The agent's trend: replays, mocked tools, --strict and stand-in judges are left out (unless
+        # there is nothing else).
+        entries = trend_entries(entries)
         ids = sorted({e.eval_set_id for e in entries})
-        rows = []
+        rows: list[Widget] = []
         for eval_set_id in ids[:MAX_TREND_SETS]:
             rates = pass_rate_series(run_points(entries, eval_set_id))
             if rates:
                 rows.append(spark_row(eval_set_id, rates, rate=True))
+        if len(ids) > MAX_TREND_SETS:
+            # The others are in the table below; the trend block says it lists only some.
+            rows.append(Static(Content.styled(f"+ {len(ids) - MAX_TREND_SETS} more eval set"
+                                              f"{'s' if len(ids) - MAX_TREND_SETS != 1 else ''} (in the table)",
+                                              "$text-muted")))
         box.display = bool(rows)
         if rows:
             box.mount_all(rows)
@@ -292,6 +337,25 @@ class HistoryScreen(_RunsScreen):
             older = [e for e in older if e.replay == after.replay] or older
             before = max(older, key=lambda e: e.creation_timestamp)
         self.app.push_screen(CompareScreen(self.listing, before, after))
+
+
+def score_deltas_text(deltas: dict[str, tuple[float | None, float | None]], kind: str, name_width: int = 0) -> str:
+    """`tool_trajectory_avg_score 0.50→1.00`: the scores that moved first; a count, tokens or seconds
+    (informational metrics) after them with its unit (`invocation_duration_v1 0.09→0.03 s/turn`); a
+    case still failing with the same scores says so, rather than show only how long it took."""
+    from ...schema.criteria import INFORMATIONAL_METRICS
+    from ..text import INFO_UNITS, info_figure
+
+    def shown(name: str) -> str:  # `name_width`: metric names cut in the middle past it (0: whole)
+        return cut_middle(name, name_width) if name_width else name
+
+    scored = [f"{shown(name)} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in deltas.items()
+              if name not in INFORMATIONAL_METRICS]
+    info = [f"{shown(name)} {info_figure(name, a)}→{info_figure(name, b)}" + (f" {INFO_UNITS[name]}/turn" if name in INFO_UNITS else "")
+            for name, (a, b) in deltas.items() if name in INFORMATIONAL_METRICS]
+    if not scored and kind in ("still failing", "unchanged"):
+        scored = ["same scores"]
+    return "; ".join([*scored, *info])
 
 
 class CompareScreen(_RunsScreen):
@@ -368,19 +432,31 @@ class CompareScreen(_RunsScreen):
         table.clear()
         kinds: dict[str, int] = {}
         order = list(_KIND_VAR)
+        # Below 100 columns: statuses as glyphs, ids and metric names cut in the middle, so the scores
+        # column (what moved) stays on screen.
+        narrow = self.app.size.width < 100
         for c in sorted(self.changes, key=lambda c: (order.index(change_kind(c)), c.eval_id)):
             kind = change_kind(c)
             kinds[kind] = kinds.get(kind, 0) + 1
-            if self.hide_unchanged and kind in ("unchanged", "still failing"):
-                continue
-            deltas = "; ".join(f"{name} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in c.score_deltas.items())
+            if self.hide_unchanged and kind == "unchanged":
+                continue  # a case still failing is still news: u keeps it
+            deltas = score_deltas_text(c.score_deltas, kind, name_width=14 if narrow else 0)
             table.add_row(
                 Text(kind, style=rich_style(self.app, _KIND_VAR.get(kind, ""), bold=kind == "regression")),
-                Text(literal(c.eval_id)), _status_text(self.app, c.before), _status_text(self.app, c.after),
+                Text(cut_middle(literal(c.eval_id), 20) if narrow else literal(c.eval_id)),
+                _status_text(self.app, c.before, glyph_only=narrow), _status_text(self.app, c.after, glyph_only=narrow),
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: list(_KIND_VAR).index(kv[0])))
-        status = Content.styled((summary or "no cases") + ". enter shows a case in the browser.", "$text-muted")
+        keys = self.app.keys_in
+        if table.row_count == 0 and self.changes:
+            hidden = kinds.get("unchanged", 0)
+            status = Content.styled(keys(f"{summary}: every case is unchanged, and {{compare.unchanged}} hides the "
+                                         f"{hidden} unchanged ({{compare.unchanged}} shows them)."), "$text-warning")
+        else:
+            hint = " · {compare.unchanged} shows the unchanged" if self.hide_unchanged else ""
+            status = Content.styled(keys((summary or "no cases") + ". {compare.open} shows a case in the browser, "
+                                         "{compare.turns} its turns in both runs" + hint + "."), "$text-muted")
         warnings = self.warnings()
         if warnings:
             status = Content("\n").join([*(Content.styled(f"⚠ {w}", "$text-warning") for w in warnings), status])
@@ -419,7 +495,17 @@ class CompareScreen(_RunsScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_diff":
             return self.diff_path is not None  # hidden unless the later run saved a diff
+        if action in ("open_turns", "open_case"):
+            return self.query_one(DataTable).row_count > 0 or None
         return True
+
+    def cannot_act(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        """Why a key of this screen cannot act now (see `check_action`), as a short notice."""
+        if action == "open_diff":
+            return "The later run saved no uncommitted diff (its agent files were committed, or not in git)."
+        if action in ("open_turns", "open_case"):
+            return self.app.keys_in("No case in the table: {compare.unchanged} shows the unchanged ones.")
+        return None
 
     def action_open_diff(self) -> None:
         if self.diff_path is not None:

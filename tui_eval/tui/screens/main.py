@@ -55,6 +55,8 @@ class MainScreen(Screen[None]):
     """Browse eval files > cases > turns, start and watch runs, filter and search."""
 
     app: EvalApp
+    #: Below 100 columns the tree widens to half the screen (app.tcss): its rows keep status and score.
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (100, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_selection", "Run", id="run.selection", tooltip="Run the highlighted file or case"),
         Binding("R", "run_all", "Run all", id="run.all"),
@@ -170,11 +172,42 @@ class MainScreen(Screen[None]):
             if not cat.filter.active:  # else the filter needs the room (the tree shows the files anyway)
                 parts.append((f"  {len(cat.files)} eval file{'' if len(cat.files) == 1 else 's'} · ", "$text-muted"))
                 parts.append(plain(agents, "$text-muted"))
+        if not app.saving:
+            parts.append(("  not saved", "$text-warning"))  # --no-save: this session stays out of history
         parts.append(("  live on" if app.live else "  live off", "$text-success" if app.live else "$text-muted"))
         if app.live and not app.agent_reruns:
             parts.append((" (no agent re-runs)", "$text-muted"))
         parts.append(("  ? help", "$text-muted"))
         self.query_one("#topbar", Static).update(Content.assemble(*parts))
+
+    def keys_changed(self) -> None:
+        """The keymap is in effect: the run panel and the summary name its keys."""
+        from ..widgets.run_panel import NAMED_KEYS
+
+        self.run_panel.use_keys({i: self.app.keys_in(f"{{{i}}}") for i in NAMED_KEYS})
+        self.summary.refresh_entry()
+
+    def cannot_act(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        """Why a key of this screen cannot act now (see `check_action`), as a short notice."""
+        keys = self.app.keys_in
+        if action in ("run_selection", "run_all", "run_failed"):
+            if self.app.busy:
+                return keys("A run is going: {run.cancel} cancels it, or wait for it to end.")
+            return "Still starting: runs can start once the folder is loaded."
+        if action == "cancel_run":
+            return "No run to cancel."
+        if action == "open_turn":
+            return keys("{turn.open} opens a turn: highlight one (→ lists a case's turns).")
+        if action in ("accept", "delete"):
+            entry = self.selected
+            if isinstance(entry, (CaseEntry, TurnEntry)):
+                return keys("Nothing to accept: this case has no result yet ({run.selection} runs it).")
+            verb = "accepts" if action == "accept" else "deletes"
+            key = keys("{edit.accept}" if action == "accept" else "{edit.delete}")
+            return f"{key} {verb} a case or a turn: highlight one."
+        if action == "ces_run" and self.app.busy and (self.app.ces.target is not None or self._ces_case()):
+            return keys("A run is going: {run.cancel} cancels it, or wait for it to end.")
+        return None
 
     def _modes_changed(self, _on: bool) -> None:
         self.refresh_topbar()
@@ -356,7 +389,8 @@ class MainScreen(Screen[None]):
         order = self.listing.cycle_order()
         self._title_browser()
         self.browser.rebuild(keep_open=True)
-        self.notify(f"Cases sorted: {CASE_ORDER_WORDS[order]} (s changes it).", markup=False, timeout=3)
+        self.notify(self.app.keys_in(f"Cases sorted: {CASE_ORDER_WORDS[order]} ({{browser.sort}} changes it)."),
+                    markup=False, timeout=3)
 
     def _title_browser(self) -> None:
         # The tree's title says what its numbers are when they are not the file's order of scores.
@@ -382,10 +416,11 @@ class MainScreen(Screen[None]):
         search = self._search_input()
         if search is None:
             # Imported and mounted on first use: one widget less to load before the first frame.
-            from textual.widgets import Input
+            from ..widgets.search import SearchInput
 
-            search = Input(placeholder="search ids, messages, responses, tools and arguments (enter: done, esc: clear)",
-                           id="search")
+            search = SearchInput(placeholder=self.app.keys_in(
+                "search ids, messages, responses, tools, arguments, plans ({search.done}: done, {search.clear}: clear)",
+                MainScreen, SearchInput), id="search")
             self.mount(search, before=self.run_panel)
         search.remove_class("-hidden")
         search.focus()
@@ -447,10 +482,10 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(EditKind.DELETE_CASE, entry.key))
 
     def action_accept_whole_case(self) -> None:
-        self._whole_case(EditKind.ACCEPT_CASE, "A accepts a whole case")
+        self._whole_case(EditKind.ACCEPT_CASE, self.app.keys_in("{browser.accept_case} accepts a whole case"))
 
     def action_delete_whole_case(self) -> None:
-        self._whole_case(EditKind.DELETE_CASE, "D deletes a whole case")
+        self._whole_case(EditKind.DELETE_CASE, self.app.keys_in("{browser.delete_case} deletes a whole case"))
 
     def _whole_case(self, kind: EditKind, what: str) -> None:
         entry = self.selected
@@ -523,7 +558,8 @@ class MainScreen(Screen[None]):
     def action_ces_history(self) -> None:
         key = self._ces_case()
         if key is None:
-            self.notify("c shows the CES results of a case pulled from CES: highlight one.", markup=False)
+            self.notify(self.app.keys_in("{ces.history} shows the CES results of a case pulled from CES: highlight one."),
+                        markup=False)
             return
         self.post_message(OpenCesHistory(key))
 

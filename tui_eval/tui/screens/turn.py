@@ -202,7 +202,7 @@ class TurnScreen(Screen[None]):
         )
         origin = (f"   {cat.origin_text(self.key)}" if result is not None
                   else "   ◌ loading the result from the engine…" if cat.results.loading(self.key)
-                  else "   no result yet: r runs the case")
+                  else self.app.keys_in("   no result yet: {turn.rerun} runs the case"))
         if result is not None and head.cell_length + len(origin) > (self.size.width or self.app.size.width):
             # At 80 columns the date and age wrapped onto a second line: the age alone fits.
             origin = f"   {cat.origin_text(self.key, short=True)}"
@@ -211,7 +211,7 @@ class TurnScreen(Screen[None]):
         if runs:
             shown_rep = cat.result_of_run(self.key, self.repetition)[1] or len(runs)
             title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),
-                                     marks(runs, current=shown_rep), ("   k: next run", "$text-muted"))
+                                     marks(runs, current=shown_rep), (self.app.keys_in("   {turn.repetition}: next run"), "$text-muted"))
         self.query_one("#turn-title", Static).update(title)
 
         had_clipped = bool(self._clipped)
@@ -225,7 +225,7 @@ class TurnScreen(Screen[None]):
 
         shown = expected or actual
         user = cut("user", shown.user_content.text if shown is not None else "")
-        self.query_one("#turn-user", Static).update(plain(user))
+        self.query_one("#turn-user", Static).update(joined([plain(user), *self._cut_notes("user")]))
 
         # Response: the word diff, then the metrics that judge this turn.
         exp_text = cut("expected", expected.final_response.text if expected is not None and expected.final_response else "")
@@ -235,25 +235,23 @@ class TurnScreen(Screen[None]):
             # A scenario turn: the user simulator wrote the message; there is no reference to diff.
             lines += [Content.styled("expected", "bold $text-muted"),
                       Content.styled("none: a scenario case has no reference turns", "$text-muted italic"),
-                      Content.styled("actual", "bold $text-muted"), plain(act_text)]
+                      Content.styled("actual", "bold $text-muted"), plain(act_text), *self._cut_notes("actual")]
         elif actual is None:
-            lines += [Content.styled("expected", "bold $text-muted"), plain(exp_text)]
+            lines += [Content.styled("expected", "bold $text-muted"), plain(exp_text), *self._cut_notes("expected")]
         else:
             left, right = word_diff(exp_text, act_text)
-            lines += [Content.styled("expected", "bold $text-muted"), left,
-                      Content.styled("actual", "bold $text-muted"), right]
+            # A text cut for the screen says so right under its cut, not after the other one.
+            lines += [Content.styled("expected", "bold $text-muted"), left, *self._cut_notes("expected"),
+                      Content.styled("actual", "bold $text-muted"), right, *self._cut_notes("actual")]
             for author, text in actual.intermediate_texts:
-                lines.append(Content.assemble((f"intermediate ({one_line(author, 30)}) ", "$text-muted"),
-                                              plain(cut(f"intermediate ({one_line(author, 30)})", text))))
-        if self._clipped:
-            sizes = ", ".join(f"{title} {len(text):,}" for title, text in self._clipped)
-            lines.append(Content.styled(f"… cut for the screen ({sizes} characters): v shows the whole text",
-                                        "$text-warning"))
+                what = f"intermediate ({one_line(author, 30)})"
+                lines.append(Content.assemble((f"{what} ", "$text-muted"), plain(cut(what, text))))
+                lines.extend(self._cut_notes(what))
         stale = self._stale(result, expected)
         if stale:
             reasons = self.listing.stale_reasons(self.key) or ("eval case changed",)
-            lines.append(Content.styled(f"⚠ stale: {', '.join(reasons)} since this result was computed; r runs "
-                                        "the case again", "$text-warning"))
+            lines.append(Content.styled(self.app.keys_in(f"⚠ stale: {', '.join(reasons)} since this result was computed; "
+                                                         "{turn.rerun} runs the case again"), "$text-warning"))
         if result is not None:
             lines.append(Content(""))
             lines.extend(turn_metric_lines(result, self.index))
@@ -299,7 +297,8 @@ class TurnScreen(Screen[None]):
         if not trace:
             self._section("trace", None)
         elif not self.show_trace:
-            self._section("trace", Content.styled(f"{len(trace)} step(s), folded: e shows them", "$text-muted"))
+            self._section("trace", Content.styled(self.app.keys_in(f"{len(trace)} step(s), folded: {{turn.trace}} "
+                                                                   "shows them"), "$text-muted"))
         else:
             self._section("trace", joined(trace))
 
@@ -333,8 +332,8 @@ class TurnScreen(Screen[None]):
             return
         if stale:
             # The stored verdicts judged the old expected calls: list the file's calls without them.
-            traj.show_unjudged(exp_calls, act_calls, head="stale: the expected calls changed since this "
-                                                          "result; r runs the case again")
+            traj.show_unjudged(exp_calls, act_calls, head=self.app.keys_in(
+                "stale: the expected calls changed since this result; {turn.rerun} runs the case again"))
             return
         # What the metric stored, under every match type: read, never recomputed.
         stored = stored_trajectory(result, self.index)
@@ -345,7 +344,8 @@ class TurnScreen(Screen[None]):
             # Not judged yet: list the calls without a verdict.
             traj.show_unjudged(exp_calls, act_calls)
             return
-        traj.show(self._alignments, shown, configured, exp_calls, act_calls, ignore_args)
+        traj.show(self._alignments, shown, configured, exp_calls, act_calls, ignore_args,
+                  switch_hint=self.app.keys_in("{turn.match_type} switches"))
 
     def _render_deep(self, result: CaseResult | None, case: Any, expected: Invocation | None,
                      actual: Invocation | None) -> None:
@@ -436,6 +436,27 @@ class TurnScreen(Screen[None]):
             return bool(self._clipped)  # hidden unless a text of this turn was cut
         return True
 
+    def cannot_act(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        """Why a key of this screen cannot act now (see `check_action`), as a short notice."""
+        keys = self.app.keys_in
+        if action in ("accept_turn", "accept_case"):
+            return keys("Nothing to accept: this case has no result yet ({turn.rerun} runs it).")
+        if action == "rerun":
+            if self.app.busy:
+                return keys("A run is going: wait for it to end ({run.cancel} in the browser cancels it).")
+            return "Still starting: runs can start once the folder is loaded."
+        if action == "cycle_repetition":
+            return keys("{turn.repetition} steps through the runs of --num-runs N: this case ran once here.")
+        if action == "full_text":
+            return keys("Nothing is cut on this turn: {turn.full_text} shows a text cut at 20,000 characters.")
+        return None
+
+    def _cut_notes(self, title: str) -> list[Content]:
+        """`… cut for the screen (82,000 characters): v shows the whole text`, for a text cut under `title`."""
+        return [Content.styled(self.app.keys_in(f"… cut for the screen ({len(text):,} characters): "
+                                                "{turn.full_text} shows the whole text"), "$text-warning")
+                for cut_title, text in self._clipped if cut_title == title]
+
     def action_copy(self) -> None:
         """The turn as the agent answered it (response, tool calls and responses), else as expected,
         as JSON on the clipboard."""
@@ -461,6 +482,10 @@ class TurnScreen(Screen[None]):
     def action_step(self, delta: int) -> None:
         _e, _a, n = self._turns()
         new = self.index + delta
+        if not 0 <= new < n:
+            self.notify(f"This is the {'last' if delta > 0 else 'first'} turn ({self.index + 1} of {max(n, 1)}).",
+                        markup=False, timeout=3)
+            return
         if 0 <= new < n:
             self.index = new
             self.sentence = 0

@@ -170,7 +170,7 @@ class WhatIfScreen(Screen[None]):
                              plain(config, "$text-muted"), (")", "$text-muted")),
             Content.assemble((f"{fail} would fail", "$text-error" if fail else "$text-muted"), ", ",
                              (f"{passing} would pass", "$text-success" if passing else "$text-muted"),
-                             (" (from the stored results; s writes it to the config)", "$text-muted")),
+                             (self.app.keys_in(" (from the stored results; {whatif.save} writes it to the config)"), "$text-muted")),
         ]
         if loading:
             lines.append(Content.styled(f"◌ {loading} more result(s) loading from the engine…", "$text-muted"))

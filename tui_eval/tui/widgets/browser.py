@@ -14,7 +14,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ...schema.status import CASE_STATUSES, EvalStatus
-from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, literal, one_line
+from ..listing import REPEAT_STATUS
+from ..text import NO_RESULT_GLYPH, RUNNING_GLYPH, STATUS_GLYPH, cut_middle, literal, one_line
 from ..textual_private import add_tree_nodes, tree_node_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -330,7 +331,7 @@ class EvalBrowser(Tree[Entry]):
         if isinstance(entry, SetEntry):
             label = self._set_label(entry.path)
         elif isinstance(entry, CaseEntry):
-            label = self._case_label(entry.key)
+            label = self._case_label(entry.key, self._room(node))
         elif isinstance(entry, TurnEntry):
             label = self._turn_label(entry)
         elif isinstance(entry, MoreEntry):
@@ -351,22 +352,27 @@ class EvalBrowser(Tree[Entry]):
         glyph = STATUS_GLYPH.get(status, NO_RESULT_GLYPH) if status is not None else NO_RESULT_GLYPH
         return glyph, self._style(_STATUS_CLASS[status])
 
+    def _room(self, node: TreeNode[Entry]) -> int:
+        """Cells a node's label may take on its line: the tree's width less its guides and its icon."""
+        depth, parent = 0, node.parent
+        while parent is not None and parent is not self.root:
+            depth, parent = depth + 1, parent.parent
+        icon = 2 if node.allow_expand else 0
+        return max(0, self.scrollable_content_region.width - depth * self.guide_depth - icon)
+
     def _set_label(self, path: Path) -> Text:
         listing = self.listing
         state = listing.file_state(path)
-        counts = listing.counts(path)
+        counts, flaky = listing.shown_counts(path)
         text = Text(literal(listing.set_label(path)))
         muted = self._style("browser--muted")
-        n = sum(counts.values())
+        n = sum(counts.values()) + flaky
         text.append(f" ({n})", muted)
         for status in CASE_STATUSES:
             if counts[status]:
                 text.append(f" {STATUS_GLYPH[status]}{counts[status]}", self._style(_STATUS_CLASS[status]))
-        if listing.run_book.num_runs > 1:
-            flaky = listing.flaky_count(path)
-            if flaky:
-                # Counted above by their latest repetition; this says how many of them are flaky.
-                text.append(f" {FLAKY_GLYPH}{flaky} flaky", self._style("browser--not-evaluated"))
+        if flaky:
+            text.append(f" {FLAKY_GLYPH}{flaky} flaky", self._style("browser--not-evaluated"))
         stale = listing.stale_count(path)
         if stale:
             # Counted above by their status; this says how many of those results are out of date.
@@ -375,44 +381,60 @@ class EvalBrowser(Tree[Entry]):
             text.append(" ⚠ stale" if state.eval_set is not None else " ⚠ broken", self._style("browser--error"))
         return text
 
-    def _case_label(self, key: CaseKey) -> Text:
+    def _case_label(self, key: CaseKey, room: int = 0) -> Text:
+        """`✘ book_flight  0.50`: the status and the figure always whole; a long id is cut in the middle
+        (`bedroom_temp…n_lamp`) to leave them room on a narrow tree (`room`: its cells, 0 for no limit)."""
         listing = self.listing
-        glyph, gstyle = self._glyph(listing.case_status(key), key in listing.running)
-        flaky = listing.flaky(key) if listing.run_book.num_runs > 1 else None
-        if flaky is not None and key not in listing.running and not listing.filter.metric:
-            # Passed in some repetitions, failed in others: neither ✔ nor ✘ is the truth.
-            glyph, gstyle = FLAKY_GLYPH, self._style("browser--not-evaluated")
-        text = Text.assemble((glyph, gstyle), " ")
+        running = key in listing.running
+        status = listing.case_status(key)
+        glyph, gstyle = self._glyph(status, running)
+        outcome = listing.repeat_outcome(key) if listing.run_book.num_runs > 1 and not listing.filter.metric else None
+        if outcome is not None and not running:
+            # Its N repetitions are its status: ✔ all passed, ✘ none, ~ some (never the last one's ✔/✘).
+            repeat_status = REPEAT_STATUS.get(outcome.label.value)
+            glyph, gstyle = ((FLAKY_GLYPH, self._style("browser--not-evaluated")) if repeat_status is None
+                             else (STATUS_GLYPH[repeat_status], self._style(_STATUS_CLASS[repeat_status])))
+        head = Text.assemble((glyph, gstyle), " ")
         ces = ces_marker_of(listing, key)
         if ces is not None:
             # A case pulled from CES: its last CES verdict (and the kind when it is a scenario), before the
             # id so that a long CES id never pushes it out of a narrow tree.
-            status = _CES_STATUS.get(ces.status or "")
-            text.append("CES " if ces.kind == "golden" else "CES scenario ", self._style("browser--muted"))
-            text.append(STATUS_GLYPH[status] if status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[status]))
-            text.append(" ")
-        text.append(literal(key.eval_id))
+            ces_status = _CES_STATUS.get(ces.status or "")
+            head.append("CES " if ces.kind == "golden" else "CES scenario ", self._style("browser--muted"))
+            head.append(STATUS_GLYPH[ces_status] if ces_status else NO_RESULT_GLYPH, self._style(_STATUS_CLASS[ces_status]))
+            head.append(" ")
+        tail = Text()
         summary = listing.results.summary(key)
-        if listing.order == "duration":
-            if summary is not None:
-                text.append(f"  {summary.seconds:.2f}s", self._style("browser--muted"))
+        if outcome is not None:
+            # The figure of N repetitions is their pass rate, not the last one's score.
+            tail.append(f"  {outcome.passed}/{outcome.runs} passed",
+                        self._style("browser--not-evaluated" if 0 < outcome.passed < outcome.runs else "browser--muted"))
         else:
             score = listing.score_text(key)
             if score is not None:
-                text.append(f"  {score}", self._style("browser--muted"))
-        if flaky is not None:
-            text.append(f"  {flaky[0]}/{flaky[1]} passed", self._style("browser--not-evaluated"))
+                tail.append(f"  {score}", self._style("browser--muted"))
+        if listing.order == "duration" and summary is not None:
+            # Sorted slowest first: the seconds beside the score, with their unit (never in its place).
+            tail.append(f"  {summary.seconds:.2f} s", self._style("browser--muted"))
         if listing.stale_reasons(key):
             # Computed from other code, case, criteria, tools or judge than the files now say.
-            text.append("  stale", self._style("browser--not-evaluated"))
+            tail.append("  stale", self._style("browser--not-evaluated"))
         elif summary is not None and summary.error:
-            text.append("  agent error", self._style("browser--error"))
-        elif summary is not None and not listing.filter.metric and summary.status == EvalStatus.PASSED:
+            tail.append("  agent error", self._style("browser--error"))
+        elif summary is not None and outcome is None and not listing.filter.metric and summary.status == EvalStatus.PASSED:
             done, total = summary.coverage()
             if done != total:
                 # `2/4 evaluated` (`2 of 4 metrics evaluated` in the summary): the tree is narrow at 80 columns.
-                text.append(f"  {done}/{total} evaluated", self._style("browser--not-evaluated"))
-        return text
+                words = "evaluated" if room <= 0 or room - head.cell_len - tail.cell_len - 12 >= 10 else "eval."
+                tail.append(f"  {done}/{total} {words}", self._style("browser--not-evaluated"))
+        name = literal(key.eval_id)
+        if room > 0:
+            fits = room - head.cell_len - tail.cell_len
+            if cell_len(name) > fits:
+                name = cut_middle(name, max(fits, 6))
+        head.append(name)
+        head.append_text(tail)
+        return head
 
     def _turn_label(self, entry: TurnEntry) -> Text:
         listing = self.listing

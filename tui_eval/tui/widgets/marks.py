@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.latency import ToolLatency
     from ...engine.pricing import CostEstimate
     from ...schema.usage import TokenUsage
+    from ...engine.repeats import CaseRepeats
 
 _LABEL_STYLE = {"stable pass": "$text-success", "flaky": "bold $text-warning", "stable fail": "$text-error",
                 "not evaluated": "$text-muted"}
@@ -39,6 +40,17 @@ def marks(statuses: Sequence[int | None], *, current: int | None = None) -> Cont
     return Content.assemble(*parts)
 
 
+#: A case's repetitions as one status: the glyph the tree shows and the colour.
+_LABEL_GLYPH = {"stable pass": "✔", "flaky": "~", "stable fail": "✘", "not evaluated": "–"}
+
+
+def repeat_headline(outcome: CaseRepeats) -> Content:
+    """`~ flaky · 2/4 passed` (`✔ stable pass · 4/4 passed`): a repeated case's status and figure."""
+    label = outcome.label.value
+    return Content.assemble((f"{_LABEL_GLYPH[label]} {label}", _LABEL_STYLE.get(label, "")),
+                            f" · {outcome.passed}/{outcome.runs} passed")
+
+
 def tokens_text(usage: TokenUsage) -> str:
     """`1,234 tok (in 1,000 · out 234 · cached 0)`: compact enough for one line at 80 columns."""
     return (f"{usage.total_tokens:,} tok (in {usage.prompt_tokens:,} · out {usage.output_tokens:,} · "
@@ -61,18 +73,23 @@ def latency_inline(tools: Iterable[ToolLatency], limit: int = 3) -> str:
     return " · ".join(shown) + more
 
 
-def latency_rows(tools: Sequence[ToolLatency]) -> list[Content]:
-    """A small table: tool, calls, ✔/✘, mean and p95 (tool names are agent text: never markup)."""
+def latency_rows(tools: Sequence[ToolLatency], width: int = 0) -> list[Content]:
+    """A small table: tool, calls, ✔/✘, mean and p95 (tool names are agent text: never markup). In
+    `width` cells (0: no limit) the tool's name is cut first, never a figure: at 80 columns the p95
+    column wrapped onto a line of its own."""
     if not tools:
         return []
-    width = min(18, max(len(t.name) for t in tools))
-    rows = [Content.styled(f"  {'tool':<{width}} calls   ✔   ✘    mean     p95", "$text-muted")]
+    # `  name` then ` calls  ✔  ✘   mean    p95`: 2 + name + 26 cells.
+    name_width = min(18, max(len(t.name) for t in tools))
+    if width > 0:
+        name_width = max(4, min(name_width, width - 28))
+    rows = [Content.styled(f"  {'tool':<{name_width}} calls  ✔  ✘   mean    p95", "$text-muted")]
     for t in tools:
-        name = t.name if len(t.name) <= width else t.name[: width - 1] + "…"
+        name = t.name if len(t.name) <= name_width else t.name[: name_width - 1] + "…"
         rows.append(Content.assemble(
-            plain(f"  {name:<{width}}"),
-            f" {t.count:>5} {t.passed:>3} ",
-            (f"{t.failed:>3}", "$text-error" if t.failed else ""),
-            f" {t.mean_seconds:>6.2f}s {t.p95_seconds:>6.2f}s",
+            plain(f"  {name:<{name_width}}"),
+            f" {t.count:>5} {t.passed:>2} ",
+            (f"{t.failed:>2}", "$text-error" if t.failed else ""),
+            f" {t.mean_seconds:>5.2f}s {t.p95_seconds:>5.2f}s",
         ))
     return rows

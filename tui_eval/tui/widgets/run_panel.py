@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical
 from textual.content import Content
@@ -14,6 +16,8 @@ from ..inflight import IN_FLIGHT_LINES, InFlight
 from ..text import STATUS_GLYPH, STATUS_STYLE, one_line, plain
 from .marks import cost_text, latency_inline, tokens_text
 
+#: The keys the panel names until the screen tells it the keymap's (`use_keys`).
+NAMED_KEYS = {"run.selection": "r", "run.all": "R", "run.failed": "F", "run.cancel": "x"}
 _PHASE_WORDS: dict[RunPhase, str] = {
     "starting": "starting",
     "running": "running",
@@ -73,6 +77,7 @@ class RunPanel(Vertical):
         self._phase: str | None = None
         self._bars: dict[str, MetricBar] = {}
         self._insight_stamp: object = None
+        self._keys: dict[str, str] = dict(NAMED_KEYS)
         self._status = Static(self._idle_line(), id="run-status")
         self._status_height = -1
 
@@ -105,13 +110,20 @@ class RunPanel(Vertical):
         widget.update(Content("\n").join(shown))
 
     @staticmethod
-    def _idle_line() -> Content:
+    def _idle_line(keys: Mapping[str, str] = NAMED_KEYS) -> Content:
+        """`No run yet. r runs the selection, R everything, F the failures.` with the keys in effect."""
         return Content.assemble(
             ("No run yet. ", "$text-muted"),
-            ("r", "bold $accent"), (" runs the selection, ", "$text-muted"),
-            ("R", "bold $accent"), (" everything, ", "$text-muted"),
-            ("F", "bold $accent"), (" the failures.", "$text-muted"),
+            (keys["run.selection"], "bold $accent"), (" runs the selection, ", "$text-muted"),
+            (keys["run.all"], "bold $accent"), (" everything, ", "$text-muted"),
+            (keys["run.failed"], "bold $accent"), (" the failures.", "$text-muted"),
         )
+
+    def use_keys(self, keys: Mapping[str, str]) -> None:
+        """Name these keys (binding id -> key as shown) from now on: the keymap in effect."""
+        self._keys = dict(keys)
+        if self.has_class("-idle"):
+            self._status.update(self._idle_line(self._keys))
 
     def show(self, snap: RunSnapshot, num_runs: int = 1) -> None:
         """Redraw from a snapshot (cheap when nothing changed: a run streaming thousands of cases a second
@@ -125,7 +137,7 @@ class RunPanel(Vertical):
             for phase in _PHASE_WORDS:
                 self.set_class(snap.phase == phase, f"-{phase}")
             self.set_class(False, "-idle")
-        line = self._status_line(snap, num_runs)
+        line = self._status_line(snap, num_runs, self._keys["run.cancel"])
         # A new layout only when the status line's height changes (it wraps, errors come and go).
         status = self._status
         width = status.content_region.width
@@ -176,7 +188,7 @@ class RunPanel(Vertical):
         self._phase = None
 
     @staticmethod
-    def _status_line(snap: RunSnapshot, num_runs: int = 1) -> Content:
+    def _status_line(snap: RunSnapshot, num_runs: int = 1, cancel_key: str = "x") -> Content:
         phase = _PHASE_WORDS.get(snap.phase, snap.phase)
         if snap.saving is not None:
             # Nothing runs any more: a cancel is honoured though thousands of cases take seconds to save.
@@ -190,7 +202,7 @@ class RunPanel(Vertical):
             for status in CASE_STATUSES:
                 parts.append((f"{STATUS_GLYPH[status]} {snap.counts.get(status, 0)}  ", STATUS_STYLE[status]))
         if snap.phase in ("starting", "running") and snap.saving is None:
-            parts.append(("x cancels", "$text-muted"))
+            parts.append((f"{cancel_key} cancels", "$text-muted"))
         elif snap.phase in ("finished", "cancelled", "failed"):
             # The bars are hidden once the run is over (the panel shrinks to this line): name the metrics
             # that decided nothing, so a full bar never passes for a verdict.

@@ -11,10 +11,11 @@ from textual.widgets import Static
 
 from ..text import one_line, plain, status_content
 from .browser import CaseEntry, Entry, MoreEntry, SetEntry, TurnEntry
-from .marks import cost_text, latency_rows, marks, tokens_text
+from .marks import cost_text, latency_rows, marks, repeat_headline, tokens_text
 from .trends import CaseTrends
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..app import EvalApp
     from ...schema.usage import TokenUsage
     from ...schema.model import Invocation
     from ...schema.results import CaseResult
@@ -36,6 +37,8 @@ def _hint(text: str) -> Content:
 class Summary(Static):
     """Renders one browser entry; `show(entry)` redraws it from the listing."""
 
+    app: EvalApp
+
     def __init__(self, listing: CaseListing, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.listing = listing
@@ -49,6 +52,18 @@ class Summary(Static):
         if isinstance(parent, Widget):
             self._trends = CaseTrends(self.listing, id="case-trends")
             parent.mount(self._trends, after=self)
+
+    def _fit(self, name: str, used: int) -> str:
+        """An id on one line of the pane after `used` cells: cut in the middle when it does not fit
+        (`book_the_che…n_confirm`), never wrapped onto a second line."""
+        from ..text import cut_middle
+
+        width = self.content_region.width
+        return cut_middle(one_line(name, 200), max(12, width - used)) if width > 0 else one_line(name, 60)
+
+    def _keys(self, text: str) -> str:
+        """A hint naming keys as the keymap has them (`{run.selection}` -> `r`)."""
+        return self.app.keys_in(text)
 
     def show(self, entry: Entry) -> None:
         self.entry = entry
@@ -79,13 +94,14 @@ class Summary(Static):
         if isinstance(entry, TurnEntry):
             return self._turn(entry)
         if isinstance(entry, MoreEntry):
-            return _hint(f"{entry.total - entry.start:,} more cases of {self.listing.relpath(entry.path)}: enter shows "
-                         "the next page; / searches and f shows failures only.")
+            return _hint(self._keys(f"{entry.total - entry.start:,} more cases of {self.listing.relpath(entry.path)}: "
+                                    "enter shows the next page; {filter.search} searches and {filter.failed} shows "
+                                    "failures only."))
         if not self.listing.loaded:
             return _hint("Looking for agents, eval files and configs…")
         if self.listing.filter.active and self.listing.files:
             # The folder has eval files: the filter hides them all, which is not "no eval files".
-            return _hint(f"No case matches ({self.listing.filter.describe()}). esc clears the filter.")
+            return _hint(self._keys(f"No case matches ({self.listing.filter.describe()}). {{filter.clear}} clears the filter."))
         return _hint("No eval files found below this folder (*.evalset.json, *.test.json).")
 
     # ---- an eval file ----------------------------------------------------------------------
@@ -105,11 +121,12 @@ class Summary(Static):
                 lines.append(plain(es.name))
             if es.description:
                 lines.append(plain(es.description, "italic"))
-            counts = cat.counts(path)
+            counts, flaky = cat.shown_counts(path)
             lines.append(Content.assemble(
                 f"{len(es.eval_cases)} cases  ",
                 (f"✔ {counts[1]}  ", "$text-success"), (f"✘ {counts[2]}  ", "$text-error"),
-                (f"– {counts[3]}  ", "$text-warning"), (f"· {counts[None]} no result", "$text-muted"),
+                (f"– {counts[3]}  ", "$text-warning"), (f"~ {flaky} flaky  ", "$text-warning") if flaky else "",
+                (f"· {counts[None]} no result", "$text-muted"),
             ))
             if state.legacy:
                 lines.append(_hint("Legacy .test.json format (tui-eval migrate converts it)."))
@@ -119,7 +136,7 @@ class Summary(Static):
         agent = ws.agent_for(path) if ws is not None else None
         lines.append(Content.assemble(("agent ", "$text-muted"), plain(cat.display_agent(agent))))
         lines.append(Content(""))
-        lines.append(_hint("r runs this file · enter expands · / searches"))
+        lines.append(_hint(self._keys("{run.selection} runs this file · enter expands · {filter.search} searches")))
         return joined(lines)
 
     def _config_lines(self, path: Path) -> list[Content]:
@@ -150,26 +167,36 @@ class Summary(Static):
         key = entry.key
         case = cat.case(key)
         result = cat.result(key)
-        lines: list[Content] = [_title("Case", one_line(key.eval_id, 60))]
+        lines: list[Content] = [_title("Case", self._fit(key.eval_id, len("Case ")))]
         turns = len(case.conversation or []) if case is not None else 0
         kind = "scenario" if case is not None and case.is_scenario else f"{turns} turn(s)"
         lines.append(plain(f"{cat.relpath(Path(key.eval_file))} · {kind}", "$text-muted"))
         if case is not None and case.conversation_scenario is not None:
             lines.append(Content.assemble(("starting prompt ", "$text-muted"),
                                           plain(one_line(case.conversation_scenario.starting_prompt, 200))))
+        if case is not None and cat.filter.query:
+            where = cat.search_match(cat.path_of(key), case)
+            if where is not None:  # why the search shows this case
+                lines.append(Content.assemble(("found ", "$text-muted"), plain(repr(cat.filter.query)),
+                                              (" in ", "$text-muted"), plain(where)))
         lines.append(Content(""))
         if key in cat.running:
             lines.append(Content.styled("◌ running…", "$text-accent"))
         if result is None and cat.results.loading(key):
             lines.append(Content.styled("◌ loading this result from the engine…", "$text-muted"))
         elif result is None:
-            lines.append(_hint("No result yet: r runs this case."))
+            lines.append(_hint(self._keys("No result yet: {run.selection} runs this case.")))
         else:
             from ..verdicts import case_metric_lines, evaluated_note
 
             note = evaluated_note(result)
-            status = Content.assemble(status_content(result.status, word=True),
-                                      (f" · {note}", "$text-warning") if note else "")
+            outcome = cat.repeat_outcome(key)
+            if outcome is not None:
+                # --num-runs: the case's status is its repetitions' (flaky 2/4), never the last one's.
+                status = repeat_headline(outcome)
+            else:
+                status = Content.assemble(status_content(result.status, word=True),
+                                          (f" · {note}", "$text-warning") if note else "")
             origin = f"   {cat.origin_text(key)}"
             if status.cell_length + len(origin) > self.content_region.width > 0:
                 # At 80x24 the date and age would wrap and push a metric line off the pane.
@@ -177,11 +204,13 @@ class Summary(Static):
             lines.append(Content.assemble(status, (origin, "$text-muted")))
             stale = cat.stale_reasons(key)
             if stale:
-                lines.append(Content.styled(f"⚠ stale: {', '.join(stale)} since it ran; r runs it again, "
-                                            "S every stale case", "$text-warning"))
+                lines.append(Content.styled(self._keys(f"⚠ stale: {', '.join(stale)} since it ran; {{run.selection}} "
+                                                       "runs it again, {run.stale} every stale case"), "$text-warning"))
             runs = cat.run_book.statuses_of(key)
-            if runs:  # this session's --num-runs repetitions, right under the latest one's status
+            if runs:  # this session's --num-runs repetitions, right under the case's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
+                last = max((i for i, r in enumerate(runs) if r is not None), default=len(runs) - 1)
+                lines.append(_hint(f"metrics of run {last + 1} of {len(runs)}" + (f" · {note}" if note and outcome else "")))
 
             # ◂ marks the metric whose score is the number beside the case in the tree.
             marked = cat.score_metric(key)
@@ -203,7 +232,8 @@ class Summary(Static):
                 lines.append(Content.styled("session state", "$text-muted"))
                 lines.extend(state_lines(expected_state, result.final_session_state, max(30, self.size.width - 2)))
         lines.append(Content(""))
-        lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
+        lines.append(_hint(self._keys("enter lists turns · {run.selection} runs · {edit.accept} accepts the run as "
+                                      "expected · {edit.delete} deletes")))
         return joined(lines)
 
     def _insight_lines(self, result: CaseResult) -> list[Content]:
@@ -213,7 +243,7 @@ class Summary(Static):
         lines = self._usage_line(case_usage(result))
         tools = case_tool_latency(result)
         if tools:
-            lines.extend(latency_rows(tools))
+            lines.extend(latency_rows(tools, self.content_region.width))
         return lines
 
     def _turn_usage(self, actual: Invocation) -> list[Content]:
@@ -244,7 +274,7 @@ class Summary(Static):
         result = cat.result(key)
         expected = case.conversation[i] if case is not None and case.conversation and i < len(case.conversation) else None
         actual = result.actual[i] if result is not None and i < len(result.actual) else None
-        lines: list[Content] = [_title(f"Turn {i + 1} of", one_line(key.eval_id, 50))]
+        lines: list[Content] = [_title(f"Turn {i + 1} of", self._fit(key.eval_id, len(f"Turn {i + 1} of ")))]
         shown = expected or actual
         user = shown.user_content.text if shown is not None else ""
         lines.append(Content.assemble(("user ", "$text-muted"), plain(one_line(user, 300))))
@@ -264,7 +294,7 @@ class Summary(Static):
             if actual is not None:
                 lines.extend(self._turn_usage(actual))
         else:
-            lines.append(_hint("No result yet: r runs this case."))
+            lines.append(_hint(self._keys("No result yet: {run.selection} runs this case.")))
         lines.append(Content(""))
         lines.append(_hint("enter opens the turn: diffs, trajectory, judge verdicts"))
         return joined(lines)

@@ -83,12 +83,14 @@ class TrajectoryDiff(Vertical):
         expected: list[FunctionCall],
         actual: list[FunctionCall],
         ignore_args: bool = False,
+        switch_hint: str = "m switches",
     ) -> None:
+        """`switch_hint`: the key that switches the match type, as the keymap has it."""
         alignment = alignments.get(shown) or alignments[configured]
         head = [
             verdict_chips(alignments, shown, configured),
             plain(f"{alignment_summary(alignment)}{'; arguments ignored' if ignore_args else ''}"
-                  " · * configured · m switches", "$text-muted"),
+                  f" · * configured · {switch_hint}", "$text-muted"),
         ]
         self.query_one("#trajectory-head", Static).update(joined(head))
         grid = self.query_one("#trajectory-grid", Grid)

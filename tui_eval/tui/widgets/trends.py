@@ -34,6 +34,9 @@ SPARK_WIDTH = 12
 #: Metrics a case's trend shows at most (the pane is short at 80x24).
 MAX_METRICS = 4
 _NAME_WIDTH = 14
+#: A case trend row's name takes at most this (the longest metric name's length) and its tail about this.
+_LONGEST_NAME = 38
+_TAIL_WIDTH = 10
 
 
 class FileTrends:
@@ -50,10 +53,28 @@ def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry]
     from ...engine.store import list_history
     from ...engine.trends import load_run_scores, run_points
 
-    entries = [e for e in (listed if listed is not None else list_history(history)) if e.eval_set_id == eval_set_id]
-    # The agent's trend: replays of recorded turns are left out (unless there is nothing else).
-    entries = [e for e in entries if not e.replay] or entries
+    entries = trend_entries([e for e in (listed if listed is not None else list_history(history))
+                             if e.eval_set_id == eval_set_id])
     return FileTrends(run_points(entries, eval_set_id), load_run_scores(entries, eval_set_id))
+
+
+def comparable(entry: HistoryEntry) -> bool:
+    """Whether a saved run belongs in the agent's trend: the agent ran (not a replay or a re-score), its
+    tools live, no `--strict`, a judge at its provider's own endpoint (not a stand-in). Records from
+    before run kinds (format /2) say only whether they were replays."""
+    kind = entry.kind
+    if entry.replay:
+        return False
+    if kind is None:
+        return True
+    return (kind.agent == "agent" and kind.tools == "live" and not kind.strict and kind.rescore_of is None
+            and (kind.judge is None or kind.judge.endpoint is None))
+
+
+def trend_entries(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+    """The saved runs a trend draws: those `comparable` (unless there is nothing else), so a mocked,
+    strict, stand-in-judge or replay run never moves the agent's line."""
+    return [e for e in entries if comparable(e)] or entries
 
 
 _BARS = "▁▂▃▄▅▆▇█"
@@ -88,13 +109,16 @@ class _Shown:
     def __init__(self) -> None:
         self.parts: _Parts | None = None
 
-    def change(self, name: str, values: Sequence[float], rate: bool) -> _Parts | None:
+    def change(self, name: str, values: Sequence[float], rate: bool, width: int | None = _NAME_WIDTH) -> _Parts | None:
         """The row's new parts; None when they are the ones shown (moving between cases with the same trend
-        repaints nothing)."""
+        repaints nothing). `width`: the label's cells (its name cut in the middle past that); None keeps
+        the whole name, for a row that cuts it to its own width when drawn."""
+        from ..text import cut_middle
+
         shown = tuple(values)[-SPARK_WIDTH:]
-        label = name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+        label = name if width is None else f"{cut_middle(name, width):<{width}} "
         fmt = (lambda v: f"{v:.0%}") if rate else fmt_score
-        parts = (f"{label:<{_NAME_WIDTH}} ", shown, f" {fmt(shown[-1])} ({len(values)})")
+        parts = (label, shown, f" {fmt(shown[-1])} ({len(values)})")
         if parts == self.parts:
             return None
         self.parts = parts
@@ -162,21 +186,29 @@ class CaseTrendRow(Sparkline):
         self._shown = _Shown()
 
     def set(self, name: str, values: Sequence[float], *, rate: bool = False) -> None:
-        parts = self._shown.change(name, values, rate)
+        parts = self._shown.change(name, values, rate, width=None)
         if parts is None:
             return
         label, shown, tail = parts
         self._score = rate or _is_score(name)
         # Metric names come from a config file: one line, control characters escaped (never markup).
+        # `label` is the whole name: it is cut to the row's width when drawn.
         self.label, self.tail = safe_line(label), tail
         self.data = shown  # a reactive: repaints this row, no layout (its height is always 1)
+        self.refresh()
 
     def render(self) -> WidgetRenderResult:
+        from ..text import cut_middle
+
         # Drawn on a fixed 0..1 scale (Textual's Sparkline scales min..max: a constant 1.00 drew as
         # the lowest bar); informational values scale to their own largest.
         top = 1.0 if self._score else None
         spark = Segment(bars(list(self.data or ()), top), self.get_component_rich_style("sparkline--max-color"))
-        return _Row(self.label, spark, self.tail, self.get_component_rich_style("case-trend-row--tail"))
+        # The name takes what the sparkline and its tail leave (every row the same, so the bars line up),
+        # cut in the middle past that: `rubric_based…quality_v1`, never `tool_trajecto…` at 120 columns.
+        width = max(_NAME_WIDTH, min(_LONGEST_NAME, self.size.width - SPARK_WIDTH - _TAIL_WIDTH - 1))
+        label = f"{cut_middle(self.label, width):<{width}} "
+        return _Row(label, spark, self.tail, self.get_component_rich_style("case-trend-row--tail"))
 
 
 def spark_row(name: str, values: Sequence[float], *, rate: bool = False) -> TrendRow:
