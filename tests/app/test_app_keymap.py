@@ -133,7 +133,7 @@ async def test_a_clash_keeps_the_defaults_and_says_so(
 async def test_a_remapped_key_shows_in_the_run_panel_and_the_hints(
         workspace: Path, make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     keymap = tmp_path / "keys.toml"
-    keymap.write_text('run.all = "g"\nrun.selection = "ctrl+r"\nfilter.search = "J"\n', encoding="utf-8")
+    keymap.write_text('run.all = "g"\nrun.selection = "ctrl+r"\nfilter.search = "ctrl+f"\n', encoding="utf-8")
     monkeypatch.setenv("TUI_EVAL_KEYMAP", str(keymap))
     app = make_app(workspace)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -143,7 +143,7 @@ async def test_a_remapped_key_shows_in_the_run_panel_and_the_hints(
         await pilot.press("down", "down")  # travel
         from tests.app.test_app_browse import summary_text
 
-        assert "^r runs this file · enter expands · J searches" in summary_text(app)
+        assert "^r runs this file · enter expands · ^f searches" in summary_text(app)
 
 
 async def test_a_huge_keymap_of_bad_entries_is_summarised(
