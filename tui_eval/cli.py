@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
     from .engine.store import ResultStore
+    from .schema.results import CaseResult
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "--config_file_path", dest="config",
                    help="EvalConfig JSON (default: test_config.json beside each eval file)")
     p.add_argument("--concurrency", type=int, default=8, help="cases run at once (default 8)")
-    p.add_argument("--judge-concurrency", type=int, default=8, help="judge calls in flight (default 8)")
+    p.add_argument("--judge-concurrency", type=int, default=None, metavar="N",
+                   help="the most judge calls in flight (default 64), fewer while the endpoint pushes back "
+                   "(429, Retry-After) and widening again as calls are answered")
     p.add_argument("--turn-timeout", type=_positive_seconds, default=120.0, metavar="SECONDS",
                    help="seconds an agent turn may take (default 120)")
     p.add_argument("--no-judge-cache", action="store_true", help="always call the judge, ignoring the cache")
@@ -330,7 +333,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .engine.store import ResultStore
     from .report import print_baseline, print_detailed, print_outcome, print_summary, write_json, write_junit
 
-    if args.concurrency < 1 or args.judge_concurrency < 1:
+    if args.concurrency < 1 or (args.judge_concurrency is not None and args.judge_concurrency < 1):
         raise UsageError("--concurrency and --judge-concurrency must be at least 1")
     if args.fail_on_regression and not args.baseline:
         raise UsageError("--fail-on-regression needs --baseline RUN|latest|PATH")
@@ -412,6 +415,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)
+    _print_stale(record, plan, prepared.agent_ref, out)
     if baseline is not None:
         print_baseline(baseline, out, verbose=not args.quiet)
     # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
@@ -439,6 +443,26 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_WRITE_FAILED
     print_outcome(outcome, out)
     return outcome.code
+
+
+def _print_stale(record: RunRecord, plan: RunPlan, agent_ref: str, out: TextIO) -> None:
+    """The results an edit during the run made stale (the agent, a case or the criteria changed on disk
+    after the run loaded them): the summary names them, so no one takes them for the files' results."""
+    from .engine.versions import stale_after_run
+    from .textsafe import safe_line
+
+    # One line a case, whatever its repetitions.
+    first: dict[tuple[str, str], tuple[CaseResult, tuple[str, ...]]] = {}
+    for result, why_stale in stale_after_run(record, plan, agent_ref):
+        first.setdefault((result.eval_set_file, result.eval_id), (result, why_stale))
+    stale = list(first.values())
+    if not stale:
+        return
+    reasons = ", ".join(dict.fromkeys(r for _c, rs in stale for r in rs))
+    print(f"Stale: {len(stale)} result(s) an edit during the run made stale ({reasons}); run again to "
+          "check the files on disk:", file=out)
+    for case, why in stale:
+        print(f"  {safe_line(case.eval_id)} ({safe_line(Path(case.eval_set_file).name)}): {', '.join(why)}", file=out)
 
 
 def run_places(plan: RunPlan, agent_ref: str, options: RunOptions, store: ResultStore,

@@ -65,8 +65,11 @@ class Inference:
     #: The session's state after the last turn, as JSON data (`json_state`); None when the agent keeps none
     #: or the session could not be read.
     final_session_state: dict[str, Any] | None = None
-    #: The content hash of the agent code that answered; "" when not known.
+    #: The version of the agent code that answered (`agents.version.loaded_version` in the process that
+    #: loaded it); "" when the executor does not say (the engine then uses the version it loaded).
     agent_version: str = ""
+    #: The files outside the agent's folder that `agent_version` covers (absolute paths).
+    agent_outside: tuple[str, ...] = ()
 
 
 def json_state(state: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ class RunOptions:
     concurrency: int = 8
     # Seconds one agent turn may take before the case fails with a timeout.
     turn_timeout: float = 120.0
-    judge_concurrency: int = 8
+    # The most judge calls in flight (None: the judge service's default, JudgeOptions.concurrency).
+    judge_concurrency: int | None = None
     judge_base_url: str | None = None
     judge_cache: bool = True
     save: bool = True

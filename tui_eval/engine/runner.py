@@ -27,12 +27,13 @@ from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
 from ..schema.fast import trusted
 from ..schema.model import EvalCase, Invocation
-from ..schema.runrecord import CaseVersions, ExecutorInfo, GateRecord, RunKind, RunState, RunVersions
+from ..schema.runrecord import ExecutorInfo, GateRecord, RunKind, RunState, RunVersions
 from ..schema.results import (
     CaseResult,
     EvalSetResult,
     EvalStatus,
     MetricResult,
+    ResultVersions,
     combine_statuses,
     nested_by_turn,
     status_counts,
@@ -71,7 +72,6 @@ logger = logging.getLogger(__name__)
 # why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.01
 # A case's versions before they are computed (frozen: one shared value).
-_NO_VERSIONS = CaseVersions()
 
 
 @dataclass(slots=True, repr=False)
@@ -275,12 +275,16 @@ def _judge_needed(plan: RunPlan) -> bool:
 
 def judge_options(options: RunOptions) -> JudgeOptions:
     """The judge settings of a run: the one carrier of them from the command line to every judge service
-    (the run's, and the user simulator's in each agent process)."""
+    (the run's, and the user simulator's in each agent process). What the options leave unset is the
+    judge service's default."""
     from ..judge import JudgeOptions
 
-    timeout = options.judge_timeout if options.judge_timeout is not None else JudgeOptions().timeout
-    return JudgeOptions(concurrency=options.judge_concurrency, base_url=options.judge_base_url,
-                        use_cache=options.judge_cache, timeout=timeout)
+    asked: dict[str, Any] = {"base_url": options.judge_base_url, "use_cache": options.judge_cache}
+    if options.judge_concurrency is not None:
+        asked["concurrency"] = options.judge_concurrency
+    if options.judge_timeout is not None:
+        asked["timeout"] = options.judge_timeout
+    return JudgeOptions(**asked)
 
 
 def make_judge(options: RunOptions) -> JudgeService:
@@ -360,9 +364,17 @@ class Run:
         owns_agent: bool = False,
         rescore_of: str | None = None,
         before_save: Callable[[RunRecord], None] | None = None,
+        agent_version: str | None = None,
+        inference_versions: dict[CaseKey, str | None] | None = None,
         session_states: dict[CaseKey, dict[str, Any] | None] | None = None,
     ) -> None:
         self.plan = plan
+        #: The version of the agent code the executor loaded (`engine.versions`), for results whose
+        #: worker does not say; `inference_versions`: the agent version each stored inference came from.
+        self.agent_version = agent_version
+        self.inference_versions = inference_versions or {}
+        self._case_versions: dict[int, str] = {}
+        self._criteria_versions: dict[int, str] = {}
         # Where the agent's turns run (an agent object handed over directly answers in this process:
         # the engine's own tests; agent folders come as worker-process executors, see executor_for).
         self.executor: Executor | None = InlineExecutor(agent, owns=False) if isinstance(agent, Agent) else agent
@@ -414,13 +426,26 @@ class Run:
         for task in self._tasks:
             task.cancel()
 
+    def _make_judge(self) -> None:
+        """The run's own judge service when one is needed and none was given, warming its client."""
+        if self.judge is None and _judge_needed(self.plan):
+            judge = make_judge(self.options)
+            judge.warm()
+            self.judge = judge
+            self._owns_judge = True
+
     async def execute(self) -> RunRecord:
         """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
         opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
+        self._make_judge()  # its client is made in a thread while the executor starts
         if not self._owns_agent or self.executor is None:
             return await self._execute()
         from .setup import start_executor
 
+        if self.agent_version is None:
+            # Read just before the load: the agent loads these files or newer ones (then its results
+            # read as stale, never as fresh).
+            self.agent_version = await asyncio.to_thread(self._agent_version_on_disk)
         await start_executor(self.executor)
         try:
             return await self._execute()
@@ -431,9 +456,7 @@ class Run:
         t0 = time.perf_counter()
         self.record.strict = self.options.strict
         plan = self.plan
-        if self.judge is None and _judge_needed(plan):
-            self.judge = make_judge(self.options)
-            self._owns_judge = True
+        self._make_judge()
         if self.options.save and self.store is not None:
             self._remove_leftovers()
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
@@ -539,6 +562,36 @@ class Run:
             )
         )
         return self.record
+
+    def _versions(self, target: EvalTarget, case: EvalCase, key: CaseKey, inference: Inference) -> ResultVersions:
+        """What this result is computed from (hashes cached per case and config object for the run)."""
+        from .versions import case_version, criteria_version, judge_version, result_versions, tools_mode
+
+        case_hash = self._case_versions.get(id(case))
+        if case_hash is None:
+            case_hash = self._case_versions[id(case)] = case_version(case)
+        criteria_hash = self._criteria_versions.get(id(target.config))
+        if criteria_hash is None:
+            criteria_hash = self._criteria_versions[id(target.config)] = criteria_version(target.config)
+        if key in self.inference_versions:
+            agent = self.inference_versions[key]
+        else:
+            agent = inference.agent_version or self.agent_version
+        return result_versions(agent=agent, agent_outside=inference.agent_outside, tools=tools_mode(self.options),
+                               case=case_hash, criteria=criteria_hash,
+                               judge=judge_version(self.options) if self.judge is not None else None)
+
+    def _agent_version_on_disk(self) -> str | None:
+        """The version of the run's agent as the files are now (None for no agent)."""
+        from .versions import files_version, version_of_agent_ref
+
+        executor = self.executor
+        if executor is None or executor.home is None:
+            return None
+        if not executor.runs_user_code:  # replay: the recording it answers from
+            return files_version(executor.source_paths())
+        ref = getattr(executor, "ref", None)
+        return version_of_agent_ref(ref if isinstance(ref, str) else str(executor.home))
 
     def _code_state(self) -> CodeState | None:
         """The code state at run start (on a thread: git takes tens of milliseconds)."""
@@ -674,7 +727,7 @@ class Run:
             # The case's own time: its conversation where the agent ran, then its scoring; never time
             # spent waiting for a free worker.
             wall_seconds=inference.seconds + (time.perf_counter() - t0),
-            versions=_NO_VERSIONS,
+            versions=self._versions(target, case, key, inference),
             repetition=repetition,
             nested_calls=nested_by_turn(actual),
             final_session_state=inference.final_session_state,

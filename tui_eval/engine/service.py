@@ -262,10 +262,17 @@ class EngineService:
             self.session.rerun = command.live
             self.session.rerun_on_agent_change = command.agent_reruns
         elif isinstance(command, Reload):
-            self.session.workspace.reload(Path(command.path))
-            self._seen = self._identities()  # the face re-read it already
+            # As a watched save: re-read, mark what it makes stale and (live) re-run or re-score it.
+            asyncio.ensure_future(self._reload(Path(command.path)))
         else:
             log.error("unknown command %r", command)
+
+    async def _reload(self, path: Path) -> None:
+        assert self.session is not None
+        try:
+            await self.session.handle_changes([path])
+        finally:
+            self._seen = self._identities()  # the face re-read it already
 
     def _cancel(self) -> None:
         self._stop_runs = True
@@ -317,6 +324,7 @@ class EngineService:
         await session.start(run=False)
         # Saved inferences let a config edit re-score without running the agent.
         session.results.update({key: result for key, result, *_ in latest_saved_results(session.workspace)})
+        await session.restale()  # a saved result whose files changed since is stale from the first frame
         self.session = session
         self._seen = self._identities()
         if self.on_loaded is not None:

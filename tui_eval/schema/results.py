@@ -24,12 +24,12 @@ from .details import (
 )
 from .fast import adk_json_default, trusted
 from .model import Invocation, ToolTiming
-from .runrecord import CaseVersions, HumanVerdict, NestedCall, RunMeta
+from .runrecord import HumanVerdict, JudgeVersion, NestedCall, ResultVersions, RunMeta
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
-__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
-           "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_counts",
-           "status_for"]
+__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "JudgeVersion",
+           "MetricResult", "ResultVersions", "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses",
+           "counts_text", "status_counts", "status_for"]
 
 T = TypeVar("T")
 
@@ -290,7 +290,8 @@ class _CaseFields(_Result):
     error: str | None = None
     wall_seconds: float = 0.0
     # The run record's per-case places (`runrecord.CasePlaces`, format /3): defaults for older records.
-    versions: CaseVersions = Field(default_factory=CaseVersions)
+    #: What the result was computed from; None in records written before versions were kept.
+    versions: ResultVersions | None = None
     repetition: int = 1
     nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
     final_session_state: dict[str, JsonValue] | None = None

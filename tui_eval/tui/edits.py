@@ -37,17 +37,29 @@ class Edit:
     leave_screens: bool = False
 
 
+#: What accept says while the result it would write is on its way from the engine.
+LOADING = "The result is still loading from the engine: press the key again in a moment."
+
 def _turn_texts(listing: CaseListing, key: CaseKey, index: int) -> tuple[str | None, str]:
     case = listing.case(key)
     expected = case.conversation[index] if case and case.conversation and index < len(case.conversation) else None
     return (expected.user_content.text if expected is not None else None), listing.relpath(Path(key.eval_file))
 
 
-def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
-    """The edit, or why there is none (a warning line)."""
+def _run_words(listing: CaseListing, key: CaseKey, repetition: int | None) -> str:
+    """` (run 2 of 4)` for a repeated case's shown run, else nothing: the dialog says which it writes."""
+    return f" (run {repetition} of {listing.run_book.num_runs})" if repetition is not None else ""
+
+
+def accept_turn(listing: CaseListing, key: CaseKey, index: int, repetition: int | None = None) -> Edit | str:
+    """The edit, or why there is none (a warning line). With --num-runs it writes the run on screen
+    (`repetition`, else the latest) and says which."""
     from ..schema.edits import accept_turn as rewrite
 
-    result = listing.result(key)
+    result, rep = listing.result_of_run(key, repetition)
+    run = _run_words(listing, key, rep)
+    if result is None and (rep is not None or listing.results.loading(key)):
+        return LOADING  # a finished run whose result is on its way from the engine
     if result is None or index >= len(result.actual):
         return "No actual turn to accept: run the case first."
     user, rel = _turn_texts(listing, key, index)
@@ -57,7 +69,7 @@ def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
     calls = ", ".join(c.name or "(unnamed)" for c in actual.tool_calls) or "none"
     body = Content("\n").join([
         Content.assemble("Make the actual turn ", (f"{index + 1}", "bold"), " of case ", plain(key.eval_id, "bold"),
-                         " the expected one in ", plain(rel, "bold"), "?"),
+                         (run, "bold"), " the expected one in ", plain(rel, "bold"), "?"),
         Content(""),
         Content.assemble(("response  ", "$text-muted"), plain(one_line(actual.final_response.text if actual.final_response else "", 200))),
         Content.assemble(("tool calls ", "$text-muted"), plain(one_line(calls, 200))),
@@ -65,22 +77,25 @@ def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
         Content.styled("The file is rewritten atomically; invocation ids, the user message and every other key are kept.", "$text-muted"),
     ])
     path = Path(key.eval_file)
-    return Edit("Accept turn", body, f"Accepted turn {index + 1} of {key.eval_id}", path,
+    return Edit("Accept turn", body, f"Accepted turn {index + 1} of {key.eval_id}{run}", path,
                 partial(rewrite, path, key.eval_id, index, actual, user), key)
 
 
-def accept_case(listing: CaseListing, key: CaseKey) -> Edit | str:
+def accept_case(listing: CaseListing, key: CaseKey, repetition: int | None = None) -> Edit | str:
     from ..schema.edits import accept_case as rewrite
 
-    result = listing.result(key)
+    result, rep = listing.result_of_run(key, repetition)
+    run = _run_words(listing, key, rep)
     case = listing.case(key)
+    if result is None and (rep is not None or listing.results.loading(key)):
+        return LOADING  # a finished run whose result is on its way from the engine
     if result is None or not result.actual or case is None:
         return "No actual turns to accept: run the case first."
     expected_turns = len(case.conversation or [])
     rel = listing.relpath(Path(key.eval_file))
     body = Content("\n").join([
         Content.assemble("Make all ", (f"{len(result.actual)}", "bold"), " actual turns of case ", plain(key.eval_id, "bold"),
-                         " the expected ones in ", plain(rel, "bold"), "?"),
+                         (run, "bold"), " the expected ones in ", plain(rel, "bold"), "?"),
         Content(""),
         *([Content.assemble(("final session state ", "$text-muted"),
                             plain(one_line(json.dumps(result.final_session_state, ensure_ascii=False), 200)))]
@@ -88,7 +103,7 @@ def accept_case(listing: CaseListing, key: CaseKey) -> Edit | str:
         Content.styled("The file is rewritten atomically; invocation ids, user messages and every other key are kept.", "$text-muted"),
     ])
     path = Path(key.eval_file)
-    return Edit("Accept case", body, f"Accepted case {key.eval_id}", path,
+    return Edit("Accept case", body, f"Accepted case {key.eval_id}{run}", path,
                 partial(rewrite, path, key.eval_id, list(result.actual), expected_turns,
                         result.final_session_state), key)
 
@@ -124,9 +139,9 @@ def edit_for(listing: CaseListing, request: EditRequested) -> Edit | str:
 
     key, kind = request.key, request.kind
     if kind is EditKind.ACCEPT_TURN:
-        return accept_turn(listing, key, request.index)
+        return accept_turn(listing, key, request.index, request.repetition)
     if kind is EditKind.ACCEPT_CASE:
-        return accept_case(listing, key)
+        return accept_case(listing, key, request.repetition)
     if kind is EditKind.DELETE_TURN:
         return delete_turn(listing, key, request.index)
     return delete_case(listing, key)
@@ -174,7 +189,10 @@ class EditControl:
             if edit.stale:
                 self.app.listing.set_result(key, None)
             else:
-                # An accepted turn or case: its result was scored against the old expected turns.
-                self.app.listing.stale.add(key)
+                # An accepted turn or case: its result was scored against the old expected turns (the
+                # engine says the same once it re-reads the file; this shows it at once).
+                from ..engine.versions import REASONS
+
+                self.app.listing.mark_stale(key, (REASONS["case"],))
             self.app.pump.redraw({key})
         self.app.notify(edit.done, markup=False)

@@ -47,6 +47,9 @@ class EditRequested(Message):
     kind: EditKind
     key: CaseKey
     index: int = 0
+    #: With --num-runs: the repetition (run k of N) whose turns an accept writes, as shown; None: the
+    #: case's latest result.
+    repetition: int | None = None
 
 
 @dataclass

@@ -54,6 +54,8 @@ class MainScreen(Screen[None]):
         Binding("r", "run_selection", "Run", id="run.selection", tooltip="Run the highlighted file or case"),
         Binding("R", "run_all", "Run all", id="run.all"),
         Binding("F", "run_failed", "Run failed", id="run.failed"),
+        Binding("S", "run_stale", "Run stale", show=False, id="run.stale",
+                tooltip="Re-run exactly the cases whose results are stale"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
         # Hidden unless the dashboard is on a CES app (check_action): other footers stay as they were.
         Binding("C", "ces_run", "Run in CES", id="ces.run"),
@@ -240,7 +242,7 @@ class MainScreen(Screen[None]):
             if self.app.ces.target is None and not self._ces_case():
                 return False
             return None if running else True
-        if action in ("run_selection", "run_all", "run_failed"):
+        if action in ("run_selection", "run_all", "run_failed", "run_stale"):
             return None if running or not self.app.ready else True
         if action in ("accept", "delete", "open_turn"):
             entry = self.selected
@@ -267,6 +269,14 @@ class MainScreen(Screen[None]):
             self.notify("No failed cases to run.")
             return
         self.post_message(RunRequested(f"Run {len(keys)} failed", keys=tuple(keys)))
+
+    def action_run_stale(self) -> None:
+        """Exactly the cases whose results are stale (their code, case, criteria, tools or judge changed)."""
+        keys = self.listing.stale_keys()
+        if not keys:
+            self.notify("No stale results: every result matches the files on disk.")
+            return
+        self.post_message(RunRequested(f"Run {len(keys)} stale", keys=tuple(keys)))
 
     def action_cancel_run(self) -> None:
         self.post_message(CancelRequested())

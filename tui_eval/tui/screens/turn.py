@@ -158,11 +158,7 @@ class TurnScreen(Screen[None]):
 
     def _result(self) -> CaseResult | None:
         """The result shown: the picked repetition of this session's run (k), else the latest."""
-        if self.repetition is not None:
-            runs = self.listing.run_book.runs_of(self.key)
-            if 0 < self.repetition <= len(runs) and runs[self.repetition - 1] is not None:
-                return runs[self.repetition - 1]
-        return self.listing.result(self.key)
+        return self.listing.result_of_run(self.key, self.repetition)[0]
 
     def show(self, key: CaseKey, index: int) -> None:
         """Show another turn in this screen."""
@@ -192,14 +188,16 @@ class TurnScreen(Screen[None]):
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
         )
-        origin = f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case"
+        origin = (f"   {cat.origin_text(self.key)}" if result is not None
+                  else "   ◌ loading the result from the engine…" if cat.results.loading(self.key)
+                  else "   no result yet: r runs the case")
         if result is not None and head.cell_length + len(origin) > (self.size.width or self.app.size.width):
             # At 80 columns the date and age wrapped onto a second line: the age alone fits.
             origin = f"   {cat.origin_text(self.key, short=True)}"
         title = Content.assemble(head, (origin, "$text-muted"))
-        runs = cat.run_book.runs_of(self.key)
+        runs = cat.run_book.statuses_of(self.key)
         if runs:
-            shown_rep = self.repetition or len(runs)
+            shown_rep = cat.result_of_run(self.key, self.repetition)[1] or len(runs)
             title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),
                                      marks(runs, current=shown_rep), ("   k: next run", "$text-muted"))
         self.query_one("#turn-title", Static).update(title)
@@ -241,8 +239,9 @@ class TurnScreen(Screen[None]):
                                         "$text-warning"))
         stale = self._stale(result, expected)
         if stale:
-            lines.append(Content.styled("⚠ stale: this result was scored against the expected turn before the "
-                                        "eval file changed; r runs the case again", "$text-warning"))
+            reasons = self.listing.stale_reasons(self.key) or ("eval case changed",)
+            lines.append(Content.styled(f"⚠ stale: {', '.join(reasons)} since this result was computed; r runs "
+                                        "the case again", "$text-warning"))
         if result is not None:
             lines.append(Content(""))
             lines.extend(turn_metric_lines(result, self.index))
@@ -300,7 +299,7 @@ class TurnScreen(Screen[None]):
         """Whether the shown result was scored against other expected turns than the file's (accepted)."""
         if result is None or expected is None:
             return False
-        if self.key in self.listing.stale:
+        if self.listing.stale_reasons(self.key):
             return True
         old = result.expected
         if old is None or self.index >= len(old):
@@ -482,7 +481,7 @@ class TurnScreen(Screen[None]):
         runs = self.listing.run_book.runs_of(self.key)
         if not runs:
             return
-        current = self.repetition or len(runs)
+        current = self._shown_repetition() or len(runs)
         self.repetition = current % len(runs) + 1
         self.render_turn()
 
@@ -527,11 +526,15 @@ class TurnScreen(Screen[None]):
             else:
                 self.app.push_screen(DiffScreen(found.path, title=f"Uncommitted diff of run {found.run_id or '?'}"))
 
+    def _shown_repetition(self) -> int | None:
+        """Which run k of N the screen shows (None without --num-runs): what an accept writes."""
+        return self.listing.result_of_run(self.key, self.repetition)[1]
+
     def action_accept_turn(self) -> None:
-        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index))
+        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index, self._shown_repetition()))
 
     def action_accept_case(self) -> None:
-        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key))
+        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key, repetition=self._shown_repetition()))
 
     def action_delete_turn(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_TURN, self.key, self.index))

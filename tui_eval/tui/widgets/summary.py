@@ -160,7 +160,9 @@ class Summary(Static):
         lines.append(Content(""))
         if key in cat.running:
             lines.append(Content.styled("◌ running…", "$text-accent"))
-        if result is None:
+        if result is None and cat.results.loading(key):
+            lines.append(Content.styled("◌ loading this result from the engine…", "$text-muted"))
+        elif result is None:
             lines.append(_hint("No result yet: r runs this case."))
         else:
             from ..verdicts import case_metric_lines, evaluated_note
@@ -173,10 +175,11 @@ class Summary(Static):
                 # At 80x24 the date and age would wrap and push a metric line off the pane.
                 origin = f"   {cat.origin_text(key, short=True)}"
             lines.append(Content.assemble(status, (origin, "$text-muted")))
-            if key in cat.stale:
-                lines.append(Content.styled("⚠ stale: scored against the expected turns before they were "
-                                            "accepted; r runs it again", "$text-warning"))
-            runs = cat.run_book.runs_of(key)
+            stale = cat.stale_reasons(key)
+            if stale:
+                lines.append(Content.styled(f"⚠ stale: {', '.join(stale)} since it ran; r runs it again, "
+                                            "S every stale case", "$text-warning"))
+            runs = cat.run_book.statuses_of(key)
             if runs:  # this session's --num-runs repetitions, right under the latest one's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 
