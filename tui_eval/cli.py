@@ -32,7 +32,7 @@ EXIT_CODES_HELP = """exit codes:
   3  nothing failed, but the run is incomplete: a metric or case not evaluated (no judge credentials,
      a judge or user simulator that failed after retries), a case stopped by an outage of the agent's
      model API (503, 429, connection refused), or a cancelled run; --strict makes it 1"""
-SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline", "rescore")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline", "rescore", "import-session")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -259,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.add_argument("dest", nargs="?", help="output file (default: SOURCE with .evalset.json)")
     migrate.add_argument("--eval-set-id", help="id of the new eval set (default: from the file name)")
     migrate.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+
+    _add_import_session(sub)
 
     open_ = add_command(sub, "open", "open the dashboard (same as `tui-eval [PATH]`)")
     _add_open_args(open_)
@@ -693,6 +695,32 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _add_import_session(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "import-session", "turn an ADK session (adk api_server's session JSON, or "
+                    "Session.model_dump_json()) into a new case of an eval set")
+    p.add_argument("session", metavar="SESSION.json", help="the session: GET /apps/{app}/users/{user}/sessions/{id} "
+                   "of `adk api_server`, or a Session.model_dump_json()")
+    p.add_argument("eval_set", metavar="EVALSET", help="the eval set file to add the case to (a new "
+                   "NAME.evalset.json is created)")
+    p.add_argument("--id", dest="eval_id", metavar="ID", help="the new case's id (default: the session's id)")
+
+
+def cmd_import_session(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .schema.edits import EditError
+    from .schema.session import SessionImportError, import_session
+
+    try:
+        done = import_session(Path(args.session), Path(args.eval_set), eval_id=args.eval_id)
+    except (SessionImportError, EditError) as exc:
+        raise UsageError(f"{exc}; the eval set was not changed") from None
+    from .textsafe import safe_line
+
+    made = "new eval set " if done.created else ""
+    print(safe_line(f"imported session {done.session_id} as case {done.eval_id} ({done.turns} turn(s)) into "
+          f"{made}{done.eval_set}"), file=out)
+    return EXIT_OK
+
+
 def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .watch import watch_command
 
@@ -791,6 +819,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_migrate(args, out, err)
         if args.command == "watch":
             return cmd_watch(args, out, err)
+        if args.command == "import-session":
+            return cmd_import_session(args, out, err)
         if args.command == "report":
             from .share import report_command
 

@@ -72,6 +72,8 @@ logger = logging.getLogger(__name__)
 # why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.01
 # A case's versions before they are computed (frozen: one shared value).
+#: The reason of a case a person skipped while it ran (the dashboard's in-flight view).
+SKIPPED = "skipped"
 
 
 @dataclass(slots=True, repr=False)
@@ -410,6 +412,9 @@ class Run:
         self._judge_options = judge_options(self.options)
         self._owns_judge = False
         self._last_yield = time.perf_counter()
+        # The cases whose agent runs now (their inference task), and those a person asked to skip.
+        self._inferring: dict[CaseKey, asyncio.Future[Inference]] = {}
+        self._skipped: set[CaseKey] = set()
 
     def emit(self, event: Event) -> None:
         # A consumer that raises is logged and told (as a RunError); the run goes on.
@@ -425,6 +430,16 @@ class Run:
         self._cancelled = True
         for task in self._tasks:
             task.cancel()
+
+    def skip(self, key: CaseKey) -> bool:
+        """Stop one case whose agent is running, without cancelling the run: it ends NOT_EVALUATED with
+        the reason SKIPPED (so the run is incomplete). In the run's loop; False if the case is not running."""
+        task = self._inferring.get(key)
+        if task is None or task.done():
+            return False
+        self._skipped.add(key)
+        task.cancel()
+        return True
 
     def _make_judge(self) -> None:
         """The run's own judge service when one is needed and none was given, warming its client."""
@@ -643,7 +658,11 @@ class Run:
         for target, case, results, index, repetition in pending:
             if self._cancelled:
                 return
-            results[index] = await self._run_case(target, case, progress, repetition)
+            try:
+                results[index] = await self._run_case(target, case, progress, repetition)
+            except Exception as exc:  # a bug of ours on one case fails that case, never the cases after it
+                logger.exception("could not evaluate case %s of %s", case.eval_id, target.eval_file)
+                results[index] = self._unevaluated(target, case, repetition, exc)
             # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
             # run of 100k cases would hold the loop for a minute and Ctrl-C (a loop callback) would wait.
             now = time.perf_counter()
@@ -675,11 +694,34 @@ class Run:
 
         return await executor.infer(job, judge=self.judge, on_turn=on_turn)
 
+    def _unevaluated(self, target: EvalTarget, case: EvalCase, repetition: int, exc: Exception) -> CaseResult:
+        """The result of a case tui-eval itself could not evaluate: FAILED, with why (a run that lost it
+        would pass)."""
+        why = f"tui-eval could not evaluate this case: {type(exc).__name__}: {exc}"
+        result = CaseResult(
+            eval_set_id=target.eval_set.eval_set_id, eval_id=case.eval_id, status=EvalStatus.FAILED,
+            metrics=[MetricResult.not_evaluated(n, c.threshold, why, c.to_dict())
+                     for n, c in target.config.criteria.items()],
+            eval_set_file=str(target.eval_file), session_id=f"tui-eval-{os.urandom(6).hex()}", error=why,
+            repetition=repetition)
+        self.emit(CaseFinished(target.key(case), result, repetition))
+        return result
+
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress,
                         repetition: int = 1) -> CaseResult:
         key = target.key(case)
         self.emit(CaseStarted(key))
-        inference = await self._infer(target, case, key)
+        task = self._inferring[key] = asyncio.ensure_future(self._infer(target, case, key))
+        try:
+            inference = await task
+        except asyncio.CancelledError:
+            if key not in self._skipped or self._cancelled:
+                raise
+            # Skipped by a person: not evaluated (as a user-simulator outage is), never a failure.
+            inference = Inference(error=SKIPPED, simulator_failed=True)
+        finally:
+            self._inferring.pop(key, None)
+            self._skipped.discard(key)
         t0 = time.perf_counter()
         actual, error, session_id = inference.actual, inference.error, inference.session_id
         if error is not None:

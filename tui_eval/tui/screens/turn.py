@@ -17,7 +17,16 @@ from textual.worker import Worker, WorkerState
 
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..listing import turn_status_of
-from ..messages import CesRunRequested, EditKind, EditRequested, OpenCesHistory, RunRequested
+from ..messages import (
+    CaseEditRequested,
+    CesRunRequested,
+    EditKind,
+    EditRequested,
+    OpenCesHistory,
+    RunRequested,
+    UndoRequested,
+    VerdictRequested,
+)
 from ..text import clip, one_line, plain, status_content, word_diff
 from ..verdicts import (
     MATCH_TYPES,
@@ -85,6 +94,9 @@ class TurnScreen(Screen[None]):
         Binding("v", "full_text", "Whole text", id="turn.full_text"),
         Binding("y", "copy", "Copy as JSON", show=False, id="turn.copy"),
         Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
+        Binding("E", "edit_case", "Edit case (JSON)", show=False, id="turn.in_editor"),
+        Binding("z", "undo", "Undo last edit", show=False, id="turn.undo"),
+        Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="turn.verdict"),
     ]
 
     def __init__(self, listing: CaseListing, key: CaseKey, index: int) -> None:
@@ -541,6 +553,15 @@ class TurnScreen(Screen[None]):
 
     def action_delete_case(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_CASE, self.key))
+
+    def action_edit_case(self) -> None:
+        self.post_message(CaseEditRequested(self.key))
+
+    def action_verdict(self) -> None:
+        self.post_message(VerdictRequested(self.key, turn=self.index))
+
+    def action_undo(self) -> None:
+        self.post_message(UndoRequested())
 
     def action_ces_history(self) -> None:
         self.post_message(OpenCesHistory(self.key))

@@ -186,6 +186,9 @@ class Summary(Static):
             # ◂ marks the metric whose score is the number beside the case in the tree.
             marked = cat.score_metric(key)
             lines.extend(case_metric_lines(result, marked=marked.name if marked is not None else None))
+            from ..reviews import human_lines
+
+            lines.extend(human_lines(cat, key))
             lines.append(Content(""))
             n = max(turns, len(result.actual))
             chips: list[Content | str] = [Content.styled("turns ", "$text-muted")]
