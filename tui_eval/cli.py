@@ -79,11 +79,18 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "incomplete run exits 1, not 3")
     _add_executor_arg(p)
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="worker processes of the local pool (default: one per core, at most 4); on Ray each case "
+                   help="worker processes of the local pool (default: one per core, at most 4; never more than "
+                   "four per core, at least 8: a larger N is capped, with a warning); on Ray each case "
                    "is a task of its own")
     p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
                    help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
-                   "fails its case with a MemoryError instead of exhausting the machine (local pool only)")
+                   "fails its case with a MemoryError instead of exhausting the machine; the worker is "
+                   "recycled and the cases that were in it run again, each alone (local pool only)")
+    p.add_argument("--no-retry-after-crash", dest="retry_after_crash", action="store_false",
+                   help="a case whose worker process died (or ran out of memory) because of another case fails "
+                   "as its worker died, instead of running again alone (for tools with side effects: a re-run "
+                   "runs them twice); the summary, --json and the run record name each re-run either way "
+                   "(local pool only)")
     _add_mock_tools(p)
 
 
@@ -809,6 +816,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except SystemExit as exc:  # argparse exits 2 on bad arguments already
         return int(exc.code or 0)
     _start_logging(args, err)
+    # A run's stop signals wait for its signal reader, which knows their sender: one sent from inside an
+    # agent process is ignored (engine/signals.py). Held here, before any thread starts, so all inherit it.
+    release_signals = None
+    if args.command in ("run", "watch"):
+        from .engine.signals import hold_stop_signals
+
+        release_signals = hold_stop_signals()
     try:
         if args.command == "run":
             from .engine.signals import ReaderMayLeave
@@ -845,6 +859,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return EXIT_INTERRUPTED
     finally:
         reset_logging()
+        if release_signals is not None:
+            release_signals()
 
 
 def _leaked_threads() -> list[threading.Thread]:

@@ -181,6 +181,16 @@ def insight_lines(record: RunRecord) -> list[str]:
     return [safe_line(line) for line in lines]
 
 
+def rerun_line(record: RunRecord) -> str | None:
+    """`Run again after their worker died: 3 case(s) (...)`: cases whose tools ran twice; None when none."""
+    again = [c.eval_id for r in record.results for c in r.case_results if c.reruns_after_crash]
+    if not again:
+        return None
+    shown = ", ".join(again[:8]) + (f" and {len(again) - 8} more" if len(again) > 8 else "")
+    return safe_line(f"Run again after their worker died: {len(again)} case(s), their tools ran again: {shown} "
+                     "(--no-retry-after-crash fails them instead)")
+
+
 def _why(case: CaseResult) -> str:
     if case.error:
         return "agent error: " + case.error.split("\n", 1)[0]
@@ -262,8 +272,13 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             f"{judge.retries} retried, {judge.failures} failed, {judge.total_tokens} tokens",
             file=out,
         )
+    if record.executor is not None and record.executor.kind.startswith("ray"):  # the local pool goes unsaid
+        print(f"Executor: {safe_line(record.executor.text())}", file=out)
     for line in insight_lines(record):
         print(line, file=out)
+    rerun = rerun_line(record)
+    if rerun is not None:
+        print(rerun, file=out)
     print(f"Run id: {safe_line(record.run_id)}", file=out)
     for path in record.saved:
         print(f"Saved eval history: {safe_line(path)}", file=out)

@@ -461,8 +461,19 @@ class Run:
             # Read just before the load: the agent loads these files or newer ones (then its results
             # read as stale, never as fresh).
             self.agent_version = await asyncio.to_thread(self._agent_version_on_disk)
-        await start_executor(self.executor)
+        # A cancel (Ctrl-C, SIGTERM) while the agent loads (a Ray cluster being joined) stops the loading
+        # too: the run then ends with nothing run, at once.
+        starting = asyncio.ensure_future(start_executor(self.executor))
+        self._tasks.append(starting)
         try:
+            try:
+                await starting
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not self._cancelled or (current is not None and current.cancelling()):
+                    raise
+            finally:
+                self._tasks.remove(starting)
             return await self._execute()
         finally:
             await self.executor.aclose()
@@ -774,7 +785,7 @@ class Run:
             nested_calls=nested_by_turn(actual),
             final_session_state=inference.final_session_state,
             human_verdicts=[],
-            reruns_after_crash=0,
+            reruns_after_crash=inference.reruns_after_crash,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result
