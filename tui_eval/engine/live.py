@@ -333,8 +333,12 @@ class LiveSession:
         agent = await self.agent(ref) if needs_agent else None
         loaded = self.versions.loaded.get(ref) if needs_agent else None
         stored_versions = {key: self._agent_version_of(key) for key in inferences}
+        # The session state each stored inference left: final_session_state_v1 judges it again.
+        states = {key: result.final_session_state for key in inferences
+                  if (result := self.results.get(key)) is not None}
         run = Run(plan, agent, options=self.options, on_event=self.emit, store=self.store, inferences=inferences,
-                  agent_version=loaded, inference_versions=stored_versions)
+                  agent_version=loaded, inference_versions=stored_versions,
+                  session_states={key: dict(state) if state is not None else None for key, state in states.items()})
         self.runs.append(run)
         try:
             return await run.execute()

@@ -147,6 +147,8 @@ class HistoryScreen(_RunsScreen):
         Binding("escape", "app.pop_screen", "Back", id="history.back"),
         Binding("enter", "compare", "Compare with previous", id="history.compare", priority=True),
         Binding("space", "mark", "Mark as base", id="history.mark"),
+        # Out of the footer (it is full at 80 columns): `?` and docs/keys.md list it.
+        Binding("s", "rescore", "Re-score", show=False, id="history.rescore"),
     ]
 
     def __init__(self, listing: CaseListing) -> None:
@@ -154,6 +156,8 @@ class HistoryScreen(_RunsScreen):
         self.listing = listing
         self.entries: dict[str, HistoryEntry] = {}
         self.base: str | None = None
+        #: A re-score just saved: (the run it re-scored, the new run's id), compared once the history reloads.
+        self._rescored: tuple[HistoryEntry, str] | None = None
         #: Records in the history folders that could not be read, each as "path: why".
         self.unreadable: list[str] = []
 
@@ -206,6 +210,62 @@ class HistoryScreen(_RunsScreen):
         if worker_succeeded(event, "history", self.query_one("#history-status", Static),
                             "Could not read the history"):
             self.show_entries(event.worker.result or [])
+            self._compare_rescored()
+
+    def action_rescore(self) -> None:
+        """Score the highlighted run again from its stored turns (`tui-eval rescore`, no agent call), then
+        compare the re-score with it."""
+        entry = self._selected()
+        if entry is None:
+            return
+        self.notify(f"Re-scoring {entry.run_id} from its stored turns…", markup=False)
+        self._rescore(entry)
+
+    @work(thread=True, group="history-rescore", exclusive=True, exit_on_error=False)
+    def _rescore(self, entry: HistoryEntry) -> tuple[HistoryEntry, str | None, str]:
+        """`tui-eval rescore RECORD` in a process of its own (it saves the new run, as every run is saved by a
+        process other than the dashboard's): the new run's id, or None and why."""
+        import subprocess
+        import sys
+
+        proc = subprocess.run([sys.executable, "-m", "tui_eval.cli", "rescore", str(entry.path)],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        run_id = next((line.removeprefix("Run id: ").strip() for line in proc.stdout.splitlines()
+                       if line.startswith("Run id: ")), None)
+        if proc.returncode == 2 or run_id is None:
+            why = next((line.removeprefix("error: ") for line in proc.stderr.splitlines() if line.startswith("error: ")),
+                       proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+            return entry, None, why
+        return entry, run_id, ""
+
+    @on(Worker.StateChanged)
+    def _rescore_done(self, event: Worker.StateChanged) -> None:
+        if not worker_succeeded(event, "history-rescore", self.query_one("#history-status", Static),
+                                "Could not re-score the run"):
+            return
+        result: tuple[HistoryEntry, str | None, str] | None = event.worker.result
+        if result is None:
+            return
+        entry, run_id, why = result
+        if run_id is None:
+            self.notify(f"Could not re-score {entry.run_id}: {why}", severity="error", markup=False)
+            return
+        self._rescored = (entry, run_id)
+        self.load_history()
+
+    def _compare_rescored(self) -> None:
+        """Once the history holds a re-score just made, compare it with the run it re-scored."""
+        if self._rescored is None:
+            return
+        before, run_id = self._rescored
+        self._rescored = None
+        after = next((e for e in self.entries.values()
+                      if e.run_id == run_id and e.eval_set_id == before.eval_set_id), None)
+        if after is None:
+            self.notify(f"Re-scored as {run_id}, but its record is not in the history.", markup=False)
+            return
+        self.notify(f"Re-scored {before.run_id} as {run_id}.", markup=False)
+        self.app.push_screen(CompareScreen(self.listing, before, after))
 
     def show_entries(self, entries: list[HistoryEntry]) -> None:
         table = self.query_one(DataTable)
