@@ -44,6 +44,8 @@ from tui_eval.metrics.base import MetricInput  # noqa: E402
 from tui_eval.schema.config import read_eval_config  # noqa: E402
 from tui_eval.schema.model import Content, EvalCase, Invocation  # noqa: E402
 
+DEFAULT = JudgeOptions().concurrency
+
 
 def make_case(n: int) -> EvalCase:
     turns = [
@@ -256,7 +258,7 @@ async def main() -> None:
     parser.add_argument("--invocations", type=int, default=200)
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the fake model takes per call")
-    parser.add_argument("--also", type=int, nargs="*", default=[16], help="further concurrency levels to show")
+    parser.add_argument("--also", type=int, nargs="*", default=[8], help="further concurrency levels to show")
     parser.add_argument("--skip-serial", action="store_true", help="estimate serial from latency instead of running it")
     parser.add_argument("--provider", choices=("gemini", "openai"), default="gemini",
                         help="which judge: Gemini (google-genai) or an OpenAI-compatible server (openai SDK)")
@@ -291,15 +293,15 @@ async def main() -> None:
         else:
             serial, calls, peak, _ = await score(server, case, args.samples, 1, None)
             rows.append(("serial (concurrency 1)", serial, calls, peak))
-        for level in [8, *args.also]:
+        for level in [DEFAULT, *args.also]:
             wall, calls, peak, _ = await score(server, case, args.samples, level, None)
-            label = f"concurrency {level}" + (" (default)" if level == 8 else "")
+            label = f"concurrency {level}" + (" (default)" if level == DEFAULT else "")
             rows.append((label, wall, calls, peak))
 
         cache_dir = Path(tmp) / "cache"
-        cold, cold_calls, cold_peak, _ = await score(server, case, args.samples, 8, cache_dir)
-        rows.append(("cold cache, concurrency 8", cold, cold_calls, cold_peak))
-        warm, warm_calls, warm_peak, _ = await score(server, case, args.samples, 8, cache_dir)
+        cold, cold_calls, cold_peak, _ = await score(server, case, args.samples, DEFAULT, cache_dir)
+        rows.append((f"cold cache, concurrency {DEFAULT}", cold, cold_calls, cold_peak))
+        warm, warm_calls, warm_peak, _ = await score(server, case, args.samples, DEFAULT, cache_dir)
         rows.append(("warm cache re-run", warm, warm_calls, warm_peak))
     finally:
         server.close()
@@ -310,9 +312,9 @@ async def main() -> None:
     for label, wall, calls, peak in rows:
         speedup = serial / wall if wall > 0 else float("inf")
         print(f"{label:<28} {wall:9.2f} s  {calls:5d} calls  max in flight {peak:3d}  x{speedup:6.1f} vs serial")
-    ideal = total * args.latency / 8
-    default_wall = next(w for label, w, _c, _p in rows if label.startswith("concurrency 8"))
-    print(f"\nideal at 8 in flight: {ideal:.2f} s (x8.0); measured x{serial / default_wall:.1f}")
+    ideal = total * args.latency / DEFAULT
+    default_wall = next(w for label, w, _c, _p in rows if label == f"concurrency {DEFAULT} (default)")
+    print(f"\nideal at {DEFAULT} in flight: {ideal:.2f} s (x{DEFAULT:.1f}); measured x{serial / default_wall:.1f}")
     print(f"warm cache: {warm:.3f} s with {warm_calls} calls -> {'OK' if warm < 1.0 and warm_calls == 0 else 'FAIL'}")
 
 
