@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.feed import Wanted
     from ..engine.options import RunOptions
     from ..engine.runner import ResultSink
-    from ..schema.results import CaseResult
     from .app import EvalApp
+    from .chatlog import ChatLog
     from .engine_link import EngineLink
     from .readmodel import Changes
 
@@ -43,6 +43,7 @@ class EngineControl:
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._woken = False
         self._fetch_error: str | None = None
+        self._chat_tickets = 0
         self.model.cancel_engine = self._cancel_engine
 
     @property
@@ -107,23 +108,20 @@ class EngineControl:
         self._woken = False
         self.app.pump.tick()
 
-    def fetch(self, wanted: list[Wanted]) -> dict[Wanted, CaseResult]:
-        """Full results of this session's runs, from the engine (which holds them); when it cannot send
-        them, the user is told once why those cases show no detail. Any thread."""
-        from .engine_link import ResultsUnavailable
-
+    def fetch(self, wanted: list[Wanted]) -> None:
+        """Ask the engine for full results of this session's runs (they arrive as a record; the views
+        show "loading" meanwhile). When it cannot be asked, the user is told once why those cases show no
+        detail. Any thread; never waits."""
         link = self.link
         if link is None:
-            return {}
-        try:
-            return link.fetch(wanted)
-        except ResultsUnavailable as exc:
-            text = f"This session's results cannot be shown: {exc}. Saved runs are in the history (h)."
+            return
+        if not link.request(wanted):
+            text = ("This session's results cannot be shown: the engine process is gone. Saved runs are in the "
+                    "history (h).")
             log.error("%s", text)
             if text != self._fetch_error:
                 self._fetch_error = text
                 self.app.notify(text, severity="error", markup=False)  # (thread-safe: it posts a message)
-            return {}
 
     def _cancel_engine(self) -> None:
         if self.link is not None:
@@ -164,6 +162,29 @@ class EngineControl:
             self.app.pump.tick()
 
     # ---- files -------------------------------------------------------------------------------
+
+    def play_chat(self, chat: ChatLog) -> None:
+        """Play a chat's messages in the agent's worker processes; its turns come up as ChatTurn records."""
+        model = self.app.model
+        model.chats.pop(chat.ticket, None)
+        self._chat_tickets += 1
+        chat.play(self._chat_tickets)
+        model.chats[chat.ticket] = chat
+        app_name = Path(chat.agent_ref).name or "agent"
+        if self.link is None or not self.link.chat(chat.ticket, chat.agent_ref, tuple(chat.messages), app_name):
+            chat.playing = False
+            chat.error = "the engine is not running"
+
+    def skip_case(self, key: CaseKey) -> None:
+        """Stop one running case, keeping the run going (it ends not evaluated, "skipped")."""
+        if key not in self.app.listing.running:
+            self.app.notify(f"{key.eval_id} is not running any more.", markup=False)
+            return
+        if self.link is None or not self.link.skip(key):
+            self.app.notify("The engine is not running: nothing to skip.", severity="warning", markup=False)
+            return
+        self.app.notify(f"Skipping {key.eval_id}: it ends not evaluated (\"skipped\"); the run goes on.",
+                        markup=False)
 
     def reload_edited(self, path: Path) -> None:
         """From a thread worker, after an edit: re-read the file here and, when it watches nothing, in the
