@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
 from .engine.causes import CauseGroup, call_faults, causes_of, group_by_cause, groups_text, infrastructure_error
@@ -386,7 +386,23 @@ def detail_lines(details: MetricDetails | None) -> list[str]:
 
 def write_json(record: RunRecord, path: Path) -> None:
     """A JSON list of ADK EvalSetResult objects, one per eval set (and repetition)."""
-    write_output(path, dump_json([r.to_adk() for r in record.results]))
+    results = [r.to_adk() for r in record.results]
+    if record.stale:
+        # ADK's EvalCaseResult ignores keys it does not know: the stale ones say so, the others are as ADK's.
+        for result in results:
+            for case in result["eval_case_results"]:
+                reasons = record.stale.get((_file_of(record, result), case["eval_id"]))
+                if reasons:
+                    case["tui_eval_stale"] = list(reasons)
+    write_output(path, dump_json(results))
+
+
+def _file_of(record: RunRecord, adk: dict[str, Any]) -> str:
+    """The eval file of an ADK-shaped eval set result of the record (its own dict names only the set id)."""
+    for r in record.results:
+        if r.eval_set_result_id == adk["eval_set_result_id"]:
+            return r.eval_set_file
+    return ""
 
 
 def _failure_text(case: CaseResult) -> str:
@@ -436,12 +452,17 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -
                 time=f"{case.wall_seconds:.3f}",
             )
             coverage = case.coverage_text()
+            stale = record.stale.get((case.eval_set_file, case.eval_id))
+            if coverage is not None or stale:
+                props = ET.SubElement(tc, "properties")
             if coverage is not None:
                 # Passed (or not) with metrics that never ran: a property CI tools list, and the
                 # output most of them show beside the test.
-                props = ET.SubElement(tc, "properties")
                 ET.SubElement(props, "property", name="metrics_evaluated",
                               value=f"{case.evaluated_metrics} of {case.metrics_total}")
+            if stale:
+                # An edit during the run changed what this result was computed from.
+                ET.SubElement(props, "property", name="tui_eval.stale", value=_xml_text(", ".join(stale)))
             if case.eval_id in outages:
                 error = ET.SubElement(tc, "error", message=_xml_text(f"infrastructure error: {outages[case.eval_id]}"),
                                       type="InfrastructureError")

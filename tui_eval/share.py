@@ -67,6 +67,9 @@ class SharedRun:
     outcome: Outcome | None = None
     #: `--baseline`: this run against a saved one.
     baseline: BaselineReport | None = None
+    #: (eval file, case id) -> why the result is stale (`versions.stale_of`): for a run just made, what an
+    #: edit during it changed; for a saved run, what changed on disk since.
+    stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def replay(self) -> bool:
@@ -78,7 +81,7 @@ class SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
                    record.insight, record.code_state, record.judge_stats.copy(), record.source,
-                   outcome, baseline)
+                   outcome, baseline, dict(record.stale))
 
     def verdict(self) -> Outcome:
         """The exit code the run gave (or, for a saved run, would give without --strict)."""
@@ -138,6 +141,7 @@ def load_shared_run(path: Path) -> SharedRun:
     meta = loaded[0][0]
     insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
     state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
+    source = _source_of(meta)
     return SharedRun(
         run_id=str(meta.get("run_id", "")),
         results=[r for _, r in loaded],
@@ -146,8 +150,25 @@ def load_shared_run(path: Path) -> SharedRun:
         cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
         insight=insight,
         code_state=state,
-        source=_source_of(meta),
+        source=source,
+        stale=_stale_now([r for _, r in loaded], source, loaded),
     )
+
+
+def _stale_now(results: list[EvalSetResult], source: dict[str, Any] | None,
+               loaded: list[tuple[dict[str, Any], EvalSetResult]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """What of a saved run is stale against the files on disk now (its agent, eval files, configs)."""
+    from .engine.versions import stale_of
+
+    agent_ref = None
+    if source is not None:
+        if source.get("replay_file"):
+            agent_ref = f"replay:{source['replay_file']}"
+        elif source.get("agent_dir"):
+            agent_ref = str(source["agent_dir"])
+    configs = {str(r.eval_set_file): (str(m["config_source"]) if m.get("config_source") else None)
+               for m, r in loaded}
+    return stale_of((c for r in results for c in r.case_results), agent_ref, configs)
 
 
 def _source_of(meta: dict[str, Any]) -> dict[str, Any] | None:
@@ -311,6 +332,7 @@ def render_markdown(run: SharedRun) -> str:
     lines += ["", f"**Exit {outcome.code} ({outcome.word})**" + (f": {md('; '.join(outcome.reasons))}"
                                                                   if outcome.reasons else "")]
     lines += [""] + _summary_table(run) + [""]
+    lines += _stale_md(run)
     lines += _baseline_md(run.baseline)
     lines += _causes_md(run)
     repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
@@ -347,6 +369,16 @@ def render_markdown(run: SharedRun) -> str:
             lines += [f"({len(failures) - MAX_FAILURES} more failures in the run record)", ""]
     lines += _cost_md(run)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _stale_md(run: SharedRun) -> list[str]:
+    """The stale results: what they were computed from is no longer what the files say."""
+    if not run.stale:
+        return []
+    lines = [f"### Stale: {len(run.stale)} result(s)", "",
+             "Computed from other files than are on disk now: run them again to check.", ""]
+    lines += [f"- {md(eval_id)} ({md(Path(file).name)}): {md(', '.join(why))}" for (file, eval_id), why in run.stale.items()]
+    return lines + [""]
 
 
 def _baseline_md(report: BaselineReport | None) -> list[str]:

@@ -100,6 +100,9 @@ class RunRecord:
     #: The run was strict (RunOptions.strict): its statuses already count a metric not evaluated as a
     #: failure, and its verdict (gate.run_outcome) counts an incomplete run as failed. Every face reads it here.
     strict: bool = False
+    #: (eval file, case id) -> why its result is stale: what an edit during the run changed on disk
+    #: (`versions.stale_of`, filled by the face once the run ends); every output names them.
+    stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)

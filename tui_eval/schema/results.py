@@ -298,7 +298,7 @@ class ResultVersions(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     agent: str | None = None
-    agent_outside: tuple[str, ...] = ()
+    agent_outside: list[str] = Field(default_factory=list)
     tools: str = "live"
     case: str = ""
     criteria: str = ""
