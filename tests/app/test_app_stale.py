@@ -172,3 +172,32 @@ async def test_a_written_whatif_in_live_mode_rescores_at_once(tmp_path: Path, ma
         await wait_until(pilot, lambda: app.listing.case_status(key) == 1)  # re-scored: passed
         await settle(pilot)
         assert not app.listing.stale
+
+
+async def test_saved_results_whose_files_changed_are_stale_from_the_start_also_under_w(
+        tmp_path: Path, make_app) -> None:
+    import io
+
+    from textual.widgets import Static
+
+    from tui_eval.cli import main
+    from tui_eval.tui.screens.causes import CausesScreen
+
+    root = _hello(tmp_path)
+    folder = root / "hello_world"
+    import asyncio
+
+    code = await asyncio.to_thread(main, ["run", str(folder), str(folder / "hello_world.evalset.json"), "-q"],
+                                   io.StringIO(), io.StringIO())
+    assert code == 1
+    _greet_with(root, "Hello there.")  # edited after the saved run
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: len(app.listing.stale) == 9)
+        await pilot.press("right")
+        assert "9 stale" in labels(app)[0]
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, CausesScreen))
+        await wait_until(pilot, lambda: "⚠ 5 of these results are stale" in str(
+            app.screen.query_one("#causes-status", Static).render()))
