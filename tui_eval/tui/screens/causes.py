@@ -51,7 +51,7 @@ class CausesScreen(Screen[None]):
         super().__init__(id="causes")
         self.listing = listing
         self.groups: list[CauseGroup] = []
-        self._shown_version: int | None = None
+        self._shown_version: tuple[int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="causes-status")
