@@ -32,15 +32,18 @@ EXIT_CODES_HELP = """exit codes:
   3  nothing failed, but the run is incomplete: a metric or case not evaluated (no judge credentials,
      a judge or user simulator that failed after retries), a case stopped by an outage of the agent's
      model API (503, 429, connection refused), or a cancelled run; --strict makes it 1"""
-SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
-    from .engine.executor import Executor
+    from .executors import Executor
+    from .engine.history import EvalSetPlace, Resolution
+    from .engine.options import RunOptions
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
     from .engine.store import ResultStore
+    from .schema.results import CaseResult
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "--config_file_path", dest="config",
                    help="EvalConfig JSON (default: test_config.json beside each eval file)")
     p.add_argument("--concurrency", type=int, default=8, help="cases run at once (default 8)")
-    p.add_argument("--judge-concurrency", type=int, default=8, help="judge calls in flight (default 8)")
+    p.add_argument("--judge-concurrency", type=int, default=None, metavar="N",
+                   help="the most judge calls in flight (default 64), fewer while the endpoint pushes back "
+                   "(429, Retry-After) and widening again as calls are answered")
     p.add_argument("--turn-timeout", type=_positive_seconds, default=120.0, metavar="SECONDS",
                    help="seconds an agent turn may take (default 120)")
     p.add_argument("--no-judge-cache", action="store_true", help="always call the judge, ignoring the cache")
@@ -193,18 +198,35 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-save", action="store_true", help="do not write eval history")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
     run.add_argument("--md", dest="md_out", metavar="OUT", help="write a Markdown report (PR comment; appended to $GITHUB_STEP_SUMMARY)")
-    run.add_argument("--baseline", metavar="RUN|latest",
-                     help="compare with a saved run of the same eval sets: `latest` (the newest complete one in "
-                     "the eval history), a run id, or a .tui-eval.json record; lists regressions, fixes, still "
-                     "failing and not run")
+    run.add_argument("--baseline", metavar="RUN|latest|PATH",
+                     help="compare with a saved run of the same eval sets and the same kind (agent or replay, live "
+                     "or mocked tools, criteria, judge): `latest` (the newest one in the eval history that did not "
+                     "fail its gate), a run id, a .tui-eval.json record, or a baseline file (`tui-eval baseline "
+                     "save`); lists regressions, fixes, still failing and not run. A run of another kind is refused")
     run.add_argument("--fail-on-regression", action="store_true",
-                     help="with --baseline: only a regression (passed there, fails now) exits 1; known failures do not")
+                     help="with --baseline: only a regression (passed there, fails now) exits 1; known failures do "
+                     "not. An eval set with no baseline found fails on any failure (and says so)")
+    run.add_argument("--require-baseline", action="store_true",
+                     help="with --baseline: exit 2 before running when an eval set has no baseline run")
 
     report = add_command(sub, "report", "a shareable Markdown or HTML report of a saved run")
-    report.add_argument("record", metavar="RUN_RECORD",
-                        help="a .tui-eval.json run record, or a folder (its eval history's newest run)")
+    report.add_argument("record", metavar="RUN|latest|PATH",
+                        help="a .tui-eval.json run record, a folder (its eval history's newest run), `latest` or a "
+                        "run id (in the eval history of this folder and the agent folders in it)")
     report.add_argument("--md", dest="md_out", metavar="OUT", help="write Markdown here (default: print it)")
     report.add_argument("--html", dest="html_out", metavar="OUT", help="write a static HTML page here")
+
+    baseline = add_command(sub, "baseline", "keep a saved run as a baseline file to commit beside the eval sets")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
+    save = baseline_sub.add_parser("save", help="write a saved run (its verdicts) as a baseline file",
+                                   parents=[common_options()])
+    save.add_argument("spec", nargs="+", metavar="[RUN|latest] PATH",
+                      help="the run (default latest: the newest run in the eval history of this folder and the agent "
+                      "folders in it that finished every case and did not fail its gate; or a run id, a "
+                      ".tui-eval.json record, an agent folder), then the baseline file to write; `tui-eval run "
+                      "--baseline PATH` reads it")
+    save.add_argument("--history", metavar="FOLDER", default=".",
+                      help="where to look for `latest` and run ids (default: .)")
 
     watch = add_command(sub, "watch", "re-run what changed whenever eval files, configs or agents are saved")
     _add_run_args(watch)
@@ -293,10 +315,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .engine.store import ResultStore
     from .report import print_baseline, print_detailed, print_outcome, print_summary, write_json, write_junit
 
-    if args.concurrency < 1 or args.judge_concurrency < 1:
+    if args.concurrency < 1 or (args.judge_concurrency is not None and args.judge_concurrency < 1):
         raise UsageError("--concurrency and --judge-concurrency must be at least 1")
     if args.fail_on_regression and not args.baseline:
-        raise UsageError("--fail-on-regression needs --baseline RUN|latest")
+        raise UsageError("--fail-on-regression needs --baseline RUN|latest|PATH")
+    if args.require_baseline and not args.baseline:
+        raise UsageError("--require-baseline needs --baseline RUN|latest|PATH")
     agent_ref, targets = split_agent(args)
     options = run_options_from_flags(args)
     try:
@@ -306,7 +330,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan = prepared.plan
     _print_warnings(plan.warnings, err)
     store = ResultStore()
-    baseline_records = _find_baseline(args.baseline, plan, prepared.agent, store, err) if args.baseline else None
+    places = run_places(plan, prepared.agent_ref, options, store, prepared.agent)
+    resolution = _find_baseline(args.baseline, places, err) if args.baseline else None
+    if resolution is not None and args.require_baseline and resolution.missing:
+        raise UsageError("\n".join(f"--require-baseline: no baseline for {p.eval_set_id} ({p.eval_file}): "
+                                   f"{resolution.missing[p.eval_file]}" for p in places if p.eval_file in resolution.missing))
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
@@ -331,7 +359,27 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def on_event(event: Event) -> None:
         deliver(print_errors, event, RunError)
 
-    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store, owns_agent=True)
+    from .engine.gate import BaselineError, BaselineReport, Outcome, baseline_report, gate_record, run_outcome
+
+    decided: list[tuple[Outcome, BaselineReport | None]] = []
+    problems: list[str] = []
+
+    def decide_gate(record: RunRecord) -> None:
+        """The run's verdict, decided before its record is saved, so the record keeps its gate."""
+        baseline = None
+        if resolution is not None:
+            try:
+                baseline = baseline_report(resolution.found, record.results, why_missing=resolution.missing)
+            except BaselineError as exc:
+                problems.append(str(exc))
+                return
+        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
+                              fail_on_regression=args.fail_on_regression)
+        decided.append((outcome, baseline))
+        record.gate = gate_record(outcome, baseline, fail_on_regression=args.fail_on_regression)
+
+    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store, owns_agent=True,
+              before_save=decide_gate)
     try:
         record = asyncio.run(_execute(run))
     except SetupError as exc:  # the agent cannot be imported
@@ -341,16 +389,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bar.stop()
     _keep_for_exit(prepared, run, record)
 
-    from .engine.gate import BaselineError, baseline_report, run_outcome
-
-    baseline = None
-    if baseline_records is not None:
-        try:
-            baseline = baseline_report(baseline_records, record.results)
-        except BaselineError as exc:
-            raise UsageError(str(exc)) from None
-    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
-                          fail_on_regression=args.fail_on_regression)
+    if problems:
+        raise UsageError(problems[0])
+    if not decided:  # pragma: no cover - the runner always calls before_save
+        decide_gate(record)
+    outcome, baseline = decided[0]
     if args.print_detailed_results:
         print_detailed(record, out)
     _find_stale(record, plan, prepared.agent_ref)
@@ -364,10 +407,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not path:
             continue
         try:
-            if write is write_junit:
-                write_junit(record, Path(path), outcome)
-            else:
-                write(record, Path(path))
+            write(record, Path(path), outcome, baseline)
         except Exception as exc:  # too deep (orjson's TypeError), a full disk, a bad path: say it, exit 2
             logging.getLogger(__name__).debug("writing %s failed", flag, exc_info=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
@@ -409,26 +449,39 @@ def _print_stale(record: RunRecord, out: TextIO) -> None:
         print(f"  {safe_line(eval_id)} ({safe_line(Path(file).name)}): {', '.join(why)}", file=out)
 
 
-def _find_baseline(spec: str, plan: RunPlan, agent: Executor, store: ResultStore, err: TextIO) -> dict[str, Path]:
-    """The saved record of each eval set to compare with, found before the run (so this run's own
-    history is never its baseline, and a baseline that does not exist stops the run before it starts)."""
-    from .engine.gate import BaselineError, find_baseline
-
+def run_places(plan: RunPlan, agent_ref: str, options: RunOptions, store: ResultStore,
+               agent: Executor) -> list[EvalSetPlace]:
+    """Each eval set of a planned run: where its history is kept and its kind in this run (what the
+    resolver matches saved runs against)."""
+    from .engine.history import EvalSetPlace, agent_kind, run_kind, selection_of
+    from .engine.runner import plan_coverage
     from .engine.store import history_dir
 
-    # Where this run saves its history (ResultStore.history_dir's rule, for the executor's agent).
-    eval_sets = [(t.eval_set.eval_set_id, str(t.eval_file), store.root or history_dir(t.eval_file, agent.home))
-                 for t in plan.targets]
+    selection = selection_of(plan_coverage(plan))
+    kind = agent_kind(agent_ref)
+    return [EvalSetPlace(t.eval_set.eval_set_id, str(t.eval_file),
+                         store.root or history_dir(t.eval_file, agent.home),
+                         run_kind(t.config, agent=kind, options=options, selection=selection))
+            for t in plan.targets]
+
+
+def _find_baseline(spec: str, places: list[EvalSetPlace], err: TextIO) -> Resolution:
+    """The saved record of each eval set to compare with, found before the run (so this run's own
+    history is never its baseline, and a baseline that does not exist, or is of another kind, stops the
+    run before it starts)."""
+    from .engine.history import ResolveError, find_records
+
     try:
-        found = find_baseline(spec, eval_sets, replay=not agent.runs_user_code)
-    except BaselineError as exc:
+        found = find_records(spec, places)
+    except ResolveError as exc:
         raise UsageError(str(exc)) from None
     from .textsafe import safe_line
 
-    for eval_set_id, eval_file, _ in eval_sets:
-        if eval_file not in found:
-            print(f"warning: --baseline {safe_line(spec)}: no saved run of {safe_line(eval_set_id)} "
-                  f"({safe_line(eval_file)}); its cases count as not run there", file=err)
+    for place in places:
+        why = found.missing.get(place.eval_file)
+        if why is not None:
+            print(f"warning: --baseline {safe_line(spec)}: no baseline for {safe_line(place.eval_set_id)} "
+                  f"({safe_line(place.eval_file)}): {safe_line(why)}; its cases count as not run there", file=err)
     return found
 
 
@@ -515,6 +568,30 @@ async def _execute(run: Run) -> RunRecord:
 
     with stop_on_signals(run.cancel):
         return await run.execute()
+
+
+def cmd_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tui-eval baseline save [RUN|latest] PATH`: a saved run's records as one file to commit."""
+    from .engine.history import LATEST, ResolveError, records_of_run, save_baseline
+    from .engine.store import RecordError
+    from .textsafe import safe_line
+
+    if len(args.spec) > 2:
+        raise UsageError("baseline save takes [RUN|latest] PATH")
+    spec, path = (LATEST, args.spec[0]) if len(args.spec) == 1 else args.spec
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{path}: is a folder; name the baseline file to write")
+    try:
+        records = records_of_run(spec, Path(args.history), for_baseline=True)
+        run_id, n = save_baseline(records, target)
+    except (ResolveError, RecordError) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"could not write {path}: {exc.strerror or exc}") from None
+    print(f"saved run {safe_line(run_id)} ({n} record{'s' if n != 1 else ''}) as the baseline {safe_line(path)}; "
+          f"commit it and run with --baseline {safe_line(path)}", file=out)
+    return EXIT_OK
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -651,6 +728,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             from .share import report_command
 
             return report_command(args.record, args.md_out, args.html_out, out, err)
+        if args.command == "baseline":
+            return cmd_baseline(args, out, err)
         if args.command == "ces":
             from .ces_cli import cmd_ces
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Sequence, TextIO
 
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
 from .engine.causes import CauseGroup, call_faults, causes_of, group_by_cause, groups_text, infrastructure_error
@@ -263,6 +263,7 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
         )
     for line in insight_lines(record):
         print(line, file=out)
+    print(f"Run id: {safe_line(record.run_id)}", file=out)
     for path in record.saved:
         print(f"Saved eval history: {safe_line(path)}", file=out)
 
@@ -384,25 +385,44 @@ def detail_lines(details: MetricDetails | None) -> list[str]:
     return []
 
 
-def write_json(record: RunRecord, path: Path) -> None:
-    """A JSON list of ADK EvalSetResult objects, one per eval set (and repetition)."""
-    results = [r.to_adk() for r in record.results]
-    if record.stale:
-        # ADK's EvalCaseResult ignores keys it does not know: the stale ones say so, the others are as ADK's.
-        for result in results:
-            for case in result["eval_case_results"]:
-                reasons = record.stale.get((_file_of(record, result), case["eval_id"]))
-                if reasons:
-                    case["tui_eval_stale"] = list(reasons)
-    write_output(path, dump_json(results))
+def write_json(record: RunRecord, path: Path, outcome: Outcome | None = None,
+               baseline: BaselineReport | None = None) -> None:
+    """A JSON list of ADK EvalSetResult objects, one per eval set (and repetition). ADK accepts extra keys on
+    eval set and case results (not on metric results): each eval set result carries the run's `gate` (run
+    id, exit code, why, the baseline run and this set's regressions, fixes, still failing, not run, not
+    evaluated), each case its `gate` (how it moved against the baseline, and why) and `not_evaluated`
+    (metric -> why it was not evaluated) and `stale` (why an edit during the run made it stale: agent code,
+    eval case or criteria changed; empty when it is current)."""
+    from .engine.gate import run_outcome
+
+    if outcome is None:
+        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict)
+    moved = {(c.eval_set_id, c.eval_id): c for c in baseline.cases} if baseline is not None else {}
+    out = []
+    for result in record.results:
+        data = result.to_adk()
+        mine = [c for c in (baseline.cases if baseline is not None else []) if c.eval_set_id == result.eval_set_id]
+        data["gate"] = {
+            "run_id": record.run_id, "exit_code": outcome.code, "result": outcome.word,
+            "reasons": list(outcome.reasons),
+            "baseline_run": baseline.run_id if baseline is not None else None,
+            "baseline_missing": (baseline.why_missing.get(result.eval_set_id) if baseline is not None else None),
+            **{key: [c.eval_id for c in mine if c.kind == kind] for key, kind in _GATE_KINDS},
+        }
+        for case_data, case in zip(data["eval_case_results"], result.case_results):
+            change = moved.get((result.eval_set_id, case.eval_id))
+            case_data["gate"] = ({"change": change.kind, "reason": change.reason} if change is not None else None)
+            case_data["not_evaluated"] = {m.metric_name: m.reason or "no reason given" for m in case.metrics
+                                          if m.status == EvalStatus.NOT_EVALUATED}
+            # What an edit during the run changed of what this result was computed from (empty: current).
+            case_data["stale"] = list(record.stale.get((case.eval_set_file, case.eval_id), ()))
+        out.append(data)
+    write_output(path, dump_json(out))
 
 
-def _file_of(record: RunRecord, adk: dict[str, Any]) -> str:
-    """The eval file of an ADK-shaped eval set result of the record (its own dict names only the set id)."""
-    for r in record.results:
-        if r.eval_set_result_id == adk["eval_set_result_id"]:
-            return r.eval_set_file
-    return ""
+#: The gate's lists, as --json and JUnit name them, and the change kind each holds (engine/store.CHANGE_KINDS).
+_GATE_KINDS = (("regressions", "regression"), ("fixes", "fixed"), ("still_failing", "still failing"),
+               ("not_run", "not run"), ("not_evaluated", "not evaluated"))
 
 
 def _failure_text(case: CaseResult) -> str:
@@ -416,10 +436,13 @@ def _failure_text(case: CaseResult) -> str:
     return "\n".join(lines)
 
 
-def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -> None:
+def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
+                baseline: BaselineReport | None = None) -> None:
     """One testsuite per eval set, one testcase per eval case; failures carry the failing metrics.
     Every testsuite's properties say the run's outcome (`tui_eval.exit_code` 0, 1 or 3,
-    `tui_eval.outcome` passed / failed / incomplete and why)."""
+    `tui_eval.outcome` passed / failed / incomplete and why, `tui_eval.run_id`) and, with a baseline, the
+    gate's (`tui_eval.baseline_run`, `tui_eval.regressions`, ... as comma-separated case ids); a case that
+    moved against the baseline has a `tui_eval.change` property."""
     from .engine.gate import run_outcome
 
     if outcome is None:
@@ -443,6 +466,17 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="tui_eval.exit_code", value=str(outcome.code))
         ET.SubElement(props, "property", name="tui_eval.outcome", value=_xml_text(outcome.text()))
+        ET.SubElement(props, "property", name="tui_eval.run_id", value=_xml_text(record.run_id))
+        if baseline is not None:
+            ET.SubElement(props, "property", name="tui_eval.baseline_run", value=_xml_text(baseline.run_id or ""))
+            why = baseline.why_missing.get(result.eval_set_id)
+            if why:
+                ET.SubElement(props, "property", name="tui_eval.baseline_missing", value=_xml_text(why))
+            mine = [c for c in baseline.cases if c.eval_set_id == result.eval_set_id]
+            for key, kind in _GATE_KINDS:
+                ET.SubElement(props, "property", name=f"tui_eval.{key}",
+                              value=_xml_text(",".join(c.eval_id for c in mine if c.kind == kind)))
+        moved = {c.eval_id: c for c in baseline.cases if c.eval_set_id == result.eval_set_id} if baseline else {}
         for case in result.case_results:
             tc = ET.SubElement(
                 suite,
@@ -453,13 +487,16 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None) -
             )
             coverage = case.coverage_text()
             stale = record.stale.get((case.eval_set_file, case.eval_id))
-            if coverage is not None or stale:
+            change = moved.get(case.eval_id)
+            if coverage is not None or stale or (change is not None and change.kind != "unchanged"):
                 props = ET.SubElement(tc, "properties")
             if coverage is not None:
                 # Passed (or not) with metrics that never ran: a property CI tools list, and the
                 # output most of them show beside the test.
                 ET.SubElement(props, "property", name="metrics_evaluated",
                               value=f"{case.evaluated_metrics} of {case.metrics_total}")
+            if change is not None and change.kind != "unchanged":
+                ET.SubElement(props, "property", name="tui_eval.change", value=_xml_text(change.kind))
             if stale:
                 # An edit during the run changed what this result was computed from.
                 ET.SubElement(props, "property", name="tui_eval.stale", value=_xml_text(", ".join(stale)))

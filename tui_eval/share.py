@@ -23,7 +23,7 @@ from .metrics.efficiency import EFFICIENCY_METRICS
 from .engine.codestate import CodeState
 from .engine.insight import RunInsight
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
-from .engine.store import HISTORY_DIR, RECORD_SUFFIX, list_history, load_record, read_record_head, scan_history
+from .engine.store import load_record
 from .judge.client import JudgeStats
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
@@ -101,26 +101,15 @@ class SharedRun:
 
 
 def _records_of(path: Path) -> list[Path]:
-    """The record files of the run a path names: a record (its run's other records beside it), or a
-    folder (its eval history's newest run)."""
-    if path.is_dir():
-        folder = path / HISTORY_DIR if (path / HISTORY_DIR).is_dir() else path
-        entries, unreadable = scan_history(folder)
-        for bad in unreadable:
-            log.warning("unreadable run record: %s", bad.reason)
-        if not entries:
-            raise ShareError(f"{path}: no run records ({RECORD_SUFFIX}) in this folder")
-        # The folder's newest agent run: a replay of recorded turns is not the agent's result (the
-        # newest replay only when the folder holds nothing else; its report says it is one).
-        run_id = ([e for e in entries if not e.replay] or entries)[0].run_id
-        return [e.path for e in entries if e.run_id == run_id]
-    if not path.name.endswith(RECORD_SUFFIX):
-        raise ShareError(f"{path}: not a run record (a {RECORD_SUFFIX} file from the eval history)")
+    """The record files of the run a path names (`engine.history.records_of_run`, the one resolver): a
+    record (its run's other records beside it), a folder (its eval history's newest agent run), `latest`
+    or a run id (in the current folder's eval history)."""
+    from .engine.history import ResolveError, records_of_run
+
     try:
-        run_id = read_record_head(path)["run_id"]
-    except (OSError, ValueError) as exc:
-        raise ShareError(f"cannot read this run record: {exc}") from None
-    return [e.path for e in list_history(path.parent) if e.run_id == run_id] or [path]
+        return records_of_run(str(path))
+    except ResolveError as exc:
+        raise ShareError(str(exc)) from None
 
 
 def load_shared_run(path: Path) -> SharedRun:

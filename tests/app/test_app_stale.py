@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.app.conftest import settle, wait_until
+from tests.app.conftest import full_result, settle, wait_until
 from tests.app.test_app_browse import labels, summary_text
 from tui_eval.engine.runner import RunOptions
 
@@ -44,7 +44,7 @@ async def test_a_save_then_R_at_once_runs_the_saved_code(tmp_path: Path, make_ap
         await pilot.press("R")
         await settle(pilot)
         key = next(k for k in app.listing.all_keys() if k.eval_id == "greeting")
-        result = app.listing.result(key)
+        result = await full_result(pilot, key)
         assert result is not None and result.actual[0].final_response.text == "Hello there."
         assert "✘ greeting" in _line(app, "greeting"), labels(app)
         assert "stale" not in _line(app, "greeting")
@@ -128,6 +128,7 @@ async def test_a_written_whatif_shows_the_new_configuration_and_marks_what_it_ch
 
         await pilot.press("W")
         await wait_until(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await settle(pilot)  # the results it shows arrive from the engine
         await pilot.press("m", *["minus"] * 10)  # response_match_score 0.8 → 0.3
         assert "response_match_score: threshold 0.3  (configured: 0.8)" in status()
         assert [r[:2] for r in rows(app)] == [["pass", "ten_sided_wording"]]
@@ -163,6 +164,7 @@ async def test_a_written_whatif_in_live_mode_rescores_at_once(tmp_path: Path, ma
         await settle(pilot)
         await pilot.press("W")
         await wait_until(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await settle(pilot)  # the results it shows arrive from the engine
         await pilot.press("m", *["minus"] * 10)
         await pilot.press("s")
         await pilot.pause()

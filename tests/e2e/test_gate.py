@@ -81,6 +81,8 @@ def test_exit_3_when_a_metric_was_not_evaluated_and_strict_makes_it_1(tmp_path: 
     found = ET.parse(xml).getroot().find("testsuite/properties")
     assert found is not None
     props = {p.get("name"): p.get("value") for p in found}
+    run_id = props.pop("tui_eval.run_id")
+    assert f"Run id: {run_id}" in out
     assert props == {"tui_eval.exit_code": "3", "tui_eval.outcome": f"exit 3 (incomplete): {why}"}
     assert f"**Exit 3 (incomplete)**: {why}" in md.read_text()
     code, out, err = run_cli("run", str(DEMO / "support"), RETURN_CASE, "--no-save", "--strict")
@@ -170,17 +172,25 @@ def test_baseline_lists_regressions_fixes_still_failing_and_not_run(tmp_path: Pa
     assert code == 1, out + err
 
 
-def test_a_judge_outage_is_not_a_regression(tmp_path: Path) -> None:
+def test_a_judge_outage_is_not_a_regression(tmp_path: Path, gemini_env) -> None:
     """A case that passed and now has no verdict is listed as not evaluated, with the reason, and exits 3."""
+    from tests.support.fake_gemini import error_reply, judge_responder
+
     golden, recorded = _suite(tmp_path, {"a": "the answer is a"}, ["a"])
-    assert run_cli("run", f"replay:{recorded}", str(golden))[0] == 0
     config = tmp_path / "judged.json"
     config.write_text(json.dumps({"criteria": {"final_response_match_v2": 0.5}}))
+    # The baseline: the same judge (same criteria, same endpoint) answered and the case passed.
+    gemini_env.responder = judge_responder()
+    assert run_cli("run", f"replay:{recorded}", str(golden), "--config", str(config))[0] == 0
+    # Now the judge refuses every call: the case has no verdict, which is never a regression.
+    gemini_env.responder = None
+    gemini_env.default = error_reply(400, "API key not valid")
     code, out, err = run_cli("run", f"replay:{recorded}", str(golden), "--config", str(config), "--no-save",
-                             "--baseline", "latest", "--fail-on-regression")
+                             "--no-judge-cache", "--baseline", "latest", "--fail-on-regression")
     assert code == 3, out + err
     assert "0 regressions, 0 fixes, 0 still failing, 0 not run, 1 not evaluated" in out
-    assert "gate / a (passed → not evaluated): not evaluated now: not evaluated: no judge credentials" in out
+    assert ("gate / a (passed → not evaluated): not evaluated now: not evaluated: judge failed: "
+            "400 INVALID_ARGUMENT: API key not valid") in out
 
 
 def test_baseline_errors(tmp_path: Path) -> None:
@@ -192,7 +202,7 @@ def test_baseline_errors(tmp_path: Path) -> None:
     code, out, err = run_cli("run", f"replay:{recorded}", str(golden), "--no-save", "--baseline", "latest",
                              "--fail-on-regression")
     assert code == 0, out + err
-    assert "warning: --baseline latest: no saved run of gate" in err
+    assert "warning: --baseline latest: no baseline for gate" in err and "no saved run of this eval set" in err
     assert "Baseline: no saved run of these eval sets to compare with" in out
 
 

@@ -227,7 +227,7 @@ def test_a_headless_run_records_the_version_it_loaded_and_names_what_an_edit_mad
     assert {c["versions"]["agent"] for c in cases} == {loaded} != {agent_version(env.bot)}
     # every output says so
     [adk] = json.loads((outputs / "r.json").read_text())
-    assert [c["tui_eval_stale"] for c in adk["eval_case_results"]] == [["agent code changed"]] * 3
+    assert [c["stale"] for c in adk["eval_case_results"]] == [["agent code changed"]] * 3
     junit = (outputs / "r.xml").read_text()
     assert junit.count('<property name="tui_eval.stale" value="agent code changed" />') == 3, junit
     markdown = (outputs / "r.md").read_text()

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable, Mapping
 
 from ..schema.results import CaseResult, EvalSetResult
+from ..schema.runrecord import GateRecord
 from ..schema.status import EvalStatus
 from .causes import causes_of, infrastructure_error, verdict_status
 from .exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
-from .store import NOT_EVALUATED, NOT_RUN, STILL_FAILING, HistoryEntry, compare_results, list_history, load_record
+from .history import Found
+from .store import NOT_EVALUATED, NOT_RUN, STILL_FAILING, compare_results
 
 OUTCOME_WORDS = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_BAD_INPUT: "error", EXIT_INCOMPLETE: "incomplete"}
-LATEST = "latest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +92,16 @@ def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, st
     reasons: list[str] = []
     if fail_on_regression and baseline is not None:
         regressions = len(baseline.of_kind("regression"))
-        if regressions:
-            return Outcome(EXIT_FAILED, (f"{_plural(regressions, 'regression')} against the baseline",))
+        # Fails safe: an eval set with no baseline run cannot show a regression, so any failure there fails.
+        unguarded = set(baseline.missing)
+        failed_unguarded = sum(1 for r in results if r.eval_set_id in unguarded for c in r.case_results
+                               if verdict_status(c) == EvalStatus.FAILED)
+        if regressions or failed_unguarded:
+            out = [f"{_plural(regressions, 'regression')} against the baseline"] if regressions else []
+            if failed_unguarded:
+                out.append(f"{_plural(failed_unguarded, 'case')} failed with no baseline to compare with "
+                           f"(--fail-on-regression fails on any failure then: {baseline.missing_text()})")
+            return Outcome(EXIT_FAILED, tuple(out))
         if failed:
             reasons.append(f"{_plural(failed, 'case')} failed, none of them a regression (--fail-on-regression)")
     elif failed:
@@ -131,8 +140,15 @@ class BaselineReport:
     run_id: str | None
     created: float | None
     cases: list[BaselineCase] = field(default_factory=list)
-    #: Eval sets with no saved run to compare with.
+    #: Eval sets with no saved run to compare with, and why (`no saved run of the same kind ...`).
     missing: list[str] = field(default_factory=list)
+    why_missing: dict[str, str] = field(default_factory=dict)
+
+    def missing_text(self) -> str | None:
+        """`gate: no saved run of the same kind (...)`, one clause per eval set without a baseline."""
+        if not self.missing:
+            return None
+        return "; ".join(f"{s}: {self.why_missing.get(s, 'no saved run')}" for s in self.missing)
 
     def of_kind(self, kind: str) -> list[BaselineCase]:
         return [c for c in self.cases if c.kind == kind]
@@ -146,11 +162,25 @@ class BaselineReport:
     def headline(self) -> str:
         """`Baseline run 20261126-…: 1 regression, 2 fixes, 3 still failing, 0 not run`."""
         if self.run_id is None:
-            return "Baseline: no saved run of these eval sets to compare with"
+            why = self.missing_text()
+            return "Baseline: no saved run of these eval sets to compare with" + (f" ({why})" if why else "")
         singular = {"regressions": "regression", "fixes": "fix"}
         counts = ", ".join(f"{len(cases)} {singular.get(name, name) if len(cases) == 1 else name}"
                            for name, cases in self.sections() if cases or name != "not evaluated")
         return f"Baseline run {self.run_id}: {counts}"
+
+
+def gate_record(outcome: Outcome, baseline: BaselineReport | None, *, fail_on_regression: bool) -> GateRecord:
+    """The gate's outcome as the run record, --json and JUnit keep it."""
+    def ids(kind: str) -> list[str]:
+        return [f"{c.eval_set_id}/{c.eval_id}" for c in baseline.of_kind(kind)] if baseline is not None else []
+
+    return GateRecord(code=outcome.code, word=outcome.word, reasons=list(outcome.reasons),
+                      fail_on_regression=fail_on_regression,
+                      baseline_run=baseline.run_id if baseline is not None else None,
+                      baseline_missing=baseline.missing_text() if baseline is not None else None,
+                      regressions=ids("regression"), fixes=ids("fixed"), still_failing=ids(STILL_FAILING),
+                      not_run=ids(NOT_RUN), not_evaluated=ids(NOT_EVALUATED))
 
 
 def _causes_text(case: CaseResult | None) -> str:
@@ -186,76 +216,27 @@ def compare_with(baseline: EvalSetResult, now: EvalSetResult) -> list[BaselineCa
     return out
 
 
-def _complete(entry: HistoryEntry) -> bool:
-    return not entry.partial
-
-
-def find_baseline(spec: str, eval_sets: list[tuple[str, str, Path]], exclude_run: str | None = None,
-                  *, replay: bool = False) -> dict[str, Path]:
-    """The saved record to compare each eval set with: `(eval_set_id, eval_file, history folder)` ->
-    record path, by eval file. `spec` is `latest` (each eval set's newest complete saved run of the same
-    kind as this one, an agent run or a replay, else of any kind; else its newest), a run id, or a run
-    record file (its run). Raises BaselineError for a run id or file that names no saved run of these
-    eval sets."""
-    found: dict[str, Path] = {}
-    if spec != LATEST:
-        path = Path(spec)
-        if path.is_file():
-            from .store import read_record_head
-
-            try:
-                head = read_record_head(path)
-                spec = str(head["run_id"])
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise BaselineError(f"--baseline {path}: not a readable run record: {exc}") from None
-            eval_sets = [(sid, f, folder) for sid, f, folder in eval_sets] + [
-                (sid, f, path.parent) for sid, f, _ in eval_sets]
-    for eval_set_id, eval_file, folder in eval_sets:
-        if eval_file in found:
-            continue
-        entries = [e for e in list_history(folder) if e.eval_set_id == eval_set_id and e.run_id != exclude_run
-                   and _same_file(e.eval_file, eval_file)]
-        if spec == LATEST:
-            # Like with like: a replay's results are not the agent's (a replay run is never an agent
-            # run's baseline while the agent has runs of its own, nor the other way round).
-            alike = [e for e in entries if e.replay == replay] or entries
-            pick = next((e for e in alike if _complete(e)), alike[0] if alike else None)
-        else:
-            pick = next((e for e in entries if e.run_id == spec), None)
-        if pick is not None:
-            found[eval_file] = pick.path
-    if spec != LATEST and not found:
-        raise BaselineError(f"--baseline {spec}: no saved run with this id of the eval sets run here")
-    return found
-
-
-def _same_file(recorded: str, eval_file: str) -> bool:
-    try:
-        return Path(recorded).resolve() == Path(eval_file).resolve()
-    except (OSError, ValueError):
-        return recorded == eval_file
-
-
-def baseline_report(records: dict[str, Path], results: list[EvalSetResult],
-                    load: Callable[[Path], tuple[dict[str, object], EvalSetResult]] | None = None) -> BaselineReport:
-    """Compare each eval set's first result of this run with its baseline record."""
-    load = load or (lambda p: load_record(p, with_turns=False))
+def baseline_report(records: Mapping[str, Found], results: list[EvalSetResult],
+                    why_missing: dict[str, str] | None = None) -> BaselineReport:
+    """Compare each eval set's first result of this run with its baseline record (`records`: eval file ->
+    the record the resolver found; `why_missing`: eval file -> why it has none, as the resolver said)."""
     report = BaselineReport(None, None)
     done: set[str] = set()
     for result in results:
         if result.eval_set_file in done:
             continue  # --num-runs: the first repetition stands for the run
         done.add(result.eval_set_file)
-        path = records.get(result.eval_set_file)
-        if path is None:
+        found = records.get(result.eval_set_file)
+        if found is None:
             report.missing.append(result.eval_set_id)
+            report.why_missing[result.eval_set_id] = (why_missing or {}).get(result.eval_set_file, "no saved run")
             report.cases += [BaselineCase(NOT_RUN, result.eval_set_id, c.eval_id, None, c.status,
                                           "not in the baseline run") for c in result.case_results]
             continue
         try:
-            meta, before = load(path)
+            meta, before = found.load()
         except (OSError, ValueError) as exc:
-            raise BaselineError(f"--baseline: cannot read {path}: {exc}") from None
+            raise BaselineError(f"--baseline: cannot read {found.path}: {exc}") from None
         if report.run_id is None:
             report.run_id = str(meta.get("run_id") or "")
             created = meta.get("creation_timestamp")

@@ -27,6 +27,7 @@ from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
 from ..schema.fast import trusted
 from ..schema.model import EvalCase, Invocation
+from ..schema.runrecord import ExecutorInfo, GateRecord, RunKind, RunState, RunVersions
 from ..schema.results import (
     CaseResult,
     EvalSetResult,
@@ -38,7 +39,7 @@ from ..schema.results import (
 )
 from .causes import strict_status
 from .codestate import CodeState
-from .executor import Executor, InlineExecutor
+from ..executors import Executor, InlineExecutor
 from .events import (
     CaseFinished,
     CaseKey,
@@ -59,6 +60,7 @@ from .plan import EvalTarget, RunPlan
 from .pricing import PriceTable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.options import JudgeOptions
     from ..judge.service import JudgeService
 
 EventSink = Callable[[Event], None]
@@ -68,6 +70,7 @@ logger = logging.getLogger(__name__)
 # Each of the `concurrency` workers may run this long before a loop callback gets its turn, which is
 # why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.01
+# A case's versions before they are computed (frozen: one shared value).
 
 
 @dataclass(slots=True, repr=False)
@@ -100,9 +103,21 @@ class RunRecord:
     #: The run was strict (RunOptions.strict): its statuses already count a metric not evaluated as a
     #: failure, and its verdict (gate.run_outcome) counts an incomplete run as failed. Every face reads it here.
     strict: bool = False
+    #: The run record's places (schema/runrecord.py): each eval file's kind, the versions, the journal's
+    #: file name, the CI gate's outcome (set before saving) and what ran the agent.
+    kinds: dict[str, RunKind] = field(default_factory=dict)
+    versions: RunVersions = field(default_factory=RunVersions)
+    journal: str | None = None
+    gate: GateRecord | None = None
+    executor: ExecutorInfo | None = None
     #: (eval file, case id) -> why its result is stale: what an edit during the run changed on disk
     #: (`versions.stale_of`, filled by the face once the run ends); every output names them.
     stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def state(self) -> RunState:
+        """finished, or cancelled (a run still going, or killed, is told by its journal)."""
+        return "cancelled" if self.cancelled else "finished"
 
     def counts(self) -> dict[EvalStatus, int]:
         return status_counts(c for r in self.results for c in r.case_results)
@@ -254,18 +269,25 @@ def _judge_needed(plan: RunPlan) -> bool:
     return False
 
 
+def judge_options(options: RunOptions) -> JudgeOptions:
+    """The judge settings of a run: the one carrier of them from the command line to every judge service
+    (the run's, and the user simulator's in each agent process). What the options leave unset is the
+    judge service's default."""
+    from ..judge import JudgeOptions
+
+    asked: dict[str, Any] = {"base_url": options.judge_base_url, "use_cache": options.judge_cache}
+    if options.judge_concurrency is not None:
+        asked["concurrency"] = options.judge_concurrency
+    if options.judge_timeout is not None:
+        asked["timeout"] = options.judge_timeout
+    return JudgeOptions(**asked)
+
+
 def make_judge(options: RunOptions) -> JudgeService:
     """The judge service for a run."""
-    from ..judge import JudgeOptions, create_judge_service
+    from ..judge import create_judge_service
 
-    judge_options = JudgeOptions(
-        concurrency=options.judge_concurrency,
-        base_url=options.judge_base_url,
-        use_cache=options.judge_cache,
-    )
-    if options.judge_timeout is not None:
-        judge_options.timeout = options.judge_timeout
-    return create_judge_service(judge_options)
+    return create_judge_service(judge_options(options))
 
 
 def judge_notice(plan: RunPlan, judge: JudgeClient | None) -> RunNotice | None:
@@ -336,6 +358,8 @@ class Run:
         run_id: str | None = None,
         coverage: str | None = None,
         owns_agent: bool = False,
+        rescore_of: str | None = None,
+        before_save: Callable[[RunRecord], None] | None = None,
         agent_version: str | None = None,
         inference_versions: dict[CaseKey, str | None] | None = None,
     ) -> None:
@@ -363,16 +387,20 @@ class Run:
         self.record = RunRecord(self.run_id, started=time.time())
         # The caller knows a failures-only re-run; a subset of cases is a selection otherwise.
         self.record.coverage = coverage or plan_coverage(plan)
+        from .history import executor_agent_kind, executor_info, run_kind, selection_of
+
+        agent_kind = executor_agent_kind(self.executor)
+        self.record.kinds = {str(t.eval_file): run_kind(t.config, agent=agent_kind, options=self.options,
+                                                        selection=selection_of(self.record.coverage),
+                                                        rescore_of=rescore_of) for t in plan.targets}
+        self.record.executor = executor_info(self.options, self.executor)
+        #: Called with the finished record before it is saved (the CLI decides its gate there).
+        self._before_save = before_save
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._progress: ScoreProgress | None = None
-        # How a worker builds the user simulator's judge for scenario cases (as make_judge does here).
-        self._judge_settings: dict[str, Any] = {
-            "concurrency": self.options.judge_concurrency,
-            "base_url": self.options.judge_base_url,
-            "use_cache": self.options.judge_cache,
-            **({"timeout": self.options.judge_timeout} if self.options.judge_timeout is not None else {}),
-        }
+        # How an agent process builds the user simulator's judge for scenario cases (as make_judge does here).
+        self._judge_options = judge_options(self.options)
         self._owns_judge = False
         self._last_yield = time.perf_counter()
 
@@ -391,9 +419,18 @@ class Run:
         for task in self._tasks:
             task.cancel()
 
+    def _make_judge(self) -> None:
+        """The run's own judge service when one is needed and none was given, warming its client."""
+        if self.judge is None and _judge_needed(self.plan):
+            judge = make_judge(self.options)
+            judge.warm()
+            self.judge = judge
+            self._owns_judge = True
+
     async def execute(self) -> RunRecord:
         """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
         opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
+        self._make_judge()  # its client is made in a thread while the executor starts
         if not self._owns_agent or self.executor is None:
             return await self._execute()
         from .setup import start_executor
@@ -412,9 +449,7 @@ class Run:
         t0 = time.perf_counter()
         self.record.strict = self.options.strict
         plan = self.plan
-        if self.judge is None and _judge_needed(plan):
-            self.judge = make_judge(self.options)
-            self._owns_judge = True
+        self._make_judge()
         if self.options.save and self.store is not None:
             self._remove_leftovers()
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
@@ -498,6 +533,8 @@ class Run:
                 await self.judge.aclose()
             except Exception:  # closing a client must never lose results
                 logger.warning("closing the judge service failed", exc_info=True)
+        if self._before_save is not None:
+            self._before_save(self.record)
         if self.options.save and self.store is not None:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
@@ -617,7 +654,7 @@ class Run:
             return Inference(error="no agent to run and no stored inference for this case")
         job = CaseJob(str(target.eval_file), case.eval_id, case, self.options.turn_timeout,
                       config=target.config if case.is_scenario else None,
-                      judge=self._judge_settings if case.is_scenario else {},
+                      judge=self._judge_options if case.is_scenario else None,
                       eval_set=target.eval_set if not executor.runs_user_code else None,
                       mock_tools=self.options.mock_tools)
         progress = self._progress
@@ -683,6 +720,11 @@ class Run:
             # spent waiting for a free worker.
             wall_seconds=inference.seconds + (time.perf_counter() - t0),
             versions=self._versions(target, case, key, inference),
+            repetition=repetition,
+            nested_calls={},
+            final_session_state=inference.final_session_state,
+            human_verdicts=[],
+            reruns_after_crash=0,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result

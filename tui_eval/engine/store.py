@@ -26,6 +26,8 @@ from ..schema.errors import SchemaError
 from ..schema.fast import adk_json_default
 from ..schema.load import read_invocation
 from ..schema.model import Invocation
+from ..schema.runrecord import OLD_RECORD_FORMATS, GateRecord, RunKind, RunMeta, RunState
+from ..schema.runrecord import RECORD_FORMAT as _RECORD_FORMAT
 from ..schema.status import EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,16 +36,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import CaseResult, EvalSetResult
     from ..agents.base import Agent
     from .codestate import CodeChange
-    from .executor import Executor
+    from ..executors import Executor
     from .plan import RunPlan
     from .runner import RunRecord
 
 HISTORY_DIR = Path(".adk") / "eval_history"
 ADK_SUFFIX = ".evalset_result.json"
 RECORD_SUFFIX = ".tui-eval.json"
-RECORD_FORMAT = "tui-eval.run/2"
+# The record's format and its typed places: schema/runrecord.py. Readers accept /2 and /1.
+RECORD_FORMAT = _RECORD_FORMAT
+_OLD_RECORD_FORMATS = OLD_RECORD_FORMATS
 # Version 1 kept metric details as free-form dicts: its records still load, without details.
-_OLD_RECORD_FORMATS = ("tui-eval.run/1",)
+_V1_FORMATS = ("tui-eval.run/1",)
 
 logger = logging.getLogger(__name__)
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -194,25 +198,33 @@ class ResultStore:
                     raise UnsafeNameError(f"eval_set_id {result.eval_set_id!r} would write outside {directory}")
             atomic_write(adk_path, adk_result_chunks(result, name))
             config = configs.get(result.eval_set_file)
-            rich = {
-                "format": RECORD_FORMAT,
-                "run_id": record.run_id,
-                "name": name,
-                "adk_file": adk_path.name,
-                "app_name": app,
-                "agent": getattr(agent, "name", None),
-                "eval_file": result.eval_set_file,
-                "eval_set_id": result.eval_set_id,
-                "creation_timestamp": result.creation_timestamp,
-                "cancelled": record.cancelled,
-                "coverage": "cancelled" if record.cancelled else record.coverage,
-                "duration": max(0.0, record.finished - record.started),
-                "criteria": {k: c.to_dict() for k, c in config.criteria.items()} if config else {},
-                "config_source": config.source if config else None,
-                "counts": {s.name: n for s, n in result.counts().items()},
-            }
-            rich["source"] = record.source or provenance(agent, record, [t.config for t in plan.targets])
-            rich.update(_insight_fields(record, index, directory, diffs))
+            # Our own values, typed: constructed, not validated (a big run's insight is large).
+            meta = RunMeta.model_construct(
+                format=RECORD_FORMAT,
+                run_id=record.run_id,
+                name=name,
+                state=record.state,
+                kind=record.kinds.get(result.eval_set_file),
+                versions=record.versions,
+                journal=record.journal,
+                gate=record.gate,
+                executor=record.executor,
+                adk_file=adk_path.name,
+                app_name=app,
+                agent=getattr(agent, "name", None),
+                eval_file=result.eval_set_file,
+                eval_set_id=result.eval_set_id,
+                creation_timestamp=result.creation_timestamp,
+                cancelled=record.cancelled,
+                coverage="cancelled" if record.cancelled else record.coverage,
+                duration=max(0.0, record.finished - record.started),
+                criteria={k: c.to_dict() for k, c in config.criteria.items()} if config else {},
+                config_source=config.source if config else None,
+                counts={s.name: n for s, n in result.counts().items()},
+                source=record.source or provenance(agent, record, [t.config for t in plan.targets]),
+                **_insight_fields(record, index, directory, diffs),
+            )
+            rich = meta.model_dump(mode="json")
             atomic_write(record_path, record_chunks(rich, result.case_results))
             saved.append(str(adk_path))
         return saved
@@ -258,7 +270,11 @@ def provenance(agent: Executor | Agent | None, record: RunRecord, configs: list[
 
 
 def is_replay_record(data: dict[str, Any]) -> bool:
-    """Whether a run record's results came from a replay (records before `source` say agent "replay")."""
+    """Whether a run record's results came from a replay (its kind; records before kinds say it in
+    `source`, and records before `source` say agent "replay")."""
+    kind = data.get("kind")
+    if isinstance(kind, dict) and kind.get("agent"):
+        return kind.get("agent") == "replay"
     source = data.get("source")
     if isinstance(source, dict) and source.get("kind"):
         return source.get("kind") == "replay"
@@ -335,11 +351,22 @@ class HistoryEntry:
     #: Which repetition of its run this record is, of how many (--num-runs).
     repetition: int = 1
     num_runs: int = 1
+    #: running | finished | interrupted | cancelled (records before format /3: finished or cancelled).
+    state: RunState = "finished"
+    #: The run's kind (records before format /3 kept none).
+    kind: RunKind | None = None
+    #: The CI gate's outcome the run recorded (None: no gate, or a record before format /3).
+    gate: GateRecord | None = None
+
+    @property
+    def gate_failed(self) -> bool:
+        """The run's CI gate failed (`--fail-on-regression` exited 1): never `latest` for a later baseline."""
+        return self.gate is not None and self.gate.fail_on_regression and self.gate.code == 1
 
     @property
     def partial(self) -> bool:
         """A run known not to have covered every case: its counts are not the eval set's state."""
-        return self.coverage not in (None, "all")
+        return self.coverage not in (None, "all") or self.state != "finished"
 
 
 _CASES_KEY = b',"cases":['
@@ -378,6 +405,11 @@ def _loads(raw: bytes, path: Path) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise RecordError(f"{path}: not valid JSON: {exc}") from None
+
+
+def read_json(path: Path) -> Any:
+    """A history file's JSON (a record, a baseline file), bounded like every record read. Raises RecordError."""
+    return _loads(_read_bounded(Path(path), MAX_RECORD_BYTES), Path(path))
 
 
 def _number(value: object) -> bool:
@@ -502,30 +534,57 @@ def scan_history(directory: Path) -> tuple[list[HistoryEntry], list[UnreadableRe
         return entries, unreadable
     for path in directory.glob("*" + RECORD_SUFFIX):
         try:
-            data = read_record_head(path)
+            entries.append(history_entry(read_record_head(path), path))
         except RecordError as exc:
             unreadable.append(UnreadableRecord(path, str(exc)))
-            continue
-        entries.append(
-            HistoryEntry(
-                path=path,
-                run_id=data["run_id"],
-                eval_set_id=data["eval_set_id"],
-                eval_file=data.get("eval_file") or "",
-                creation_timestamp=float(data.get("creation_timestamp", 0.0)),
-                counts=dict(data.get("counts", {})),
-                cancelled=bool(data.get("cancelled", False)),
-                coverage=(data["coverage"] if data.get("coverage")
-                          else "cancelled" if data.get("cancelled") else None),
-                duration=float(data.get("duration") or 0.0),
-                replay=is_replay_record(data),
-                repetition=_count(data.get("repetition")),
-                num_runs=_count(data.get("num_runs")),
-            )
-        )
     entries.sort(key=lambda e: e.creation_timestamp, reverse=True)
     unreadable.sort(key=lambda u: u.path.name)
     return entries, unreadable
+
+
+def history_entry(data: dict[str, Any], path: Path) -> HistoryEntry:
+    """A record's metadata (checked by `check_record_head`) as the history lists it. Raises RecordError."""
+    return HistoryEntry(
+        path=path,
+        run_id=data["run_id"],
+        eval_set_id=data["eval_set_id"],
+        eval_file=data.get("eval_file") or "",
+        creation_timestamp=float(data.get("creation_timestamp", 0.0)),
+        counts=dict(data.get("counts", {})),
+        cancelled=bool(data.get("cancelled", False)),
+        coverage=(data["coverage"] if data.get("coverage")
+                  else "cancelled" if data.get("cancelled") else None),
+        duration=float(data.get("duration") or 0.0),
+        replay=is_replay_record(data),
+        repetition=_count(data.get("repetition")),
+        num_runs=_count(data.get("num_runs")),
+        **_places(data, path),
+    )
+
+
+_STATES: tuple[RunState, ...] = ("running", "finished", "interrupted", "cancelled")
+
+
+def _places(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A record's state, kind and gate, checked (records before /3: state from `cancelled`, no kind or gate)."""
+    from pydantic import BaseModel, ValidationError
+
+    state = data.get("state")
+    if state is None:
+        state = "cancelled" if data.get("cancelled") else "finished"
+    elif state not in _STATES:
+        raise RecordError(f"{path}: state: expected one of {', '.join(_STATES)}, got {_SHORT.repr(state)}")
+    out: dict[str, Any] = {"state": state}
+    model: type[BaseModel]
+    for key, model in (("kind", RunKind), ("gate", GateRecord)):
+        value = data.get(key)
+        try:
+            out[key] = None if value is None else model.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise RecordError(f"{path}: {key}.{where}: {first['msg']}") from None
+    return out
 
 
 def _count(value: object) -> int:
@@ -543,17 +602,22 @@ def load_record(path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any],
     """A saved run record: its metadata and its EvalSetResult with every case's details, and (unless
     `with_turns` is False) each case's actual and expected turns from the ADK file beside it. Raises
     RecordError (a ValueError) for a record that cannot be read or is not valid."""
+    path = Path(path)
+    return parse_record(_loads(_read_bounded(path, MAX_RECORD_BYTES), path), path, with_turns=with_turns)
+
+
+def parse_record(data: object, path: Path, *, with_turns: bool = True) -> tuple[dict[str, Any], EvalSetResult]:
+    """`load_record` of a record already parsed as JSON (`path`: where it was read, for messages and the
+    ADK file beside it; a baseline file holds records without one)."""
     from pydantic import ValidationError
 
     from ..schema.results import CaseResult, EvalSetResult, RunRecordFile
 
-    path = Path(path)
-    data = _loads(_read_bounded(path, MAX_RECORD_BYTES), path)
     cases_in = data.get("cases", []) if isinstance(data, dict) else None
-    check_record_head(data, path)
+    data = check_record_head(data, path)
     if not isinstance(cases_in, list):
         raise RecordError(f"{path}: cases: expected a list")
-    if data.get("format") in _OLD_RECORD_FORMATS:
+    if data.get("format") in _V1_FORMATS:
         logger.info("%s: an older run record; its metric details are not shown", path)
         for case in cases_in:
             for metric in (case.get("metrics") or [] if isinstance(case, dict) else []):

@@ -211,5 +211,5 @@ def result_versions(*, agent: str | None, agent_outside: tuple[str, ...] = (), t
     """A result's versions (the fields the runner fills, in one place)."""
     from ..schema.results import ResultVersions
 
-    return ResultVersions(agent=agent, agent_outside=list(agent_outside), tools=tools, case=case, criteria=criteria,
+    return ResultVersions(agent=agent, agent_outside=agent_outside, tools=tools, case=case, criteria=criteria,
                           judge=judge)

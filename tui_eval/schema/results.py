@@ -24,6 +24,7 @@ from .details import (
 )
 from .fast import adk_json_default, trusted
 from .model import Invocation, ToolTiming
+from .runrecord import HumanVerdict, JudgeVersion, NestedCall, ResultVersions, RunMeta
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
 __all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "JudgeVersion",
@@ -277,34 +278,6 @@ class ToolTimingRecord(BaseModel):
     mocked: bool = False
 
 
-class JudgeVersion(BaseModel):
-    """The judge a result's LLM metrics asked: provider, model, endpoint, and the model version it
-    answered with (None until a judge answered, or when it does not say)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    provider: str
-    model: str | None = None
-    endpoint: str | None = None
-    model_version: str | None = None
-
-
-class ResultVersions(BaseModel):
-    """What a result was computed from (`engine.versions` makes and compares them): the agent's code
-    (`agents.version`; None when no agent ran it, `agent_outside` the files outside its folder the
-    version covers), the tools' mode (live | mock-strict | mock-fallback), the eval case as run and the
-    effective criteria (content hashes), and the judge."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    agent: str | None = None
-    agent_outside: list[str] = Field(default_factory=list)
-    tools: str = "live"
-    case: str = ""
-    criteria: str = ""
-    judge: JudgeVersion | None = None
-
-
 class _CaseFields(_Result):
     eval_set_id: str
     eval_id: str
@@ -316,8 +289,14 @@ class _CaseFields(_Result):
     # Agent inference that raised: the case is FAILED and this says why.
     error: str | None = None
     wall_seconds: float = 0.0
+    # The run record's per-case places (`runrecord.CasePlaces`, format /3): defaults for older records.
     #: What the result was computed from; None in records written before versions were kept.
     versions: ResultVersions | None = None
+    repetition: int = 1
+    nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
+    final_session_state: dict[str, JsonValue] | None = None
+    human_verdicts: list[HumanVerdict] = Field(default_factory=list)
+    reruns_after_crash: int = 0
 
 
 _CASE_FIELDS = tuple(_CaseFields.model_fields)
@@ -497,28 +476,12 @@ class EvalSetResult(_Result):
         return status_counts(self.case_results)
 
 
-class RunRecordFile(BaseModel):
-    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file."""
+class RunRecordFile(RunMeta):
+    """Our `.tui-eval.json` run record: one eval set's results in one run, beside ADK's history file
+    (its metadata is `runrecord.RunMeta`, the places of format /3)."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    format: str
-    run_id: str
-    name: str
-    adk_file: str | None = None
-    app_name: str | None = None
-    agent: str | None = None
-    eval_file: str = ""
-    eval_set_id: str
-    creation_timestamp: float
-    cancelled: bool = False
-    # What the run covered: all | failures (failures only) | selection (some cases) | cancelled.
-    coverage: str = "all"
-    # Seconds the whole run took (wall clock).
-    duration: float = 0.0
-    criteria: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
-    config_source: str | None = None
-    counts: dict[str, int] = Field(default_factory=dict)
     cases: list[CaseRecord] = Field(default_factory=list)
 
     def meta(self) -> dict[str, Any]:

@@ -35,6 +35,9 @@ class Edit:
     leave_screens: bool = False
 
 
+#: What accept says while the result it would write is on its way from the engine.
+LOADING = "The result is still loading from the engine: press the key again in a moment."
+
 def _turn_texts(listing: CaseListing, key: CaseKey, index: int) -> tuple[str | None, str]:
     case = listing.case(key)
     expected = case.conversation[index] if case and case.conversation and index < len(case.conversation) else None
@@ -53,6 +56,8 @@ def accept_turn(listing: CaseListing, key: CaseKey, index: int, repetition: int 
 
     result, rep = listing.result_of_run(key, repetition)
     run = _run_words(listing, key, rep)
+    if result is None and (rep is not None or listing.results.loading(key)):
+        return LOADING  # a finished run whose result is on its way from the engine
     if result is None or index >= len(result.actual):
         return "No actual turn to accept: run the case first."
     user, rel = _turn_texts(listing, key, index)
@@ -80,6 +85,8 @@ def accept_case(listing: CaseListing, key: CaseKey, repetition: int | None = Non
     result, rep = listing.result_of_run(key, repetition)
     run = _run_words(listing, key, rep)
     case = listing.case(key)
+    if result is None and (rep is not None or listing.results.loading(key)):
+        return LOADING  # a finished run whose result is on its way from the engine
     if result is None or not result.actual or case is None:
         return "No actual turns to accept: run the case first."
     expected_turns = len(case.conversation or [])

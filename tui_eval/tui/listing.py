@@ -354,11 +354,11 @@ class CaseListing:
         """The result a screen shows for a case, and which run k of N it is: run `repetition` of this
         session's --num-runs run, else the latest result (the repetition it is, None when the session did
         not repeat the case). The turn view shows it and an accept writes it: one rule for both."""
-        runs = self.run_book.runs_of(key)
-        if runs:
-            rep = repetition or self.results.repetition(key) or len(runs)
-            if 0 < rep <= len(runs) and runs[rep - 1] is not None:
-                return runs[rep - 1], rep
+        statuses = self.run_book.statuses_of(key)
+        if statuses:
+            rep = repetition or self.results.repetition(key) or len(statuses)
+            if 0 < rep <= len(statuses) and statuses[rep - 1] is not None:
+                return self.run_book.runs_of(key)[rep - 1], rep  # None while it is on its way
         return self.result(key), None
 
     def origin_text(self, key: CaseKey, *, short: bool = False) -> str:

@@ -179,12 +179,14 @@ class TurnScreen(Screen[None]):
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
         )
-        origin = f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case"
+        origin = (f"   {cat.origin_text(self.key)}" if result is not None
+                  else "   ◌ loading the result from the engine…" if cat.results.loading(self.key)
+                  else "   no result yet: r runs the case")
         if result is not None and head.cell_length + len(origin) > (self.size.width or self.app.size.width):
             # At 80 columns the date and age wrapped onto a second line: the age alone fits.
             origin = f"   {cat.origin_text(self.key, short=True)}"
         title = Content.assemble(head, (origin, "$text-muted"))
-        runs = cat.run_book.runs_of(self.key)
+        runs = cat.run_book.statuses_of(self.key)
         if runs:
             shown_rep = cat.result_of_run(self.key, self.repetition)[1] or len(runs)
             title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),

@@ -145,8 +145,14 @@ class WhatIfScreen(Screen[None]):
         status = self.query_one("#whatif-status", Static)
         table = self.query_one(DataTable)
         table.clear()
+        results = self.listing.results
+        loading = sum(1 for key in self.listing.all_keys() if results.loading(key))
         if self.state.metric is None:
-            status.update(Content.styled("No results yet: run something (R) first, or open a folder with saved runs.",
+            metrics = self.metrics()  # results may have arrived since the screen opened
+            self.state.metric = metrics[0] if metrics else None
+        if self.state.metric is None:
+            status.update(Content.styled(f"◌ loading {loading} result(s) from the engine…" if loading else
+                                         "No results yet: run something (R) first, or open a folder with saved runs.",
                                          "$text-muted"))
             self.flips = []
             return
@@ -166,6 +172,8 @@ class WhatIfScreen(Screen[None]):
                              (f"{passing} would pass", "$text-success" if passing else "$text-muted"),
                              (" (from the stored results; s writes it to the config)", "$text-muted")),
         ]
+        if loading:
+            lines.append(Content.styled(f"◌ {loading} more result(s) loading from the engine…", "$text-muted"))
         stale = sum(1 for key, _r in self.results() if self.listing.stale_reasons(key))
         if stale:
             lines.append(Content.styled(f"⚠ {stale} of these results are stale (their files changed since they "

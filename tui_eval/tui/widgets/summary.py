@@ -160,7 +160,9 @@ class Summary(Static):
         lines.append(Content(""))
         if key in cat.running:
             lines.append(Content.styled("◌ running…", "$text-accent"))
-        if result is None:
+        if result is None and cat.results.loading(key):
+            lines.append(Content.styled("◌ loading this result from the engine…", "$text-muted"))
+        elif result is None:
             lines.append(_hint("No result yet: r runs this case."))
         else:
             from ..verdicts import case_metric_lines, evaluated_note
@@ -177,7 +179,7 @@ class Summary(Static):
             if stale:
                 lines.append(Content.styled(f"⚠ stale: {', '.join(stale)} since it ran; r runs it again, "
                                             "S every stale case", "$text-warning"))
-            runs = cat.run_book.runs_of(key)
+            runs = cat.run_book.statuses_of(key)
             if runs:  # this session's --num-runs repetitions, right under the latest one's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 
