@@ -131,6 +131,8 @@ def load_shared_run(path: Path) -> SharedRun:
     insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
     state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
     source = _source_of(meta)
+    from .engine.versions import stale_of_saved
+
     return SharedRun(
         run_id=str(meta.get("run_id", "")),
         results=[r for _, r in loaded],
@@ -140,24 +142,8 @@ def load_shared_run(path: Path) -> SharedRun:
         insight=insight,
         code_state=state,
         source=source,
-        stale=_stale_now([r for _, r in loaded], source, loaded),
+        stale=stale_of_saved(loaded),
     )
-
-
-def _stale_now(results: list[EvalSetResult], source: dict[str, Any] | None,
-               loaded: list[tuple[dict[str, Any], EvalSetResult]]) -> dict[tuple[str, str], tuple[str, ...]]:
-    """What of a saved run is stale against the files on disk now (its agent, eval files, configs)."""
-    from .engine.versions import stale_of
-
-    agent_ref = None
-    if source is not None:
-        if source.get("replay_file"):
-            agent_ref = f"replay:{source['replay_file']}"
-        elif source.get("agent_dir"):
-            agent_ref = str(source["agent_dir"])
-    configs = {str(r.eval_set_file): (str(m["config_source"]) if m.get("config_source") else None)
-               for m, r in loaded}
-    return stale_of((c for r in results for c in r.case_results), agent_ref, configs)
 
 
 def _source_of(meta: dict[str, Any]) -> dict[str, Any] | None:

@@ -203,3 +203,32 @@ async def test_saved_results_whose_files_changed_are_stale_from_the_start_also_u
         await wait_until(pilot, lambda: isinstance(app.screen, CausesScreen))
         await wait_until(pilot, lambda: "⚠ 5 of these results are stale" in str(
             app.screen.query_one("#causes-status", Static).render()))
+
+
+async def test_compare_marks_the_later_runs_stale_results(tmp_path: Path, make_app) -> None:
+    import asyncio
+    import io
+
+    from textual.widgets import DataTable, Static
+
+    from tui_eval.cli import main
+    from tui_eval.tui.screens.history import CompareScreen, HistoryScreen
+
+    root = _hello(tmp_path)
+    folder = root / "hello_world"
+    for _ in range(2):
+        code = await asyncio.to_thread(main, ["run", str(folder), str(folder / "hello_world.evalset.json"), "-q"],
+                                       io.StringIO(), io.StringIO())
+        assert code == 1
+    _greet_with(root, "Hello there.")  # edited after both runs
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and len(app.screen.entries) == 2)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
+        status = str(app.screen.query_one("#compare-status", Static).render())
+        assert "⚠ 9 of the later run's results are stale against the files now (agent code changed)" in status
+        table = app.screen.query_one(DataTable)
+        assert all(str(table.get_row_at(i)[1]).endswith("  stale") for i in range(table.row_count))

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import JudgeVersion, ResultVersions
     from ..schema.config import EvalConfig
     from ..schema.model import EvalCase
-    from ..schema.results import CaseResult
+    from ..schema.results import CaseResult, EvalSetResult
     from .options import RunOptions
 
 log = logging.getLogger(__name__)
@@ -204,6 +204,23 @@ def stale_of(results: Iterable[CaseResult], agent_ref: str | None, config_source
         if reasons:
             out[(file, case.eval_id)] = reasons
     return out
+
+
+def stale_of_saved(loaded: Iterable[tuple[dict[str, Any], EvalSetResult]]) -> dict[ResultId, tuple[str, ...]]:
+    """What of saved run records (metadata and results, as `store.load_record` reads them) is stale
+    against the files on disk now: their agent (the record's `source`), eval files and configs."""
+    loaded = list(loaded)
+    agent_ref = None
+    for meta, _result in loaded:
+        source = meta.get("source")
+        if isinstance(source, dict):
+            if source.get("replay_file"):
+                agent_ref = f"replay:{source['replay_file']}"
+            elif source.get("agent_dir"):
+                agent_ref = str(source["agent_dir"])
+            break
+    configs = {str(r.eval_set_file): (str(m["config_source"]) if m.get("config_source") else None) for m, r in loaded}
+    return stale_of((c for _m, r in loaded for c in r.case_results), agent_ref, configs)
 
 
 def result_versions(*, agent: str | None, agent_outside: tuple[str, ...] = (), tools: str, case: str,

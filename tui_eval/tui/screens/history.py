@@ -291,6 +291,8 @@ class CompareScreen(_RunsScreen):
         self.before = before
         self.after = after
         self.changes: list[CaseChange] = []
+        #: The later run's results that are stale against the files on disk now: case id -> why.
+        self.stale: dict[str, tuple[str, ...]] = {}
         self.hide_unchanged = False
         #: What changed in the code between the two runs (plain lines), and the later run's saved dirty diff.
         self.code_lines: list[str] = []
@@ -334,6 +336,9 @@ class CompareScreen(_RunsScreen):
                 self.diff_path = record_side_file(self.after.path, diff, "code diff file")
             except RecordError as exc:
                 log.warning("%s", exc)
+        from ...engine.versions import stale_of_saved
+
+        self.stale = {eval_id: why for (_file, eval_id), why in stale_of_saved([(m2, after)]).items()}
         return compare_results(before, after)
 
     @on(Worker.StateChanged)
@@ -356,12 +361,18 @@ class CompareScreen(_RunsScreen):
             deltas = "; ".join(f"{name} {fmt_score(a)}→{fmt_score(b)}" for name, (a, b) in c.score_deltas.items())
             table.add_row(
                 Text(kind, style=rich_style(self.app, _KIND_VAR.get(kind, ""), bold=kind == "regression")),
-                Text(literal(c.eval_id)), _status_text(self.app, c.before), _status_text(self.app, c.after),
+                Text.assemble(literal(c.eval_id), ("  stale", rich_style(self.app, "text-warning"))
+                              if c.eval_id in self.stale else ""),
+                _status_text(self.app, c.before), _status_text(self.app, c.after),
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: list(_KIND_VAR).index(kv[0])))
         status = Content.styled((summary or "no cases") + ". enter shows a case in the browser.", "$text-muted")
         warnings = self.warnings()
+        if self.stale:
+            reasons = ", ".join(dict.fromkeys(r for why in self.stale.values() for r in why))
+            warnings.append(f"{len(self.stale)} of the later run's results are stale against the files now "
+                            f"({reasons})")
         if warnings:
             status = Content("\n").join([*(Content.styled(f"⚠ {w}", "$text-warning") for w in warnings), status])
         self.query_one("#compare-status", Static).update(status)
