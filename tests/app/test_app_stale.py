@@ -205,7 +205,7 @@ async def test_saved_results_whose_files_changed_are_stale_from_the_start_also_u
             app.screen.query_one("#causes-status", Static).render()))
 
 
-async def test_compare_marks_the_later_runs_stale_results(tmp_path: Path, make_app) -> None:
+async def test_history_and_compare_mark_the_newest_runs_stale_results(tmp_path: Path, make_app) -> None:
     import asyncio
     import io
 
@@ -226,6 +226,9 @@ async def test_compare_marks_the_later_runs_stale_results(tmp_path: Path, make_a
         await settle(pilot)
         await pilot.press("h")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and len(app.screen.entries) == 2)
+        # the newest run says how many of its results are stale; the older one is history
+        runs = [str(app.screen.query_one(DataTable).get_row_at(i)[-1]) for i in range(2)]
+        assert runs[0].endswith(" 9 stale") and "stale" not in runs[1], runs
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
         status = str(app.screen.query_one("#compare-status", Static).render())

@@ -119,6 +119,8 @@ class HistoryScreen(_RunsScreen):
         self.base: str | None = None
         #: Records in the history folders that could not be read, each as "path: why".
         self.unreadable: list[str] = []
+        #: Record path -> how many results of that (an eval file's newest) run are stale now.
+        self.stale: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Loading run history…", "$text-muted"), id="history-status")
@@ -162,7 +164,31 @@ class HistoryScreen(_RunsScreen):
         self.unreadable = unreadable  # shown under the table once the entries are
         # Newest first; the repetitions of one run stay together, in order (run 1 of N first).
         entries.sort(key=lambda e: (e.creation_timestamp, e.run_id, e.eval_set_id, -e.repetition), reverse=True)
+        self.stale = self._stale_of_newest(entries)
         return entries
+
+    @staticmethod
+    def _stale_of_newest(entries: list[HistoryEntry]) -> dict[str, int]:
+        """How many results of each eval file's newest run are stale against the files on disk now (by
+        record path): what the dashboard shows as the latest results. Older runs are history."""
+        from ...engine.store import RecordError, load_record
+        from ...engine.versions import stale_of_saved
+
+        out: dict[str, int] = {}
+        seen: set[str] = set()
+        for e in entries:
+            if e.eval_file in seen:
+                continue
+            seen.add(e.eval_file)
+            try:
+                loaded = load_record(e.path, with_turns=False)
+            except (RecordError, OSError) as exc:
+                log.warning("could not read %s: %s", e.path, exc)
+                continue
+            stale = stale_of_saved([loaded])
+            if stale:
+                out[str(e.path)] = len(stale)
+        return out
 
     @on(Worker.StateChanged)
     def _loaded(self, event: Worker.StateChanged) -> None:
@@ -196,6 +222,9 @@ class HistoryScreen(_RunsScreen):
                 held = sum(e.counts.values())
                 of = f" {held}/{sizes[e.eval_set_id]}" if sizes.get(e.eval_set_id) else ""
                 run.append(f" {coverage}{of}", style=rich_style(self.app, "text-warning"))
+            if key in self.stale:
+                # The newest run's results, computed from other files than are on disk now.
+                run.append(f" {self.stale[key]} stale", style=rich_style(self.app, "text-warning"))
             table.add_row(
                 Text(""), Text(fmt_time(e.creation_timestamp)), Text(literal(e.eval_set_id)),
                 # A record counts its cases by status name (`"PASSED": 3`).
