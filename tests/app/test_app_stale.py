@@ -28,6 +28,21 @@ def _line(app, eval_id: str) -> str:
     return next(line for line in labels(app) if f" {eval_id}" in line)
 
 
+async def _stale_everywhere_then_S(pilot, app, eval_id: str, reason: str) -> None:
+    """Every result of hello_world is stale: each tree row, the file's count, and the summary of `eval_id`
+    says why; S re-runs exactly those, and then nothing is stale."""
+    assert "9 stale" in labels(app)[0], labels(app)
+    assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
+    app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == eval_id))
+    await pilot.pause()
+    assert f"⚠ stale: {reason} since it ran" in summary_text(app)
+    await pilot.press("S")
+    await settle(pilot)
+    await wait_until(pilot, lambda: not app.listing.stale)
+    assert not any("stale" in line for line in labels(app))
+    assert app.run_state is not None and app.run_state.label == "Run 9 stale"
+
+
 async def test_a_save_then_R_at_once_runs_the_saved_code(tmp_path: Path, make_app) -> None:
     root = _hello(tmp_path)
     # No file watcher: the engine never hears of the save, as when R comes before the watcher's report.
@@ -64,20 +79,8 @@ async def test_stale_shows_in_the_tree_the_counts_and_the_summary_and_S_runs_exa
         assert not any("stale" in line for line in labels(app))
         _greet_with(root, "Hello there.")
         await wait_until(pilot, lambda: "stale" in _line(app, "greeting"))
-        # every result of the agent is stale: the tree row, the file's counts, the summary
-        set_line = labels(app)[0]
-        assert "9 stale" in set_line, set_line
-        assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
-        app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == "greeting"))
-        await pilot.pause()
-        assert "⚠ stale: agent code changed since it ran" in summary_text(app)
-        # S runs exactly the stale ones, with the code on disk
-        await pilot.press("S")
-        await settle(pilot)
-        await wait_until(pilot, lambda: not app.listing.stale)
-        assert not any("stale" in line for line in labels(app))
-        assert "✘ greeting" in _line(app, "greeting")
-        assert app.run_state is not None and app.run_state.label == "Run 9 stale"
+        await _stale_everywhere_then_S(pilot, app, "greeting", "agent code changed")
+        assert "✘ greeting" in _line(app, "greeting")  # the code on disk ran
 
 
 async def test_accept_under_num_runs_writes_the_run_on_screen_and_names_it(tmp_path: Path, make_app) -> None:
@@ -142,14 +145,8 @@ async def test_a_written_whatif_shows_the_new_configuration_and_marks_what_it_ch
         await wait_until(pilot, lambda: "⚠ 9 of these results are stale" in status())
         await pilot.press("escape")
         await pilot.press("right")
-        assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
-        app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording"))
-        await pilot.pause()
-        assert "⚠ stale: criteria changed since it ran" in summary_text(app)
-        await pilot.press("S")
-        await settle(pilot)
-        await wait_until(pilot, lambda: not app.listing.stale)
-        assert "✔ ten_sided_wording" in _line(app, "ten_sided_wording")
+        await _stale_everywhere_then_S(pilot, app, "ten_sided_wording", "criteria changed")
+        assert "✔ ten_sided_wording" in _line(app, "ten_sided_wording")  # scored with the new threshold
 
 
 async def test_a_written_whatif_in_live_mode_rescores_at_once(tmp_path: Path, make_app) -> None:
