@@ -417,6 +417,10 @@ class LiveSession:
         for run in list(self.runs):
             run.request_stop()
 
+    def skip(self, key: CaseKey) -> bool:
+        """Skip one running case of the runs in progress (`Run.skip`); False if none runs it."""
+        return any([run.skip(key) for run in list(self.runs)])
+
     def cancel(self) -> None:
         """Cancel every run in progress (finished cases are kept)."""
         for run in list(self.runs):

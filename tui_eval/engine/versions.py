@@ -41,17 +41,17 @@ def _digest(data: bytes) -> str:
 
 def case_version(case: EvalCase) -> str:
     """The eval case as it would run: a hash of its JSON (ADK's shape, keys sorted)."""
-    return _digest(orjson.dumps(case, default=adk_json_default, option=orjson.OPT_SORT_KEYS))
+    try:
+        return _digest(orjson.dumps(case, default=adk_json_default, option=orjson.OPT_SORT_KEYS))
+    except orjson.JSONEncodeError:  # nested deeper than orjson goes (a hostile recorded response)
+        import json
+
+        return _digest(json.dumps(case.to_dict(), sort_keys=True, default=repr).encode())
 
 
 def criteria_version(config: EvalConfig) -> str:
     """The effective criteria (thresholds, metric options, user simulator): a hash of their JSON."""
-    data = {
-        "criteria": {name: c.to_dict() for name, c in config.criteria.items()},
-        "user_simulator": config.user_simulator.model_dump(mode="json"),
-        "custom_metrics": {name: m.model_dump(mode="json") for name, m in config.custom_metrics.items()},
-    }
-    return _digest(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
+    return _digest(orjson.dumps(config.to_dict(), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
 
 
 def tools_mode(options: RunOptions) -> str:

@@ -133,7 +133,9 @@ class ResultVersions(_Place):
 
 class NestedCall(_Place):
     """A tool or agent call made inside another call (an AgentTool's inner calls): `parent` is the call
-    id it ran under, `agent` the agent that made it."""
+    id it ran under (no id in ADK's data links them: tui-eval matched them by nesting), `agent` the agent
+    that made it, `depth` 1 inside a top-level call, 2 inside that...; `seconds` its own run time. Also
+    what an actual turn keeps of them (`model.Invocation.nested_calls`)."""
 
     name: str
     args: JsonValue = None
@@ -141,6 +143,13 @@ class NestedCall(_Place):
     call_id: str | None = None
     parent: str | None = None
     agent: str | None = None
+    depth: int = 1
+    seconds: float | None = None
+
+    @property
+    def arguments(self) -> dict[str, JsonValue]:
+        """`args` as a dict (a call recorded without arguments has none)."""
+        return self.args if isinstance(self.args, dict) else {}
 
 
 class HumanVerdict(_Place):

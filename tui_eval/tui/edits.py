@@ -3,6 +3,8 @@ each confirmation says, the rewrite it runs once the user agrees, and how the ed
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -95,11 +97,15 @@ def accept_case(listing: CaseListing, key: CaseKey, repetition: int | None = Non
         Content.assemble("Make all ", (f"{len(result.actual)}", "bold"), " actual turns of case ", plain(key.eval_id, "bold"),
                          (run, "bold"), " the expected ones in ", plain(rel, "bold"), "?"),
         Content(""),
+        *([Content.assemble(("final session state ", "$text-muted"),
+                            plain(one_line(json.dumps(result.final_session_state, ensure_ascii=False), 200)))]
+          if result.final_session_state is not None else []),
         Content.styled("The file is rewritten atomically; invocation ids, user messages and every other key are kept.", "$text-muted"),
     ])
     path = Path(key.eval_file)
     return Edit("Accept case", body, f"Accepted case {key.eval_id}{run}", path,
-                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns), key)
+                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns,
+                        result.final_session_state), key)
 
 
 def delete_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
@@ -146,11 +152,18 @@ QUIT_DURING_RUN = ("Quit during a run?", Content.assemble(
 
 
 class EditControl:
-    """The edits a screen asks for: confirmed by the user, written in a thread worker, then shown. Owned by
-    the app; UI thread but for the writing."""
+    """The edits a screen asks for: confirmed by the user, written in a thread worker, then shown; and the
+    session's undo of every accept, delete, case edit and import. Owned by the app; UI thread but for the
+    writing."""
 
     def __init__(self, app: EvalApp) -> None:
+        from ..schema.edits import UndoStack
+
         self.app = app
+        #: Every edit of this session, newest last (`z` takes the newest back).
+        self.undo_stack = UndoStack()
+        # The case each undoable edit touched, to mark its result stale again once taken back.
+        self._undo_keys: dict[int, CaseKey | None] = {}
 
     def request(self, request: EditRequested) -> None:
         edit = edit_for(self.app.listing, request)
@@ -170,12 +183,21 @@ class EditControl:
         if edit.leave_screens:
             while len(app.screen_stack) > 1:
                 app.pop_screen()
+        self.write(edit.path, edit.done, edit.change, edit.key, then=partial(self._written, edit),
+                   failure="Edit not saved")
+
+    def write(self, path: Path, label: str, change: Callable[[], object], key: CaseKey | None, *,
+              then: Callable[[], None], failure: str, failed: Callable[[BaseException], None] | None = None) -> None:
+        """Run an edit of `path` in a thread worker, undoably (`label` says what `z` takes back), and
+        re-read the file; `then` runs on the UI thread once it is written."""
+        app = self.app
 
         def work() -> None:
-            edit.change()
-            app.engine.reload_edited(edit.path)
+            self.undo_stack.record(path, label, change)
+            self._undo_keys[len(self.undo_stack)] = key
+            app.engine.reload_edited(path)
 
-        app.jobs.start(work, group="edit", name=edit.done, failure="Edit not saved", then=partial(self._written, edit))
+        app.jobs.start(work, group="edit", name=label, failure=failure, then=then, failed=failed)
 
     def _written(self, edit: Edit) -> None:
         key = edit.key
@@ -190,3 +212,40 @@ class EditControl:
                 self.app.listing.mark_stale(key, (REASONS["case"],))
             self.app.pump.redraw({key})
         self.app.notify(edit.done, markup=False)
+
+    def undo(self) -> None:
+        """Take the session's newest edit back, byte for byte; refused (and said why) when there is none or
+        its file changed since."""
+        from ..schema.edits import EditError
+
+        app = self.app
+        last = self.undo_stack.peek()
+        if last is None:
+            app.notify("Nothing to undo: no accept, delete, edit or import in this session.", markup=False)
+            return
+        key = self._undo_keys.get(len(self.undo_stack))
+        outcome: list[str] = []
+
+        def work() -> None:
+            try:
+                done = self.undo_stack.undo()
+            except EditError as exc:
+                outcome.append(str(exc))
+                return
+            self._undo_keys.pop(len(self.undo_stack) + 1, None)
+            app.engine.reload_edited(done.path)
+
+        def then() -> None:
+            if outcome:
+                app.notify(outcome[0], title="Not undone", severity="warning", markup=False, timeout=8)
+                return
+            if key is not None:
+                # The case reads again as its result was scored against (an accept or edit taken back).
+                app.listing.mark_stale(key, ())
+                app.pump.redraw({key})
+            app.notify(f"Undone: {last.label}", markup=False)
+
+        if last.before is None or key is None:
+            while len(app.screen_stack) > 1:  # the file or case may be gone: screens showing it close
+                app.pop_screen()
+        app.jobs.start(work, group="edit", name="undo", failure="Undo failed", then=then)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..engine.feed import summarize
 from ..schema.status import EvalStatus
+from .reviewbook import ReviewBook
 from .runbook import RunBook
 from .latest import Finished, LatestResults
 
@@ -164,6 +165,8 @@ class CaseListing:
     clock: Callable[[], float] = time.time
     #: This session's repetitions, live usage and latency, and timeline of runs (see runbook.py).
     run_book: RunBook = field(default_factory=RunBook)
+    #: People's verdicts beside the automatic ones (see reviewbook.py).
+    reviews: ReviewBook = field(default_factory=ReviewBook)
     _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)

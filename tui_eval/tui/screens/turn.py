@@ -17,7 +17,16 @@ from textual.worker import Worker, WorkerState
 
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..listing import turn_status_of
-from ..messages import CesRunRequested, EditKind, EditRequested, OpenCesHistory, RunRequested
+from ..messages import (
+    CaseEditRequested,
+    CesRunRequested,
+    EditKind,
+    EditRequested,
+    OpenCesHistory,
+    RunRequested,
+    UndoRequested,
+    VerdictRequested,
+)
 from ..text import clip, one_line, plain, status_content, word_diff
 from ..verdicts import (
     MATCH_TYPES,
@@ -85,6 +94,9 @@ class TurnScreen(Screen[None]):
         Binding("v", "full_text", "Whole text", id="turn.full_text"),
         Binding("y", "copy", "Copy as JSON", show=False, id="turn.copy"),
         Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
+        Binding("E", "edit_case", "Edit case (JSON)", show=False, id="turn.in_editor"),
+        Binding("z", "undo", "Undo last edit", show=False, id="turn.undo"),
+        Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="turn.verdict"),
     ]
 
     def __init__(self, listing: CaseListing, key: CaseKey, index: int) -> None:
@@ -111,6 +123,15 @@ class TurnScreen(Screen[None]):
             yield Static(id="turn-response", classes="section")
             yield Static("Tool trajectory", classes="section-title", id="trajectory-title")
             yield TrajectoryDiff(id="trajectory")
+            # The calls made inside tool calls (an AgentTool's agent): the tree, and its metric's diff.
+            yield Static("Call tree", classes="section-title", id="tree-title")
+            yield Static(id="turn-tree", classes="section")
+            yield Static("Deep trajectory (deep_tool_trajectory_v1)", classes="section-title", id="deep-title")
+            yield TrajectoryDiff(id="deep-trajectory")
+            yield Static("Time", classes="section-title", id="time-title")
+            yield Static(id="turn-time", classes="section")
+            yield Static("Session state", classes="section-title", id="state-title")
+            yield Static(id="turn-state", classes="section")
             yield Static("Hallucinations", classes="section-title", id="hallucinations-title")
             yield Static(id="turn-hallucinations", classes="section")
             yield Static("Judges", classes="section-title", id="judges-title")
@@ -239,6 +260,7 @@ class TurnScreen(Screen[None]):
         self.query_one("#turn-response", Static).update(joined(lines))
 
         self._render_trajectory(result, expected, actual, stale=stale)
+        self._render_deep(result, case, expected, actual)
         self._render_responses(expected, actual)
         self._render_hallucinations(result, actual)
         self._render_judges(result, case, expected)
@@ -324,6 +346,44 @@ class TurnScreen(Screen[None]):
             traj.show_unjudged(exp_calls, act_calls)
             return
         traj.show(self._alignments, shown, configured, exp_calls, act_calls, ignore_args)
+
+    def _render_deep(self, result: CaseResult | None, case: Any, expected: Invocation | None,
+                     actual: Invocation | None) -> None:
+        """The call tree and the turn's time (when it made calls inside tool calls / was timed), the
+        deep trajectory diff (when its metric judged the turn), the session state (on the last turn)."""
+        from ...schema.calls import attributed
+        from ...schema.criteria import DEEP_TRAJECTORY as DEEP
+        from ...schema.details import TrajectoryDetails
+        from ..widgets.trajectory import state_lines, tree_lines, waterfall_lines
+
+        width = max(40, (self.size.width or self.app.size.width) - 6)
+        self._section("tree", joined(tree_lines(actual, width)) if actual is not None and actual.nested_calls else None)
+        time = waterfall_lines(actual, width) if actual is not None else []
+        self._section("time", joined(time) if time else None)
+        deep = self.query_one("#deep-trajectory", TrajectoryDiff)
+        metric = result.metric(DEEP) if result is not None else None
+        turn = metric.turn(self.index) if metric is not None else None
+        stored = turn.details if turn is not None and isinstance(turn.details, TrajectoryDetails) else None
+        if stored is None or actual is None:
+            deep.display = False
+            self.query_one("#deep-title", Static).set_class(True, "-hidden")
+        else:
+            deep.display = True
+            self.query_one("#deep-title", Static).set_class(False, "-hidden")
+            table = case.expected_nested_calls if case is not None else None
+            wanted = (table or {}).get(expected.invocation_id or f"#{self.index + 1}", []) if expected is not None else []
+            alignments: dict[str, Alignment] = {name: a for name, a in stored.alignments().items()}
+            shown = self.match_type if self.match_type in alignments else stored.match_type
+            deep.show(alignments, shown, stored.match_type, [attributed(c.agent, c.name, c.args) for c in wanted],
+                      [attributed(c.agent or "", c.name, c.arguments) for c in actual.nested_calls], stored.ignore_args)
+        # The state the case left: shown on its last turn, as the case summary shows it.
+        expected_state = case.final_session_state if case is not None else None
+        actual_state = result.final_session_state if result is not None else None
+        last = result is not None and self.index == len(result.actual) - 1
+        if last and (expected_state or actual_state):
+            self._section("state", joined(state_lines(expected_state, actual_state, width)))
+        else:
+            self._section("state", None)
 
     def _render_hallucinations(self, result: Any, actual: Invocation | None) -> None:
         found = details_of(result, self.index, HallucinationDetails) if result is not None else []
@@ -493,6 +553,15 @@ class TurnScreen(Screen[None]):
 
     def action_delete_case(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_CASE, self.key))
+
+    def action_edit_case(self) -> None:
+        self.post_message(CaseEditRequested(self.key))
+
+    def action_verdict(self) -> None:
+        self.post_message(VerdictRequested(self.key, turn=self.index))
+
+    def action_undo(self) -> None:
+        self.post_message(UndoRequested())
 
     def action_ces_history(self) -> None:
         self.post_message(OpenCesHistory(self.key))
