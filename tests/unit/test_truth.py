@@ -84,6 +84,21 @@ async def test_a_save_then_a_run_at_once_runs_the_saved_code(env: Env) -> None:
     assert versions is not None and versions.agent == agent_version(env.bot)
 
 
+async def test_an_eval_case_saved_then_run_at_once_runs_as_saved(env: Env) -> None:
+    live = env.session(rerun=False)
+    await live.start()
+    assert live.results[env.key("b")].status == EvalStatus.PASSED
+    # saved, and `r` pressed before the watcher reported the save
+    env.cases[1]["conversation"][0]["final_response"]["parts"][0]["text"] = "bananas are blue"
+    env.write_eval()
+    await live.run_keys([env.key("b")], "run b")
+    result = live.results[env.key("b")]
+    assert result.status == EvalStatus.FAILED
+    assert result.expected is not None and result.expected[0].final_response is not None
+    assert result.expected[0].final_response.text == "bananas are blue"
+    assert live.stale == {}
+
+
 async def test_two_saves_during_a_live_rerun_are_both_run(env: Env) -> None:
     live = env.session(options=ONE_AT_A_TIME)
     await live.start()
