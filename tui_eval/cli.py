@@ -425,8 +425,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     outcome, baseline = decided[0]
     if args.print_detailed_results:
         print_detailed(record, out)
+    _find_stale(record, plan, prepared.agent_ref)
     print_summary(record, out, verbose=not args.quiet)
-    _print_stale(record, plan, prepared.agent_ref, out)
+    _print_stale(record, out)
     if baseline is not None:
         print_baseline(baseline, out, verbose=not args.quiet)
     # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
@@ -456,24 +457,25 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return outcome.code
 
 
-def _print_stale(record: RunRecord, plan: RunPlan, agent_ref: str, out: TextIO) -> None:
-    """The results an edit during the run made stale (the agent, a case or the criteria changed on disk
-    after the run loaded them): the summary names them, so no one takes them for the files' results."""
-    from .engine.versions import stale_after_run
+def _find_stale(record: RunRecord, plan: RunPlan, agent_ref: str) -> None:
+    """Which results an edit during the run made stale (the agent, a case or the criteria changed on disk
+    after the run loaded them): the summary, --json, --junit and --md name them."""
+    from .engine.versions import stale_of
+
+    record.stale = stale_of((c for r in record.results for c in r.case_results), agent_ref,
+                            {str(t.eval_file): t.config.source for t in plan.targets})
+
+
+def _print_stale(record: RunRecord, out: TextIO) -> None:
     from .textsafe import safe_line
 
-    # One line a case, whatever its repetitions.
-    first: dict[tuple[str, str], tuple[CaseResult, tuple[str, ...]]] = {}
-    for result, why_stale in stale_after_run(record, plan, agent_ref):
-        first.setdefault((result.eval_set_file, result.eval_id), (result, why_stale))
-    stale = list(first.values())
-    if not stale:
+    if not record.stale:
         return
-    reasons = ", ".join(dict.fromkeys(r for _c, rs in stale for r in rs))
-    print(f"Stale: {len(stale)} result(s) an edit during the run made stale ({reasons}); run again to "
+    reasons = ", ".join(dict.fromkeys(r for rs in record.stale.values() for r in rs))
+    print(f"Stale: {len(record.stale)} result(s) an edit during the run made stale ({reasons}); run again to "
           "check the files on disk:", file=out)
-    for case, why in stale:
-        print(f"  {safe_line(case.eval_id)} ({safe_line(Path(case.eval_set_file).name)}): {', '.join(why)}", file=out)
+    for (file, eval_id), why in record.stale.items():
+        print(f"  {safe_line(eval_id)} ({safe_line(Path(file).name)}): {', '.join(why)}", file=out)
 
 
 def run_places(plan: RunPlan, agent_ref: str, options: RunOptions, store: ResultStore,

@@ -416,7 +416,8 @@ def write_json(record: RunRecord, path: Path, outcome: Outcome | None = None,
     eval set and case results (not on metric results): each eval set result carries the run's `gate` (run
     id, exit code, why, the baseline run and this set's regressions, fixes, still failing, not run, not
     evaluated), each case its `gate` (how it moved against the baseline, and why) and `not_evaluated`
-    (metric -> why it was not evaluated)."""
+    (metric -> why it was not evaluated) and `stale` (why an edit during the run made it stale: agent code,
+    eval case or criteria changed; empty when it is current)."""
     from .engine.gate import run_outcome
 
     if outcome is None:
@@ -438,6 +439,8 @@ def write_json(record: RunRecord, path: Path, outcome: Outcome | None = None,
             case_data["gate"] = ({"change": change.kind, "reason": change.reason} if change is not None else None)
             case_data["not_evaluated"] = {m.metric_name: m.reason or "no reason given" for m in case.metrics
                                           if m.status == EvalStatus.NOT_EVALUATED}
+            # What an edit during the run changed of what this result was computed from (empty: current).
+            case_data["stale"] = list(record.stale.get((case.eval_set_file, case.eval_id), ()))
         out.append(data)
     write_output(path, dump_json(out))
 
@@ -508,8 +511,9 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
                 time=f"{case.wall_seconds:.3f}",
             )
             coverage = case.coverage_text()
+            stale = record.stale.get((case.eval_set_file, case.eval_id))
             change = moved.get(case.eval_id)
-            if coverage is not None or (change is not None and change.kind != "unchanged"):
+            if coverage is not None or stale or (change is not None and change.kind != "unchanged"):
                 props = ET.SubElement(tc, "properties")
             if coverage is not None:
                 # Passed (or not) with metrics that never ran: a property CI tools list, and the
@@ -518,6 +522,9 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
                               value=f"{case.evaluated_metrics} of {case.metrics_total}")
             if change is not None and change.kind != "unchanged":
                 ET.SubElement(props, "property", name="tui_eval.change", value=_xml_text(change.kind))
+            if stale:
+                # An edit during the run changed what this result was computed from.
+                ET.SubElement(props, "property", name="tui_eval.stale", value=_xml_text(", ".join(stale)))
             if case.eval_id in outages:
                 error = ET.SubElement(tc, "error", message=_xml_text(f"infrastructure error: {outages[case.eval_id]}"),
                                       type="InfrastructureError")

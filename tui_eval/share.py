@@ -68,6 +68,9 @@ class SharedRun:
     outcome: Outcome | None = None
     #: `--baseline`: this run against a saved one.
     baseline: BaselineReport | None = None
+    #: (eval file, case id) -> why the result is stale (`versions.stale_of`): for a run just made, what an
+    #: edit during it changed; for a saved run, what changed on disk since.
+    stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     #: People's verdicts kept in the run's records (`engine.reviews`).
     human: list[Reviewed] = field(default_factory=list)
 
@@ -81,7 +84,7 @@ class SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
                    record.insight, record.code_state, record.judge_stats.copy(), record.source,
-                   outcome, baseline)
+                   outcome, baseline, dict(record.stale))
 
     def verdict(self) -> Outcome:
         """The exit code the run gave (or, for a saved run, would give without --strict)."""
@@ -131,6 +134,9 @@ def load_shared_run(path: Path) -> SharedRun:
     meta = loaded[0][0]
     insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
     state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
+    source = _source_of(meta)
+    from .engine.versions import stale_of_saved
+
     return SharedRun(
         run_id=str(meta.get("run_id", "")),
         results=[r for _, r in loaded],
@@ -139,7 +145,8 @@ def load_shared_run(path: Path) -> SharedRun:
         cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
         insight=insight,
         code_state=state,
-        source=_source_of(meta),
+        source=source,
+        stale=stale_of_saved(loaded),
         human=reviews_in(records[0].parent, records),
     )
 
@@ -305,6 +312,7 @@ def render_markdown(run: SharedRun) -> str:
     lines += ["", f"**Exit {outcome.code} ({outcome.word})**" + (f": {md('; '.join(outcome.reasons))}"
                                                                   if outcome.reasons else "")]
     lines += [""] + _summary_table(run) + [""]
+    lines += _stale_md(run)
     lines += _baseline_md(run.baseline)
     lines += _causes_md(run)
     repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
@@ -342,6 +350,16 @@ def render_markdown(run: SharedRun) -> str:
     lines += _cost_md(run)
     lines += _human_md(run)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _stale_md(run: SharedRun) -> list[str]:
+    """The stale results: what they were computed from is no longer what the files say."""
+    if not run.stale:
+        return []
+    lines = [f"### Stale: {len(run.stale)} result(s)", "",
+             "Computed from other files than are on disk now: run them again to check.", ""]
+    lines += [f"- {md(eval_id)} ({md(Path(file).name)}): {md(', '.join(why))}" for (file, eval_id), why in run.stale.items()]
+    return lines + [""]
 
 
 def _human_md(run: SharedRun) -> list[str]:

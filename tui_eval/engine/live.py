@@ -264,6 +264,7 @@ class LiveSession:
                 keys = [k for k in keys if self._outdated(k)]
                 if not keys:
                     return []
+            self._reread_saved({k.eval_file for k in keys})
             t0 = time.perf_counter()
             self.emit(LiveRunStarted(reason, tuple(keys), rescore))
             groups: dict[str | None, list[CaseKey]] = {}
@@ -297,6 +298,21 @@ class LiveSession:
             records += await self.run_keys(self._keys_of_agent(ref), f"agent {Path(ref).name} changed during the run",
                                            only_stale=True)
         return records
+
+    def _reread_saved(self, files: Iterable[str]) -> None:
+        """Eval files saved since they were read, the watcher not having said so yet (saved, then `r` at
+        once): read again before the run is planned, so each case runs as its file has it now."""
+        for name in files:
+            path = Path(name)
+            state = self.workspace.eval_files.get(path)
+            if state is None:
+                continue
+            try:
+                saved = path.stat().st_mtime_ns
+            except OSError:
+                continue  # gone: the watcher's report of it drops its cases
+            if saved != state.mtime_ns:
+                self._on_eval(self.workspace.reload(path), _Batch())  # reports a bad file, drops removed cases
 
     def _outdated(self, key: CaseKey) -> bool:
         """Whether a case needs running to be current: stale, never run, or run before versions were kept."""

@@ -113,6 +113,9 @@ class RunRecord:
     journal: str | None = None
     gate: GateRecord | None = None
     executor: ExecutorInfo | None = None
+    #: (eval file, case id) -> why its result is stale: what an edit during the run changed on disk
+    #: (`versions.stale_of`, filled by the face once the run ends); every output names them.
+    stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def state(self) -> RunState:

@@ -160,6 +160,8 @@ class HistoryScreen(_RunsScreen):
         self._rescored: tuple[HistoryEntry, str] | None = None
         #: Records in the history folders that could not be read, each as "path: why".
         self.unreadable: list[str] = []
+        #: Record path -> how many results of that (an eval file's newest) run are stale now.
+        self.stale: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Loading run history…", "$text-muted"), id="history-status")
@@ -203,7 +205,31 @@ class HistoryScreen(_RunsScreen):
         self.unreadable = unreadable  # shown under the table once the entries are
         # Newest first; the repetitions of one run stay together, in order (run 1 of N first).
         entries.sort(key=lambda e: (e.creation_timestamp, e.run_id, e.eval_set_id, -e.repetition), reverse=True)
+        self.stale = self._stale_of_newest(entries)
         return entries
+
+    @staticmethod
+    def _stale_of_newest(entries: list[HistoryEntry]) -> dict[str, int]:
+        """How many results of each eval file's newest run are stale against the files on disk now (by
+        record path): what the dashboard shows as the latest results. Older runs are history."""
+        from ...engine.store import RecordError, load_record
+        from ...engine.versions import stale_of_saved
+
+        out: dict[str, int] = {}
+        seen: set[str] = set()
+        for e in entries:
+            if e.eval_file in seen:
+                continue
+            seen.add(e.eval_file)
+            try:
+                loaded = load_record(e.path, with_turns=False)
+            except (RecordError, OSError) as exc:
+                log.warning("could not read %s: %s", e.path, exc)
+                continue
+            stale = stale_of_saved([loaded])
+            if stale:
+                out[str(e.path)] = len(stale)
+        return out
 
     @on(Worker.StateChanged)
     def _loaded(self, event: Worker.StateChanged) -> None:
@@ -293,6 +319,9 @@ class HistoryScreen(_RunsScreen):
             for tag, style in run_tags(e, sizes.get(e.eval_set_id)):
                 run.append(f"{tag} ", style=rich_style(self.app, style) if style.startswith("text-") else style)
             run.append(cut_middle(literal(e.run_id), run_width), style="dim")
+            if key in self.stale:
+                # The newest run's results, computed from other files than are on disk now.
+                run.append(f" {self.stale[key]} stale", style=rich_style(self.app, "text-warning"))
             table.add_row(
                 Text(""), Text(when(e.creation_timestamp)), Text(cut_middle(literal(e.eval_set_id), set_width)),
                 # A record counts its cases by status name (`"PASSED": 3`).
@@ -435,6 +464,8 @@ class CompareScreen(_RunsScreen):
         self.before = before
         self.after = after
         self.changes: list[CaseChange] = []
+        #: The later run's results that are stale against the files on disk now: case id -> why.
+        self.stale: dict[str, tuple[str, ...]] = {}
         self.hide_unchanged = False
         #: What changed in the code between the two runs (plain lines), and the later run's saved dirty diff.
         self.code_lines: list[str] = []
@@ -478,6 +509,9 @@ class CompareScreen(_RunsScreen):
                 self.diff_path = record_side_file(self.after.path, diff, "code diff file")
             except RecordError as exc:
                 log.warning("%s", exc)
+        from ...engine.versions import stale_of_saved
+
+        self.stale = {eval_id: why for (_file, eval_id), why in stale_of_saved([(m2, after)]).items()}
         return compare_results(before, after)
 
     @on(Worker.StateChanged)
@@ -503,7 +537,8 @@ class CompareScreen(_RunsScreen):
             deltas = score_deltas_text(c.score_deltas, kind, name_width=14 if narrow else 0)
             table.add_row(
                 Text(kind, style=rich_style(self.app, _KIND_VAR.get(kind, ""), bold=kind == "regression")),
-                Text(cut_middle(literal(c.eval_id), 20) if narrow else literal(c.eval_id)),
+                Text.assemble(cut_middle(literal(c.eval_id), 20) if narrow else literal(c.eval_id),
+                              ("  stale", rich_style(self.app, "text-warning")) if c.eval_id in self.stale else ""),
                 _status_text(self.app, c.before, glyph_only=narrow), _status_text(self.app, c.after, glyph_only=narrow),
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )
@@ -518,6 +553,10 @@ class CompareScreen(_RunsScreen):
             status = Content.styled(keys((summary or "no cases") + ". {compare.open} shows a case in the browser, "
                                          "{compare.turns} its turns in both runs" + hint + "."), "$text-muted")
         warnings = self.warnings()
+        if self.stale:
+            reasons = ", ".join(dict.fromkeys(r for why in self.stale.values() for r in why))
+            warnings.append(f"{len(self.stale)} of the later run's results are stale against the files now "
+                            f"({reasons})")
         if warnings:
             status = Content("\n").join([*(Content.styled(f"⚠ {w}", "$text-warning") for w in warnings), status])
         self.query_one("#compare-status", Static).update(status)
