@@ -445,7 +445,19 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
     if outcome is None:
         outcome = run_outcome(record.results, cancelled=record.cancelled)
     suites = ET.Element("testsuites")
-    for result in record.results:
+    # A cancelled (or timed out) run's unfinished cases are testcases too, skipped: CI shows what did not run.
+    unfinished: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for file, set_id, eval_id, rep in record.unfinished:
+        unfinished.setdefault((file, rep), []).append((set_id, eval_id))
+    why_unfinished = "not run: the run was cancelled before this case finished"
+    repetitions = record.repetitions if len(record.repetitions) == len(record.results) else [1] * len(record.results)
+
+    def case_name(eval_id: str, rep: int) -> str:
+        # --num-runs: one testcase per run of a case, each with its own name.
+        return f"{eval_id} (run {rep})" if record.num_runs > 1 else eval_id
+
+    for result, rep in zip(record.results, repetitions):
+        left = unfinished.pop((result.eval_set_file, rep), [])
         counts = result.counts()
         # A case an outage of the agent's model API failed is a JUnit error, not a failure.
         outages = {c.eval_id: o for c in result.case_results
@@ -454,9 +466,9 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
             suites,
             "testsuite",
             name=_xml_text(result.eval_set_id),
-            tests=str(len(result.case_results)),
+            tests=str(len(result.case_results) + len(left)),
             failures=str(counts[EvalStatus.FAILED] - len(outages)),
-            skipped=str(counts[EvalStatus.NOT_EVALUATED]),
+            skipped=str(counts[EvalStatus.NOT_EVALUATED] + len(left)),
             errors=str(len(outages)),
             file=_xml_text(result.eval_set_file),
         )
@@ -478,7 +490,7 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
             tc = ET.SubElement(
                 suite,
                 "testcase",
-                name=_xml_text(case.eval_id),
+                name=_xml_text(case_name(case.eval_id, rep)),
                 classname=_xml_text(result.eval_set_id),
                 time=f"{case.wall_seconds:.3f}",
             )
@@ -510,5 +522,21 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
                 out = ET.SubElement(tc, "system-out")
                 out.text = _xml_text("\n".join([f"passed with {coverage}"] + [
                     metric_line(m) for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]))
+        for _set_id, eval_id in left:
+            tc = ET.SubElement(suite, "testcase", name=_xml_text(case_name(eval_id, rep)),
+                               classname=_xml_text(result.eval_set_id), time="0.000")
+            ET.SubElement(tc, "skipped", message=why_unfinished)
+    for (file, rep), left in unfinished.items():  # eval sets none of whose cases finished
+        set_id = left[0][0]
+        suite = ET.SubElement(suites, "testsuite", name=_xml_text(set_id), tests=str(len(left)), failures="0",
+                              skipped=str(len(left)), errors="0", file=_xml_text(file))
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="tui_eval.exit_code", value=str(outcome.code))
+        ET.SubElement(props, "property", name="tui_eval.outcome", value=_xml_text(outcome.text()))
+        ET.SubElement(props, "property", name="tui_eval.run_id", value=_xml_text(record.run_id))
+        for _set_id, eval_id in left:
+            tc = ET.SubElement(suite, "testcase", name=_xml_text(case_name(eval_id, rep)), classname=_xml_text(set_id),
+                               time="0.000")
+            ET.SubElement(tc, "skipped", message=why_unfinished)
     ET.indent(suites)
     write_output(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

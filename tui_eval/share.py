@@ -42,6 +42,11 @@ MAX_FAILURES = 20
 MAX_CELL = 300
 
 
+#: What a report says of a run that was killed before it ended.
+INTERRUPTED_TEXT = ("interrupted: the run was stopped before it finished; these are the cases it finished "
+                    "(`tui-eval run ... --resume` finishes it)")
+
+
 class ShareError(Exception):
     """A report cannot be made from what was named (no record, unreadable)."""
 
@@ -67,6 +72,8 @@ class SharedRun:
     outcome: Outcome | None = None
     #: `--baseline`: this run against a saved one.
     baseline: BaselineReport | None = None
+    #: finished, cancelled, or interrupted (a saved run that was killed before it ended: its finished cases).
+    state: str = "finished"
 
     @property
     def replay(self) -> bool:
@@ -78,13 +85,20 @@ class SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
                    record.insight, record.code_state, record.judge_stats.copy(), record.source,
-                   outcome, baseline)
+                   outcome, baseline, record.state)
 
     def verdict(self) -> Outcome:
         """The exit code the run gave (or, for a saved run, would give without --strict)."""
         from .engine.gate import run_outcome
 
-        return self.outcome or run_outcome(self.results, cancelled=self.cancelled)
+        return self.outcome or run_outcome(self.results, cancelled=self.cancelled,
+                                           stopped=INTERRUPTED_TEXT if self.state == "interrupted" else None)
+
+    def state_note(self) -> str:
+        """` (cancelled)` or ` (interrupted: ...)` after the headline; empty for a finished run."""
+        if self.state == "interrupted":
+            return f" ({INTERRUPTED_TEXT})"
+        return " (cancelled)" if self.cancelled else ""
 
     def counts(self) -> dict[EvalStatus, int]:
         out = dict.fromkeys(EvalStatus, 0)
@@ -133,6 +147,9 @@ def load_shared_run(path: Path) -> SharedRun:
         repetitions=[int(m.get("repetition") or 1) for m, _ in loaded],
         num_runs=int(meta.get("num_runs") or 1),
         cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
+        state=("interrupted" if any(m.get("state") == "interrupted" for m, _ in loaded)
+               else "cancelled" if any(m.get("state") == "cancelled" or m.get("cancelled") for m, _ in loaded)
+               else "finished"),
         insight=insight,
         code_state=state,
         source=_source_of(meta),
@@ -292,7 +309,7 @@ def render_markdown(run: SharedRun) -> str:
     runs = f" over {run.num_runs} runs" if run.num_runs > 1 else ""
     if run.replay:
         verdict = f"replay: {verdict}"
-    lines.append(f"**{verdict}**{runs} ({counts_text(counts)})" + (" (cancelled)" if run.cancelled else ""))
+    lines.append(f"**{verdict}**{runs} ({counts_text(counts)})" + md(run.state_note()))
     source = source_line(run.source)
     if source:
         lines.append(f"\nSource: {md(source)}")
@@ -411,7 +428,7 @@ def render_html(run: SharedRun) -> str:
              "</head><body>", f"<h1>tui-eval: {e(safe_line(title))}</h1>",
              f"<p><strong>{e(counts_text(counts))}</strong>"
              + (f" over {run.num_runs} runs" if run.num_runs > 1 else "")
-             + (" (cancelled)" if run.cancelled else "") + "</p>",
+             + e(run.state_note()) + "</p>",
              *([f"<p>Source: {e(safe_line(src))}</p>"] if (src := source_line(run.source)) else []),
              "<table><tr><th>eval set</th><th>run</th><th>passed</th><th>failed</th><th>not evaluated</th></tr>"]
     for result, rep in zip(run.results, run.repetitions):
