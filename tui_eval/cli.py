@@ -425,7 +425,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 gate_problems.append(str(exc))
                 return
         outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
-                              fail_on_regression=args.fail_on_regression, stopped=stop.why)
+                              fail_on_regression=args.fail_on_regression, stopped=stop.why,
+                              num_runs=record.num_runs)
         record.gate = gate_record(outcome, baseline, fail_on_regression=args.fail_on_regression)
 
     try:
@@ -451,7 +452,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
     outcome: Outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict,
-                                   baseline=baseline, fail_on_regression=args.fail_on_regression, stopped=stop.why)
+                                   baseline=baseline, fail_on_regression=args.fail_on_regression, stopped=stop.why,
+                                   num_runs=record.num_runs)
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)

@@ -132,7 +132,9 @@ def case_lines(case: CaseResult, label: str) -> list[str]:
                 grouped.setdefault(m.reason or "no reason given", []).append(m.metric_name)
     note = f": {coverage}" if coverage is not None and not case.error else ""
     if len(grouped) == 1:
-        note += f" ({next(iter(grouped))})"
+        # Which metrics were not evaluated, and why: `1 of 4 metrics evaluated (not evaluated: a, b: why)`.
+        reason, names = next(iter(grouped.items()))
+        note += f" (not evaluated: {', '.join(names)}: {reason})"
     lines = [f"  {case.status.mark} {safe_line(label)}{safe_line(note)}"]
     if case.error:
         lines.append(f"       agent error: {safe_line(_first_line(case.error))}")
@@ -258,14 +260,25 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     if judge.requests:
         print(
             f"Judge: {judge.requests} answer(s), {judge.calls} call(s), {judge.cache_hits} from cache, "
-            f"{judge.retries} retried, {judge.failures} failed, {judge.total_tokens} tokens",
+            f"{judge.retries} retried, {judge.failures + judge.parse_failures} failed"
+            + (f" ({judge.parse_failures} unparseable)" if judge.parse_failures else "")
+            + f", {judge.total_tokens} tokens",
             file=out,
         )
     for line in insight_lines(record):
         print(line, file=out)
+    for line in kind_lines(record):
+        print(line, file=out)
     print(f"Run id: {safe_line(record.run_id)}", file=out)
     for path in record.saved:
         print(f"Saved eval history: {safe_line(path)}", file=out)
+
+
+def kind_lines(record: RunRecord) -> list[str]:
+    """What kind of run it was (`share.kind_lines_of`: the same words in Markdown), escaped."""
+    from .share import kind_lines_of
+
+    return [safe_line(line) for line in kind_lines_of(list(record.kinds.values()), record.executor)]
 
 
 def print_outcome(outcome: Outcome | None, out: TextIO, *, written: bool = True) -> None:
@@ -395,7 +408,8 @@ def write_json(record: RunRecord, path: Path, outcome: Outcome | None = None,
     from .engine.gate import run_outcome
 
     if outcome is None:
-        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict)
+        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict,
+                              num_runs=record.num_runs)
     moved = {(c.eval_set_id, c.eval_id): c for c in baseline.cases} if baseline is not None else {}
     out = []
     for result in record.results:
@@ -443,7 +457,7 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
     from .engine.gate import run_outcome
 
     if outcome is None:
-        outcome = run_outcome(record.results, cancelled=record.cancelled)
+        outcome = run_outcome(record.results, cancelled=record.cancelled, num_runs=record.num_runs)
     suites = ET.Element("testsuites")
     # A cancelled (or timed out) run's unfinished cases are testcases too, skipped: CI shows what did not run.
     unfinished: dict[tuple[str, int], list[tuple[str, str]]] = {}

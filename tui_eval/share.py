@@ -28,6 +28,7 @@ from .judge.client import JudgeStats
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
 from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
+from .schema.runrecord import ExecutorInfo, RunKind
 from .textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,6 +75,8 @@ class SharedRun:
     baseline: BaselineReport | None = None
     #: finished, cancelled, or interrupted (a saved run that was killed before it ended: its finished cases).
     state: str = "finished"
+    #: What kind of run it was, in words (`Kind: agent, mocked tools (strict), judge ...; executor: ...`).
+    kind_lines: list[str] = field(default_factory=list)
 
     @property
     def replay(self) -> bool:
@@ -85,13 +88,13 @@ class SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
                    record.insight, record.code_state, record.judge_stats.copy(), record.source,
-                   outcome, baseline, record.state)
+                   outcome, baseline, record.state, kind_lines_of(list(record.kinds.values()), record.executor))
 
     def verdict(self) -> Outcome:
         """The exit code the run gave (or, for a saved run, would give without --strict)."""
         from .engine.gate import run_outcome
 
-        return self.outcome or run_outcome(self.results, cancelled=self.cancelled,
+        return self.outcome or run_outcome(self.results, cancelled=self.cancelled, num_runs=self.num_runs,
                                            stopped=INTERRUPTED_TEXT if self.state == "interrupted" else None)
 
     def state_note(self) -> str:
@@ -147,6 +150,9 @@ def load_shared_run(path: Path) -> SharedRun:
         repetitions=[int(m.get("repetition") or 1) for m, _ in loaded],
         num_runs=int(meta.get("num_runs") or 1),
         cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
+        kind_lines=kind_lines_of([RunKind.model_validate(m["kind"]) for m, _ in loaded if isinstance(m.get("kind"), dict)],
+                                 ExecutorInfo.model_validate(meta["executor"])
+                                 if isinstance(meta.get("executor"), dict) else None),
         state=("interrupted" if any(m.get("state") == "interrupted" for m, _ in loaded)
                else "cancelled" if any(m.get("state") == "cancelled" or m.get("cancelled") for m, _ in loaded)
                else "finished"),
@@ -164,6 +170,13 @@ def _source_of(meta: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(source, dict):
         return source
     return {"kind": "replay"} if is_replay_record(meta) else None
+
+
+def kind_lines_of(kinds: Sequence[RunKind], executor: ExecutorInfo | None) -> list[str]:
+    """`Kind: agent, mocked tools (strict), judge gemini:gemini-2.5-flash; executor: local pool`, one line per
+    distinct kind of the run's eval sets (the summary, Markdown and HTML say the same)."""
+    tail = f"; executor: {executor.text()}" if executor is not None else ""
+    return [f"Kind: {text}{tail}" for text in dict.fromkeys(k.text() for k in kinds)]
 
 
 def source_line(source: dict[str, Any] | None) -> str | None:
@@ -313,6 +326,8 @@ def render_markdown(run: SharedRun) -> str:
     source = source_line(run.source)
     if source:
         lines.append(f"\nSource: {md(source)}")
+    for kind in run.kind_lines:
+        lines.append(f"\n{md(kind)}")
     outcome = run.verdict()
     lines += ["", f"**Exit {outcome.code} ({outcome.word})**" + (f": {md('; '.join(outcome.reasons))}"
                                                                   if outcome.reasons else "")]
@@ -430,6 +445,7 @@ def render_html(run: SharedRun) -> str:
              + (f" over {run.num_runs} runs" if run.num_runs > 1 else "")
              + e(run.state_note()) + "</p>",
              *([f"<p>Source: {e(safe_line(src))}</p>"] if (src := source_line(run.source)) else []),
+             *(f"<p>{e(safe_line(kind))}</p>" for kind in run.kind_lines),
              "<table><tr><th>eval set</th><th>run</th><th>passed</th><th>failed</th><th>not evaluated</th></tr>"]
     for result, rep in zip(run.results, run.repetitions):
         c = result.counts()

@@ -59,7 +59,7 @@ def test_a_record_names_its_state_kind_versions_gate_and_executor_and_each_case_
     assert len(kind["criteria"]) == 64 and int(kind["criteria"], 16) >= 0
     assert data["versions"] == {"agent": None, "criteria": None, "judge": None}
     assert data["executor"] == {"kind": "inline", "address": None, "workers": None}
-    assert data["gate"]["code"] == 1 and data["gate"]["reasons"] == ["2 cases failed"]
+    assert data["gate"]["code"] == 1 and data["gate"]["reasons"] == ["2 case runs failed"]
     assert "journal" in data
     places = {c["eval_id"]: {k: c[k] for k in ("versions", "repetition", "nested_calls", "final_session_state",
                                                 "human_verdicts", "reruns_after_crash")} for c in data["cases"]}

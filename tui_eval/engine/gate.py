@@ -86,10 +86,12 @@ def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool, stoppe
 
 def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, strict: bool = False,
                 baseline: BaselineReport | None = None, fail_on_regression: bool = False,
-                stopped: str | None = None) -> Outcome:
+                stopped: str | None = None, num_runs: int = 1) -> Outcome:
     """Exit 1 when a case failed (with `fail_on_regression`, when a case regressed against `baseline`),
-    else 3 when the run is incomplete (1 with `strict`), else 0."""
+    else 3 when the run is incomplete (1 with `strict`), else 0. Under `num_runs` > 1 failures are counted
+    as case runs (a case run three times is three results)."""
     results = list(results)
+    unit = "case run" if num_runs > 1 else "case"
     # A case an outage failed (its model API answered 503) says nothing of the agent: incomplete, not failed.
     failed = sum(1 for r in results for c in r.case_results if verdict_status(c) == EvalStatus.FAILED)
     incomplete = incomplete_reasons(results, cancelled or stopped is not None, stopped)
@@ -103,17 +105,19 @@ def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, st
         if regressions or failed_unguarded:
             out = [f"{_plural(regressions, 'regression')} against the baseline"] if regressions else []
             if failed_unguarded:
-                out.append(f"{_plural(failed_unguarded, 'case')} failed with no baseline to compare with "
+                out.append(f"{_plural(failed_unguarded, unit)} failed with no baseline to compare with "
                            f"(--fail-on-regression fails on any failure then: {baseline.missing_text()})")
             return Outcome(EXIT_FAILED, tuple(out))
         if failed:
-            reasons.append(f"{_plural(failed, 'case')} failed, none of them a regression (--fail-on-regression)")
+            reasons.append(f"{_plural(failed, unit)} failed, none of them a regression (--fail-on-regression)")
     elif failed:
-        return Outcome(EXIT_FAILED, (f"{_plural(failed, 'case')} failed", *incomplete))
+        return Outcome(EXIT_FAILED, (f"{_plural(failed, unit)} failed", *incomplete))
     if incomplete:
         if strict:
             return Outcome(EXIT_FAILED, tuple(reasons + incomplete + ["--strict counts an incomplete run as failed"]))
-        return Outcome(EXIT_INCOMPLETE, tuple(reasons + ["nothing failed, but " + incomplete[0], *incomplete[1:]]))
+        # One consistent line: after "2 cases failed, none of them a regression" it cannot say "nothing failed".
+        lead = "and the run is incomplete: " if reasons else "nothing failed, but "
+        return Outcome(EXIT_INCOMPLETE, tuple(reasons + [lead + incomplete[0], *incomplete[1:]]))
     return Outcome(EXIT_OK, tuple(reasons) or ("every case passed",))
 
 

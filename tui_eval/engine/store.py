@@ -284,16 +284,21 @@ def provenance(agent: Executor | Agent | None, record: RunRecord, configs: list[
     replay_file = getattr(inner, "path", None) if type(inner).__name__ == "ReplayAgent" else None
     home = getattr(agent, "home", None)
     kind = "replay" if replay_file is not None else "agent" if agent is not None else "none"
+    judge_models = list(dict.fromkeys(
+        crit.judge.judge_model for c in configs if c is not None for name, crit in c.criteria.items()
+        if (spec := get_metric(name)) is not None and spec.needs_judge))
+    # Credentials of the judges the run asked (an `openai:` judge has its own), not only Gemini's.
+    service = create_judge_service(JudgeOptions(use_cache=False, cache_dir=None))
+    credentials = (all(service.unavailable_for(m) is None for m in judge_models) if judge_models
+                   else service.available)
     return {
         "kind": kind,
         "agent_dir": str(Path(home).resolve()) if home is not None else None,
         "replay_file": str(Path(replay_file).resolve()) if replay_file is not None else None,
         "models": _agent_models(record),
         # The judged criteria's models only (a run with no judged metric asked no judge).
-        "judge_models": list(dict.fromkeys(
-            crit.judge.judge_model for c in configs if c is not None for name, crit in c.criteria.items()
-            if (spec := get_metric(name)) is not None and spec.needs_judge)),
-        "judge_credentials": create_judge_service(JudgeOptions(use_cache=False, cache_dir=None)).available,
+        "judge_models": judge_models,
+        "judge_credentials": credentials,
     }
 
 
