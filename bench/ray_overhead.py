@@ -26,7 +26,7 @@ os.environ.setdefault("TUI_EVAL_AGENT_MODE", "offline")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 from tui_eval.agents.conversation import CaseJob  # noqa: E402
-from tui_eval.engine.executor import Executor, executor_for  # noqa: E402
+from tui_eval.executors import Executor, ExecutorOptions, executor_for  # noqa: E402
 from tui_eval.engine.options import RunOptions  # noqa: E402
 from tui_eval.schema.load import load_eval_set  # noqa: E402
 
@@ -40,7 +40,7 @@ async def _case(executor: Executor, job: CaseJob) -> float:
 
 async def _measure(kind: str, folder: Path, jobs: list[CaseJob], concurrency: int) -> dict[str, float]:
     t0 = time.perf_counter()
-    executor = executor_for(str(folder), RunOptions(executor=kind))
+    executor = executor_for(str(folder), ExecutorOptions(kind))
     error = await executor.start()
     assert error is None, error
     startup = time.perf_counter() - t0

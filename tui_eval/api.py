@@ -28,7 +28,7 @@ from .report import metric_line
 from .schema.results import CaseResult, EvalStatus
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .engine.executor import Executor
+    from .executors import Executor
     from .engine.gate import BaselineReport, Outcome
     from .engine.plan import RunPlan
     from .engine.runner import RunOptions, RunRecord
@@ -89,7 +89,7 @@ def prepare_run(
     executor (a replay file is read now; an agent folder is imported by `start_agent`, in a worker).
     Raises SetupError with every problem on its own line."""
     from .agents import AgentError
-    from .engine.executor import executor_for
+    from .executors import executor_for
     from .engine.options import RunOptions
     from .engine.plan import PlanError, plan_run
     from .schema.errors import LoadError
@@ -104,7 +104,7 @@ def prepare_run(
     except PlanError as exc:
         raise SetupError(str(exc)) from None
     try:
-        agent = executor_for(agent_ref, options or RunOptions())
+        agent = executor_for(agent_ref, (options or RunOptions()).executor_options())
     except (AgentError, LoadError) as exc:
         raise SetupError(str(exc)) from None
     return PreparedRun(plan, agent, agent_ref)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.events import Event
     from .engine.plan import AgentGroup
     from .schema.results import CaseResult
-    from .engine.executor import Executor
+    from .executors import Executor
     from .engine.history import EvalSetPlace, Resolution
     from .engine.options import RunOptions
     from .engine.plan import RunPlan
@@ -67,7 +67,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "--config_file_path", dest="config",
                    help="EvalConfig JSON (default: test_config.json beside each eval file)")
     p.add_argument("--concurrency", type=int, default=8, help="cases run at once (default 8)")
-    p.add_argument("--judge-concurrency", type=int, default=8, help="judge calls in flight (default 8)")
+    p.add_argument("--judge-concurrency", type=int, default=None, metavar="N",
+                   help="the most judge calls in flight (default 64), fewer while the endpoint pushes back "
+                   "(429, Retry-After) and widening again as calls are answered")
     p.add_argument("--turn-timeout", type=_positive_seconds, default=120.0, metavar="SECONDS",
                    help="seconds an agent turn may take (default 120)")
     p.add_argument("--no-judge-cache", action="store_true", help="always call the judge, ignoring the cache")
@@ -327,7 +329,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .engine.store import ResultStore
     from .report import print_baseline, print_detailed, print_outcome, print_summary, write_json, write_junit
 
-    if args.concurrency < 1 or args.judge_concurrency < 1:
+    if args.concurrency < 1 or (args.judge_concurrency is not None and args.judge_concurrency < 1):
         raise UsageError("--concurrency and --judge-concurrency must be at least 1")
     if args.fail_on_regression and not args.baseline:
         raise UsageError("--fail-on-regression needs --baseline RUN|latest|PATH")

@@ -194,7 +194,7 @@ def _join_our_watcher_threads(timeout: float = 2.0) -> None:
 def watch_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the live loop headlessly until interrupted (or until the reader of its output goes away).
     Exit 0 when stopped, 2 for bad arguments."""
-    if args.concurrency < 1 or args.judge_concurrency < 1 or args.num_runs < 1:
+    if args.concurrency < 1 or (args.judge_concurrency or 1) < 1 or args.num_runs < 1:
         print("error: --concurrency, --judge-concurrency and --num-runs must be at least 1", file=err)
         return EXIT_BAD_INPUT
     try:

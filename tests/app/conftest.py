@@ -86,13 +86,23 @@ async def settle(pilot: Any, *, timeout: float = 20.0) -> None:
         await app.workers.wait_for_complete()
         app.pull()
         model = app.model
+        # Full results a view asked the engine for are on their way until they arrive (or it is gone).
+        asked = app.listing.results.waiting or app.listing.run_book.waiting
         if not model.loading and (model.engine_ready or model.engine_gone) and not model.busy \
-                and not app.workers and not len(model.inbox):
+                and not app.workers and not len(model.inbox) and not (asked and model.engine_ready):
             break
         if time.monotonic() > deadline:
             raise AssertionError("the dashboard did not settle in time")
         await pilot.pause(0.02)
     await pilot.pause()
+
+
+async def full_result(pilot: Any, key: Any) -> Any:
+    """A case's full result as a view gets it: asked for (a result of this session's runs comes from the
+    engine, as a record), then read once it has arrived."""
+    pilot.app.listing.result(key)
+    await settle(pilot)
+    return pilot.app.listing.result(key)
 
 
 async def wait_until(pilot: Any, condition: Callable[[], object], timeout: float = 15.0) -> None:

@@ -16,7 +16,7 @@ import termios
 import time
 from pathlib import Path
 
-from tests.app.conftest import run_all_until, settle, slow_agent_folder
+from tests.app.conftest import full_result, run_all_until, settle, slow_agent_folder, wait_until
 from tests.support.evalfiles import case, turn, write_set
 
 
@@ -66,7 +66,45 @@ async def test_a_run_streams_from_the_engine_process(tmp_path: Path, make_app) -
         # A result reached the dashboard packed; the summary pane parses it when it shows it.
         key = app.listing.key(root / "slow" / "slow.evalset.json", "case-03")
         assert app.listing.results.status(key) == 1
-        assert app.listing.result(key).eval_id == "case-03"
+        assert app.listing.result(key) is None and app.listing.results.loading(key)  # asked for, on its way
+        assert (await full_result(pilot, key)).eval_id == "case-03"
+
+
+async def test_the_dashboard_never_waits_for_the_engine_it_shows_loading(tmp_path: Path, make_app) -> None:
+    # The engine process stopped dead (SIGSTOP) after a run: keys still move and open screens at once, and
+    # what the engine holds reads "loading" until it goes on (SIGCONT) and the result arrives.
+    from tui_eval.tui.screens.turn import TurnScreen
+    from tui_eval.tui.widgets.summary import Summary
+
+    root = slow_agent_folder(tmp_path / "slowws", cases=3, delay=0.01)
+    app = make_app(root, recording=None, run_options=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.run_state.phase == "finished" and len(app.listing.results) == 3
+        pid = app.engine.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await pilot.press("down", "enter", "down")  # the eval set, open it, its first case
+            await pilot.pause()
+            summary = str(app.main.query_one(Summary).render())
+            assert "loading this result from the engine" in summary, summary
+            await pilot.press("enter", "down", "enter")  # its turns, the first, open it
+            await pilot.pause()
+            assert isinstance(app.screen, TurnScreen)
+            title = str(app.screen.query_one("#turn-title").render())
+            assert "loading the result from the engine" in title, title
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, TurnScreen)
+            assert not [n for n in app._notifications if n.severity == "error"]
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await pilot.press("enter")  # the turn again
+        await wait_until(pilot, lambda: isinstance(app.screen, TurnScreen)
+                         and "loading" not in str(app.screen.query_one("#turn-title").render()))
+        assert "this session" in str(app.screen.query_one("#turn-title").render())
 
 
 CANCEL_CASES = 30_000

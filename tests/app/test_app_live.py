@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.app.conftest import settle, wait_until
+from tests.app.conftest import full_result, settle, wait_until
 from tui_eval.tui.widgets.browser import EvalBrowser
 
 
@@ -75,11 +75,11 @@ async def test_live_config_edit_rescores_without_the_agent(workspace: Path, make
     async with app.run_test(size=(100, 30)) as pilot:
         await start(app, pilot)
         farewell = app.listing.key(workspace / "smalltalk" / "smalltalk.evalset.json", "farewell")
-        assert app.listing.result(farewell).status == 2
+        assert (await full_result(pilot, farewell)).status == 2
         # The saved inference scores 0.0 on response_match; a threshold of 0 passes it without re-running.
         (workspace / "all.recorded.json").unlink()  # the agent could not run now
         config.write_text(json.dumps({"criteria": {"response_match_score": 0.0}}))
         await wait_until(pilot, lambda: app.run_state is not None and app.run_state.phase == "finished")
         assert app.run_state.label.startswith("re-score")
-        assert app.listing.result(farewell).status == 1
+        assert (await full_result(pilot, farewell)).status == 1
         assert not app.run_state.errors

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from tests.app.conftest import settle, wait_until
+from tests.app.conftest import full_result, settle, wait_until
 from tui_eval.tui.text import literal, plain
 from tui_eval.tui.widgets.browser import EvalBrowser
 
@@ -68,7 +68,7 @@ async def test_markup_in_notifications_and_run_errors(markup_workspace: Path, ma
         await pilot.press("R")
         await settle(pilot)
         key = app.listing.key(markup_workspace / "markup.evalset.json", "[/oops]")
-        assert "missing[/x].json" in app.listing.result(key).error
+        assert "missing[/x].json" in (await full_result(pilot, key)).error
         assert app.main.browser.select_key(key)
         await pilot.pause()
         assert "missing[/x].json" in str(app.main.summary.render())

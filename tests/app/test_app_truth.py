@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.app.conftest import settle, wait_until
+from tests.app.conftest import full_result, settle, wait_until
 from tests.app.test_app_browse import labels, summary_text, visible_cases
 
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
@@ -34,7 +34,7 @@ async def test_the_number_beside_a_case_is_its_deciding_score_never_a_count_or_s
         assert _case_line(app, "greeting").endswith("✔ greeting  1.00")
         assert _case_line(app, "roll_six_sided").endswith("✔ roll_six_sided  1.00")
         # A failed case shows the failing metric's score (ten_sided_wording fails on wording only).
-        wording = app.listing.result(next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording"))
+        wording = await full_result(pilot, next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording"))
         response = wording.metric("response_match_score")
         assert response.status == 2
         assert _case_line(app, "ten_sided_wording").endswith(f"✘ ten_sided_wording  {response.score:.2f}")
@@ -75,12 +75,12 @@ async def test_s_sorts_the_tree_by_score_then_by_duration_then_back(tmp_path: Pa
         assert sorted(by_score) == sorted(in_file) and by_score != in_file
         assert [scores[c] for c in by_score] == sorted(scores.values())
         # The failed cases (their failing metric's score) come before the passed ones.
-        statuses = [int(app.listing.result(next(k for k in hello if k.eval_id == c)).status) for c in by_score]
+        statuses = [int((await full_result(pilot, next(k for k in hello if k.eval_id == c))).status) for c in by_score]
         assert statuses == sorted(statuses, reverse=True)
         await pilot.press("s")
         await pilot.pause()
         assert app.screen.browser.border_title == "Eval sets · slowest first"
-        walls = {k.eval_id: app.listing.result(k).wall_seconds for k in hello}
+        walls = {k.eval_id: (await full_result(pilot, k)).wall_seconds for k in hello}
         by_time = visible_cases(app)
         assert [walls[c] for c in by_time] == sorted(walls.values(), reverse=True)
         for case in by_time:  # the number is now the case's wall time, with its unit
@@ -427,7 +427,7 @@ async def test_a_huge_reply_is_cut_in_the_turn_view_and_v_shows_all_of_it(tmp_pa
         await pilot.press("R")
         await settle(pilot)
         key = app.listing.all_keys()[0]
-        assert len(app.listing.result(key).actual[0].final_response.text) == len(words)
+        assert len((await full_result(pilot, key)).actual[0].final_response.text) == len(words)
         app.open_turn(key, 0)
         await pilot.pause()
         screen = app.screen

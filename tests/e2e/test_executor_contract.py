@@ -200,8 +200,8 @@ def test_without_ray_installed_the_error_says_how_to_install_it(tmp_path: Path,
 
 
 def test_nothing_of_ray_is_imported_unless_asked_for() -> None:
-    code = ("import sys, tui_eval.cli, tui_eval.engine.runner, tui_eval.engine.executor; "
-            "from tui_eval.engine.ray_executor import RayExecutor; "
+    code = ("import sys, tui_eval.cli, tui_eval.engine.runner, tui_eval.executors; "
+            "from tui_eval.executors.ray import RayExecutor; "
             "assert not [m for m in sys.modules if m == 'ray' or m.startswith('ray.')], 'ray imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -211,12 +211,11 @@ def test_nothing_of_ray_is_imported_unless_asked_for() -> None:
 def test_after_an_edit_a_restart_runs_the_new_code(executor: str, tmp_path: Path) -> None:
     # What live mode (watch, the dashboard) does when an agent's file is saved.
     from tui_eval.agents.conversation import CaseJob
-    from tui_eval.engine.executor import executor_for
-    from tui_eval.engine.options import RunOptions
+    from tui_eval.executors import ExecutorOptions, executor_for
     from tui_eval.schema.load import load_eval_set
 
     folder, evalset = hostile_folder(tmp_path, hostile_case("ok0", "ok"))
-    agent = executor_for(str(folder), RunOptions(executor=executor), live=True)
+    agent = executor_for(str(folder), ExecutorOptions(executor), live=True)
     job = CaseJob(str(evalset), "ok0", load_eval_set(evalset).eval_cases[0], 30.0)
 
     async def go() -> tuple[str, str]:

@@ -1,6 +1,8 @@
 """Endpoints that answer a gzip bomb (issue 23): the decoded size of every answer (judge, Vertex AI, CES)
 is bounded, and an oversize answer is that call's error. Each client runs in a child with a memory limit
-(a 1 GiB answer inflated whole fails it) against a local server; nothing leaves 127.0.0.1."""
+(a 1 GiB answer inflated whole fails it) against a local server; nothing leaves 127.0.0.1. The bound holds
+with aiohttp installed (the dev extra brings it), where google-genai would send async calls through aiohttp
+(issue 29). Judge endpoints that redirect to another origin get a clear error and never the prompt."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 from tests.support.bounded import python
 from tests.support.fake_gemini import FakeGemini, Reply
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_server import HandlerServer
 from tests.support.fake_vertex import FakeVertex, VertexReply
 
@@ -42,6 +45,7 @@ def peak_mb(out: str) -> float:
 
 JUDGE = """
 import asyncio, resource
+import aiohttp  # importable: google-genai, left to itself, would send the call through it
 from tui_eval.judge.options import JudgeOptions
 from tui_eval.judge.service import JudgeError, JudgeService
 
@@ -230,3 +234,91 @@ async def test_every_encoding_is_read_within_the_bound(encoding: str, size: int)
                     await client.get(url)
             else:
                 assert (await client.get(url)).content == text
+
+
+# -- redirects (issue 29) ---------------------------------------------------------------------------------
+
+
+async def test_a_gemini_judge_redirected_to_another_origin_sends_it_nothing(fake_gemini: FakeGemini) -> None:
+    from tests.support.fake_gemini import json_reply
+    from tui_eval.judge import JudgeCallError, JudgeOptions, create_judge_service
+
+    with FakeGemini() as elsewhere:
+        elsewhere.default = json_reply({"reasoning": "r", "verdict": "valid"})
+        fake_gemini.default = Reply(status=307, headers={
+            "Location": f"{elsewhere.base_url}/v1beta/models/gemini-2.5-flash:generateContent"})
+        judge = create_judge_service(JudgeOptions(api_key="dummy", base_url=fake_gemini.base_url, use_cache=False,
+                                                  backoff_base=0.001))
+        with pytest.raises(JudgeCallError) as exc:
+            await judge.ask(model="gemini-2.5-flash", contents="the whole judge prompt")
+        await judge.aclose()
+        assert elsewhere.calls == 0
+        other = elsewhere.port
+    assert exc.value.reason == (f"the endpoint http://127.0.0.1:{fake_gemini.port} answered 307 redirecting to "
+                                f"http://127.0.0.1:{other}: LLM calls follow no redirect to another "
+                                "origin (fix the endpoint URL)")
+    assert fake_gemini.calls == 1 and judge.stats.retries == 0 and judge.stats.failures == 1
+
+
+async def test_a_gemini_judge_follows_a_redirect_within_its_endpoint(fake_gemini: FakeGemini) -> None:
+    from pydantic import BaseModel
+
+    from tests.support.fake_gemini import text_reply
+    from tui_eval.judge import JudgeOptions, JudgeReply, create_judge_service
+
+    def respond(request: object) -> Reply:
+        if getattr(request, "model") == "gemini-2.5-flash":
+            return Reply(status=307, headers={"Location": "/v1beta/models/gemini-2.5-pro:generateContent"})
+        return text_reply("answered after the redirect")
+
+    fake_gemini.responder = respond
+    judge = create_judge_service(JudgeOptions(api_key="dummy", base_url=fake_gemini.base_url, use_cache=False))
+    reply: JudgeReply[BaseModel] = await judge.ask(model="gemini-2.5-flash", contents="q")
+    await judge.aclose()
+    assert reply.text == "answered after the redirect"
+    assert [r.model for r in fake_gemini.requests] == ["gemini-2.5-flash", "gemini-2.5-pro"]
+
+
+@pytest.mark.parametrize("status", [302, 307, 308])
+async def test_an_openai_compatible_judge_redirected_to_another_origin_sends_it_nothing(
+        fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    from tests.support.fake_openai import Reply as OpenAIReply
+    from tests.support.fake_openai import json_reply
+    from tui_eval.judge import JudgeCallError, JudgeOptions, create_judge_service
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeOpenAI() as elsewhere:
+        elsewhere.default = json_reply({"reasoning": "r", "verdict": "valid"})
+        fake_openai.default = OpenAIReply(status=status,
+                                          headers={"Location": f"{elsewhere.base_url}/chat/completions"})
+        judge = create_judge_service(JudgeOptions(use_cache=False, backoff_base=0.001))
+        with pytest.raises(JudgeCallError) as exc:
+            await judge.ask(model=f"openai:gpt-4.1-mini@{fake_openai.base_url}", contents="the whole judge prompt")
+        await judge.aclose()
+        assert elsewhere.calls == 0
+        other = elsewhere.port
+    assert exc.value.reason == (f"the endpoint http://127.0.0.1:{fake_openai.port} answered {status} redirecting "
+                                f"to http://127.0.0.1:{other}: LLM calls follow no redirect to another "
+                                "origin (fix the endpoint URL)")
+    assert fake_openai.calls == 1 and judge.stats.retries == 0
+
+
+async def test_vertex_redirected_to_another_origin_sends_it_nothing(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_eval.judge.vertex import VertexError, VertexEvalClient, VertexSettings
+
+    server = FakeVertex().start()
+    elsewhere = FakeVertex().start()
+    try:
+        server.default = VertexReply(status=307, headers={"Location": f"{elsewhere.base_url}/v1beta1/x"})
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(server.credentials_file(tmp_path)))
+        client = VertexEvalClient(VertexSettings("p", "us-central1", server.base_url))
+        with pytest.raises(VertexError) as exc:
+            await client.evaluate_instances({"instances": []})
+        await client.aclose()
+        assert len(elsewhere.requests) == 0
+    finally:
+        server.stop()
+        elsewhere.stop()
+    assert "LLM calls follow no redirect to another origin" in exc.value.reason
+    assert len(server.requests) == 1

@@ -120,6 +120,10 @@ class FakeServer(LocalServer, Generic[Req, Rep]):
         self.latency = latency
         self.in_flight = 0
         self.max_in_flight = 0
+        # When (time.monotonic, the same clock in every process of the machine) the first request since
+        # the last reset arrived and the last answer left: a benchmark's judge phase, seen from the model.
+        self.first_received: float | None = None
+        self.last_answered: float | None = None
         self._lock = threading.Lock()
 
     # -- what each API's fake says ---------------------------------------------------------------
@@ -176,6 +180,7 @@ class FakeServer(LocalServer, Generic[Req, Rep]):
             self.requests.clear()
             self.replies.clear()
             self.max_in_flight = 0
+            self.first_received = self.last_answered = None
         self.responder = None
         self.default = None
 
@@ -194,13 +199,15 @@ class FakeServer(LocalServer, Generic[Req, Rep]):
             return self.default
         return self.makers.error(500, f"{self.name}: no reply scripted for {getattr(request, 'path', request)}")
 
-    def _stats(self, path: str) -> dict[str, int]:
+    def _stats(self, path: str) -> dict[str, float | None]:
         if path == "/__fake__/reset":
             with self._lock:
                 self.requests.clear()
                 self.max_in_flight = 0
+                self.first_received = self.last_answered = None
         return {"calls": self.calls, "requests": len(self.requests),
-                "in_flight": self.in_flight, "max_in_flight": self.max_in_flight}
+                "in_flight": self.in_flight, "max_in_flight": self.max_in_flight,
+                "first_received": self.first_received, "last_answered": self.last_answered}
 
 
 def _make_handler(server: FakeServer[Any, Any]) -> type[BaseHTTPRequestHandler]:
@@ -238,6 +245,9 @@ def _make_handler(server: FakeServer[Any, Any]) -> type[BaseHTTPRequestHandler]:
                 server.requests.append(request)
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                if server.first_received is None:
+                    server.first_received = time.monotonic()
+            answered = False
             try:
                 refused = server.refuse(request, self, url)
                 reply = server.makers.error(404, refused) if refused else server._next_reply(request)
@@ -245,12 +255,19 @@ def _make_handler(server: FakeServer[Any, Any]) -> type[BaseHTTPRequestHandler]:
                 if delay > 0:
                     time.sleep(delay)
                 payload, content_type = server.wire(request, reply)
+                # Out of flight before the answer leaves: a client that sends its next call the moment it
+                # reads this answer never finds this one still counted.
+                with server._lock:
+                    server.in_flight -= 1
+                    server.last_answered = time.monotonic()
+                answered = True
                 self._send(reply.status, payload, content_type, reply.headers)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to answer
             finally:
-                with server._lock:
-                    server.in_flight -= 1
+                if not answered:
+                    with server._lock:
+                        server.in_flight -= 1
 
         def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
             self.send_response(status)

@@ -10,12 +10,15 @@ from tests.support.fake_gemini import FakeGemini, RecordedRequest, json_reply
 
 
 def _client(server: FakeGemini, timeout_ms: int | None = None) -> genai.Client:
+    """A client to keep while its calls run: with aiohttp installed, google-genai closes its aiohttp
+    session when the `genai.Client` is collected, even with a call in flight."""
     return genai.Client(api_key="dummy", http_options=types.HttpOptions(base_url=server.base_url, timeout=timeout_ms))
 
 
 async def test_text_reply_and_request_recorded(fake_gemini: FakeGemini) -> None:
     fake_gemini.reply_text("hello there")
-    resp = await _client(fake_gemini).aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    client = _client(fake_gemini)
+    resp = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
     assert resp.text == "hello there"
     assert resp.usage_metadata is not None and resp.usage_metadata.total_token_count
     [req] = fake_gemini.requests
@@ -31,7 +34,8 @@ async def test_json_reply_with_schema(fake_gemini: FakeGemini) -> None:
         response_mime_type="application/json",
         response_schema={"type": "OBJECT", "properties": {"verdict": {"type": "STRING"}}},
     )
-    resp = await _client(fake_gemini).aio.models.generate_content(model="m", contents="q", config=config)
+    client = _client(fake_gemini)
+    resp = await client.aio.models.generate_content(model="m", contents="q", config=config)
     assert resp.text == '{"verdict": "yes"}'
     req = fake_gemini.requests[0]
     assert req.generation_config["responseMimeType"] == "application/json"
@@ -40,7 +44,8 @@ async def test_json_reply_with_schema(fake_gemini: FakeGemini) -> None:
 
 async def test_function_call_reply(fake_gemini: FakeGemini) -> None:
     fake_gemini.reply_function_call("get_weather", {"city": "Paris"}, id="c1")
-    resp = await _client(fake_gemini).aio.models.generate_content(model="m", contents="weather?")
+    client = _client(fake_gemini)
+    resp = await client.aio.models.generate_content(model="m", contents="weather?")
     [call] = resp.function_calls or []
     assert call.name == "get_weather" and call.args == {"city": "Paris"} and call.id == "c1"
 
@@ -76,7 +81,8 @@ async def test_stream_and_midstream_error(fake_gemini: FakeGemini) -> None:
 
 async def test_plain_reply_streams_as_one_event(fake_gemini: FakeGemini) -> None:
     fake_gemini.reply_function_call("f", {"a": 1})
-    chunks = [c async for c in await _client(fake_gemini).aio.models.generate_content_stream(model="m", contents="x")]
+    client = _client(fake_gemini)
+    chunks = [c async for c in await client.aio.models.generate_content_stream(model="m", contents="x")]
     calls = chunks[0].function_calls
     assert calls is not None and calls[0].name == "f"
 
@@ -97,15 +103,18 @@ async def test_responder_and_invalid_json(fake_gemini: FakeGemini) -> None:
 async def test_slow_reply_times_out(fake_gemini: FakeGemini) -> None:
     fake_gemini.slow(1.0)
     with pytest.raises(Exception):
-        await _client(fake_gemini, timeout_ms=100).aio.models.generate_content(model="m", contents="x")
+        client = _client(fake_gemini, timeout_ms=100)
+        await client.aio.models.generate_content(model="m", contents="x")
 
 
 async def test_env_base_url_reaches_server(gemini_env: FakeGemini) -> None:
     gemini_env.reply_text("via env")
-    resp = await genai.Client().aio.models.generate_content(model="m", contents="x")
+    client = genai.Client()
+    resp = await client.aio.models.generate_content(model="m", contents="x")
     assert resp.text == "via env"
 
 
 async def test_unscripted_request_is_500(fake_gemini: FakeGemini) -> None:
     with pytest.raises(errors.ServerError, match="no reply scripted"):
-        await _client(fake_gemini).aio.models.generate_content(model="m", contents="x")
+        client = _client(fake_gemini)
+        await client.aio.models.generate_content(model="m", contents="x")

@@ -16,7 +16,7 @@ from tui_eval.schema.results import CaseResult, EvalStatus, InvocationMetricResu
 from tui_eval.tui import readmodel
 from tui_eval.tui.listing import CaseListing
 from tui_eval.tui.loader import FolderLoader, LoadDone, Notice, ResultLoaded
-from tui_eval.tui.readmodel import SESSION, Inbound, ReadModel
+from tui_eval.tui.readmodel import SESSION, Changes, Inbound, ReadModel
 
 P, F, N = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
 FILE = "/f/a.evalset.json"
@@ -96,15 +96,17 @@ def test_finished_cases_are_stored_a_slice_at_a_time_while_the_counts_are_whole_
     assert sorted(k.eval_id for k in m.listing.results.keys()) == [f"c{i:02d}" for i in range(35)]
 
 
-def test_a_full_result_is_fetched_from_the_engine_only_when_something_reads_it_and_then_kept() -> None:
-    fetched: list[list[feed.Wanted]] = []
+def _answer(m: ReadModel, wanted: list[feed.Wanted], held: dict[feed.Wanted, CaseResult] | None = None) -> Changes:
+    """The engine's answer to a fetch arriving, as it does: a Fetched record among the others."""
+    held = ENGINE if held is None else held
+    m.inbox.put_many([feed.Fetched(0, tuple((w, feed.pack(held[w]) if w in held else None) for w in wanted))])
+    return m.pull(None)
 
-    def fetch(wanted: list[feed.Wanted]) -> dict[feed.Wanted, CaseResult]:
-        fetched.append(list(wanted))
-        return {w: ENGINE[w] for w in wanted if w in ENGINE}
 
+def test_a_full_result_is_asked_for_only_when_something_reads_it_arrives_as_a_record_and_is_kept() -> None:
+    asked: list[list[feed.Wanted]] = []
     m, _ = model()
-    m.set_fetcher(fetch)
+    m.set_fetcher(lambda wanted: asked.append(list(wanted)))
     state = m.new_run("Run all")
     assert state is not None
     records: list[Inbound] = [feed.RunBegan("Run all")]
@@ -114,52 +116,70 @@ def test_a_full_result_is_fetched_from_the_engine_only_when_something_reads_it_a
     assert sum(cat.results.status(CaseKey(FILE, f"c{i}")) == 2 for i in range(200)) == 100
     assert cat.results.metric_names() == ["m"]
     assert cat.case_score(CaseKey(FILE, "c1")) == 1.0 and cat.score_text(CaseKey(FILE, "c1")) == "1.00"
-    assert fetched == []  # statuses, scores, counts, sorting and the run book never ask for a result
+    assert asked == []  # statuses, scores, counts, sorting and the run book never ask for a result
     key = CaseKey(FILE, "c3")
+    # Reading it asks and returns at once: nothing that draws waits for the engine.
+    assert cat.result(key) is None and cat.results.loading(key) and cat.results.waiting
+    assert cat.result(key) is None and asked == [[(key, 1)]]  # asked once, not at every read
+    changes = _answer(m, [(key, 1)])
+    assert key in changes.dirty  # the views showing it redraw
     full = cat.result(key)
-    assert full is not None and full.eval_id == "c3" and full.status == F
-    assert cat.result(key) == full and fetched == [[(key, 1)]]  # fetched once, then kept
-    many = cat.results.get_many([CaseKey(FILE, f"c{i}") for i in range(5)] + [CaseKey(FILE, "never-ran")])
-    assert sorted(k.eval_id for k in many) == ["c0", "c1", "c2", "c3", "c4"]
-    assert len(fetched) == 2 and len(fetched[1]) == 4  # one round trip for the rest; c3 was kept
+    assert full is not None and full.eval_id == "c3" and full.status == F and not cat.results.waiting
+    assert cat.result(key) is full and len(asked) == 1  # kept
+    keys = [CaseKey(FILE, f"c{i}") for i in range(5)] + [CaseKey(FILE, "never-ran")]
+    assert [k.eval_id for k in cat.results.get_many(keys)] == ["c3"]  # what is at hand; the rest asked for
+    assert len(asked) == 2 and len(asked[1]) == 4  # one round trip for the rest
+    _answer(m, asked[1])
+    assert sorted(k.eval_id for k in cat.results.get_many(keys)) == ["c0", "c1", "c2", "c3", "c4"]
 
 
-def test_a_result_the_engine_cannot_send_reads_as_none_and_is_asked_for_again_later() -> None:
-    answers: list[dict[feed.Wanted, CaseResult]] = [{}]
+def test_a_result_the_engine_no_longer_holds_reads_as_none_not_loading() -> None:
     m, _ = model()
-    m.set_fetcher(lambda wanted: answers[0])
+    m.set_fetcher(lambda wanted: None)
     state = m.new_run("Run")
     assert state is not None
     m.inbox.put_many([feed.RunBegan("Run"), done("a", F), feed.RunEnded(state.ticket)])
     m.pull(None)
     key = CaseKey(FILE, "a")
     assert m.listing.results.status(key) == 2  # the summary is there
-    assert m.listing.result(key) is None  # the engine did not answer
-    answers[0] = {(key, 1): ENGINE[(key, 1)]}
-    got = m.listing.result(key)
-    assert got is not None and got.status == F
+    assert m.listing.result(key) is None and m.listing.results.loading(key)
+    _answer(m, [(key, 1)], held={})  # the engine holds it no more
+    assert m.listing.result(key) is None and not m.listing.results.loading(key)
+    assert m.listing.results.status(key) == 2  # the summary still says what it was
 
 
-def test_repetitions_are_fetched_each_and_flakiness_reads_only_summaries() -> None:
-    fetched: list[feed.Wanted] = []
+def test_the_engine_going_away_ends_every_loading() -> None:
+    m, _ = model()
+    m.set_fetcher(lambda wanted: None)
+    state = m.new_run("Run")
+    assert state is not None
+    m.inbox.put_many([feed.RunBegan("Run"), done("a", F), feed.RunEnded(state.ticket)])
+    m.pull(None)
+    key = CaseKey(FILE, "a")
+    assert m.listing.result(key) is None and m.listing.results.loading(key)
+    m.inbox.put_many([feed.EngineGone("the engine process was killed by SIGKILL")])
+    m.pull(None)
+    assert not m.listing.results.loading(key)
 
-    def fetch(wanted: list[feed.Wanted]) -> dict[feed.Wanted, CaseResult]:
-        fetched.extend(wanted)
-        return {w: ENGINE[w] for w in wanted if w in ENGINE}
 
+def test_repetitions_are_asked_for_each_and_flakiness_reads_only_summaries() -> None:
+    asked: list[feed.Wanted] = []
     m, _ = model()
     m.listing.run_book.num_runs = 3
-    m.set_fetcher(fetch)
+    m.set_fetcher(lambda wanted: asked.extend(wanted))
     state = m.new_run("Run x3")
     assert state is not None
     m.inbox.put_many([feed.RunBegan("Run x3"), done("a", P, 1), done("a", F, 2), done("a", P, 3),
                       feed.RunEnded(state.ticket)])
     m.pull(None)
     key = CaseKey(FILE, "a")
-    assert m.listing.flaky(key) == (2, 3) and fetched == []
+    assert m.listing.flaky(key) == (2, 3) and asked == []
+    assert m.listing.run_book.runs_of(key) == [None, None, None]  # on their way
+    assert sorted(asked) == [(key, 1), (key, 2), (key, 3)]
+    _answer(m, list(asked))
     runs = m.listing.run_book.runs_of(key)
     assert [r.status if r is not None else None for r in runs] == [P, F, P]
-    assert sorted(fetched) == [(key, 1), (key, 2), (key, 3)]
+    assert len(asked) == 3
 
 
 def test_cancel_asks_the_engine_and_the_run_ends_cancelled() -> None:

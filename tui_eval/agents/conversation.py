@@ -18,6 +18,7 @@ from .base import Agent, AgentCrash, AgentError, CaseContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judge.client import JudgeClient
+    from ..judge.options import JudgeOptions
     from ..schema.config import EvalConfig
     from ..schema.model import EvalCase, EvalSet, Invocation
 
@@ -28,7 +29,8 @@ CLOSE_TIMEOUT = 5.0
 
 @dataclass(slots=True)
 class CaseJob:
-    """Everything an agent needs to answer one case, in whatever process it runs (picklable)."""
+    """Everything an agent needs to answer one case (it crosses to an agent process as a
+    `protocol.CaseSpec`: `executors/wire.py`)."""
 
     eval_file: str
     eval_id: str
@@ -37,8 +39,8 @@ class CaseJob:
     turn_timeout: float
     #: For scenario cases: the config whose user simulator settings and stop signal apply.
     config: EvalConfig | None = None
-    #: How a worker builds its judge service for the user simulator (scenario cases only).
-    judge: dict[str, Any] = field(default_factory=dict)
+    #: How an agent process builds its judge service for the user simulator (scenario cases only).
+    judge: JudgeOptions | None = None
     #: The eval set, for agents in this process that read more of it (replay); never sent to workers.
     eval_set: EvalSet | None = None
     #: --mock-tools: None, "strict" or "fallback".
@@ -60,6 +62,10 @@ class Inference:
     simulator_failed: bool = False
     #: Seconds the conversation took where the agent ran (no time spent waiting for a worker).
     seconds: float = 0.0
+    #: The agent's session state when the case ended (JSON-compatible); None when not captured.
+    final_session_state: dict[str, Any] | None = None
+    #: The content hash of the agent code that answered; "" when not known.
+    agent_version: str = ""
 
 
 def error_text(exc: BaseException) -> str:

@@ -45,7 +45,7 @@ from .events import (
     WatchFailed,
     deliver,
 )
-from .executor import BrokenAgentExecutor, Executor
+from ..executors import BrokenAgentExecutor, Executor
 from .options import RunOptions
 from .own_writes import RunWrites
 from .plan import PlanError
@@ -172,7 +172,7 @@ class LiveSession:
 
     async def reload_agent(self, ref: str) -> Executor:
         """Load the agent's code afresh: its worker processes are replaced (a warm spare imports it)."""
-        from .executor import executor_for
+        from ..executors import executor_for
 
         executor = self._agents.get(ref)
         self._stale_agents.discard(ref)
@@ -182,7 +182,7 @@ class LiveSession:
                 if executor is not None:
                     await executor.aclose()
                 # A replay file is read here: keep the event loop free meanwhile.
-                executor = await asyncio.to_thread(executor_for, ref, self.options, live=True)
+                executor = await asyncio.to_thread(executor_for, ref, self.options.executor_options(), live=True)
                 error = await executor.start()
             else:
                 error = await executor.restart()

@@ -5,13 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..executors.base import ExecutorOptions
+
 
 @dataclass(slots=True)
 class RunOptions:
     concurrency: int = 8
     # Seconds one agent turn may take before the case fails with a timeout.
     turn_timeout: float = 120.0
-    judge_concurrency: int = 8
+    # The most judge calls in flight (None: the judge service's default, JudgeOptions.concurrency).
+    judge_concurrency: int | None = None
     judge_base_url: str | None = None
     judge_cache: bool = True
     save: bool = True
@@ -29,6 +32,9 @@ class RunOptions:
     agent_memory_limit: int | None = None
     # --mock-tools: None (tools run), "strict" or "fallback".
     mock_tools: str | None = None
+
+    def executor_options(self) -> ExecutorOptions:
+        return ExecutorOptions(self.executor, self.workers, self.agent_memory_limit, self.concurrency)
 
 
 def run_options_from_flags(args: Any) -> RunOptions:

@@ -38,7 +38,7 @@ from ..schema.results import (
 )
 from .causes import strict_status
 from .codestate import CodeState
-from .executor import Executor, InlineExecutor
+from ..executors import Executor, InlineExecutor
 from .events import (
     CaseFinished,
     CaseKey,
@@ -59,6 +59,7 @@ from .plan import EvalTarget, RunPlan
 from .pricing import PriceTable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..judge.options import JudgeOptions
     from ..judge.service import JudgeService
     from .journal import RunJournal
 
@@ -292,18 +293,25 @@ def _judge_needed(plan: RunPlan) -> bool:
     return False
 
 
+def judge_options(options: RunOptions) -> JudgeOptions:
+    """The judge settings of a run: the one carrier of them from the command line to every judge service
+    (the run's, and the user simulator's in each agent process). What the options leave unset is the
+    judge service's default."""
+    from ..judge import JudgeOptions
+
+    asked: dict[str, Any] = {"base_url": options.judge_base_url, "use_cache": options.judge_cache}
+    if options.judge_concurrency is not None:
+        asked["concurrency"] = options.judge_concurrency
+    if options.judge_timeout is not None:
+        asked["timeout"] = options.judge_timeout
+    return JudgeOptions(**asked)
+
+
 def make_judge(options: RunOptions) -> JudgeService:
     """The judge service for a run."""
-    from ..judge import JudgeOptions, create_judge_service
+    from ..judge import create_judge_service
 
-    judge_options = JudgeOptions(
-        concurrency=options.judge_concurrency,
-        base_url=options.judge_base_url,
-        use_cache=options.judge_cache,
-    )
-    if options.judge_timeout is not None:
-        judge_options.timeout = options.judge_timeout
-    return create_judge_service(judge_options)
+    return create_judge_service(judge_options(options))
 
 
 def judge_notice(plan: RunPlan, judge: JudgeClient | None) -> RunNotice | None:
@@ -416,13 +424,8 @@ class Run:
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._progress: ScoreProgress | None = None
-        # How a worker builds the user simulator's judge for scenario cases (as make_judge does here).
-        self._judge_settings: dict[str, Any] = {
-            "concurrency": self.options.judge_concurrency,
-            "base_url": self.options.judge_base_url,
-            "use_cache": self.options.judge_cache,
-            **({"timeout": self.options.judge_timeout} if self.options.judge_timeout is not None else {}),
-        }
+        # How an agent process builds the user simulator's judge for scenario cases (as make_judge does here).
+        self._judge_options = judge_options(self.options)
         self._owns_judge = False
         self._last_yield = time.perf_counter()
 
@@ -441,9 +444,18 @@ class Run:
         for task in self._tasks:
             task.cancel()
 
+    def _make_judge(self) -> None:
+        """The run's own judge service when one is needed and none was given, warming its client."""
+        if self.judge is None and _judge_needed(self.plan):
+            judge = make_judge(self.options)
+            judge.warm()
+            self.judge = judge
+            self._owns_judge = True
+
     async def execute(self) -> RunRecord:
         """Run the plan to the end (or the cancel) and return the record. A run that owns its agent
         opens it first (SetupError when it cannot be loaded) and closes it last, whatever happens."""
+        self._make_judge()  # its client is made in a thread while the executor starts
         if not self._owns_agent or self.executor is None:
             return await self._execute()
         from .setup import start_executor
@@ -458,9 +470,7 @@ class Run:
         t0 = time.perf_counter()
         self.record.strict = self.options.strict
         plan = self.plan
-        if self.judge is None and _judge_needed(plan):
-            self.judge = make_judge(self.options)
-            self._owns_judge = True
+        self._make_judge()
         if self.options.save and self.store is not None:
             self._remove_leftovers()
             opener = getattr(self.store, "open_journal", None)
@@ -665,7 +675,7 @@ class Run:
             return Inference(error="no agent to run and no stored inference for this case")
         job = CaseJob(str(target.eval_file), case.eval_id, case, self.options.turn_timeout,
                       config=target.config if case.is_scenario else None,
-                      judge=self._judge_settings if case.is_scenario else {},
+                      judge=self._judge_options if case.is_scenario else None,
                       eval_set=target.eval_set if not executor.runs_user_code else None,
                       mock_tools=self.options.mock_tools)
         progress = self._progress

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .executor import Executor
+    from ..executors import Executor
 
 __all__ = ["AGENT_FILES", "SetupError", "agent_around", "agent_ref_of", "resolve_agent", "split_agent",
            "start_executor"]

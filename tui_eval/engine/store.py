@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import CaseResult, EvalSetResult
     from ..agents.base import Agent
     from .codestate import CodeChange
-    from .executor import Executor
+    from ..executors import Executor
     from .journal import RunJournal
     from .plan import RunPlan
     from .runner import RunRecord

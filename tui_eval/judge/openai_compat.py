@@ -26,6 +26,7 @@ from .service import (
     _Failure,
     _jsonable,
     _retry_after,
+    _throttled,
 )
 
 logger = logging.getLogger(__name__)
@@ -137,13 +138,14 @@ class OpenAIProvider(LazyClient):
                 raise JudgeCallError(reason)
             import openai
 
-            from .answer_size import with_answer_bound
+            from .transport import llm_hooks
 
             # The service retries and times out; the SDK's own retries would multiply both. Every answer is
-            # bounded in decoded size (a gzip bomb is this call's error, not the run's memory).
+            # bounded in decoded size (a gzip bomb is this call's error, not the run's memory), and no
+            # redirect to another origin is followed (the prompt goes to the configured endpoint only).
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self._options.timeout,
-                http_client=openai.DefaultAsyncHttpxClient(event_hooks=with_answer_bound()))
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks=llm_hooks()))
         return self._client
 
     def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
@@ -183,11 +185,11 @@ class OpenAIProvider(LazyClient):
 
         if isinstance(exc, JudgeParseError):
             return exc
-        from .answer_size import AnswerTooLarge
+        from .transport import refused_or_too_large
 
-        too_large = exc if isinstance(exc, AnswerTooLarge) else exc.__cause__
-        if isinstance(too_large, AnswerTooLarge):  # asking again would bring the same answer
-            return _Failure(str(too_large), False)
+        final = refused_or_too_large(exc)
+        if final is not None:  # asking again would bring the same answer (or the same redirect)
+            return _Failure(str(final), False)
         if isinstance(exc, json.JSONDecodeError):
             return JudgeParseError(f"invalid JSON from judge: {str(exc)[:300]}")
         if isinstance(exc, openai.APIStatusError):
@@ -197,7 +199,8 @@ class OpenAIProvider(LazyClient):
             message = _error_message(exc)
             if not retryable and message:
                 text += f": {message[:300]}"
-            return _Failure(text, retryable, _retry_after(exc) if retryable else None)
+            wait = _retry_after(exc) if retryable else None
+            return _Failure(text, retryable, wait, retryable and _throttled(code, "", wait))
         if isinstance(exc, openai.APITimeoutError):
             return _Failure(f"timeout after {self._options.timeout:g}s", True)
         if isinstance(exc, openai.APIConnectionError):

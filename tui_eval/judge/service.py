@@ -8,7 +8,7 @@ import functools
 import json
 import logging
 import os
-import random
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -20,6 +20,7 @@ from ..schema.usage import TokenUsage
 from .cache import JudgeCache, cache_key
 from .client import JudgeStats
 from .options import JudgeOptions
+from .pacing import AdaptiveLimit
 
 T = TypeVar("T", bound=BaseModel)
 logger = logging.getLogger(__name__)
@@ -69,6 +70,12 @@ class _Failure:
     description: str
     retryable: bool
     retry_after: float | None = None
+    # The endpoint pushed back (429 / RESOURCE_EXHAUSTED, or a Retry-After): fewer calls in flight.
+    throttled: bool = False
+
+
+def _throttled(code: int | None, status: str, retry_after: float | None) -> bool:
+    return code == 429 or status == "RESOURCE_EXHAUSTED" or retry_after is not None
 
 
 @dataclass(slots=True)
@@ -157,10 +164,11 @@ def _retry_after(exc: BaseException) -> float | None:
 def _classify(exc: BaseException) -> _Failure:
     from google.genai import errors
 
-    from .answer_size import AnswerTooLarge
+    from .transport import refused_or_too_large
 
-    if isinstance(exc, AnswerTooLarge):  # asking again would bring the same answer
-        return _Failure(str(exc), False)
+    final = refused_or_too_large(exc)
+    if final is not None:  # asking again would bring the same answer (or the same redirect)
+        return _Failure(str(final), False)
     if isinstance(exc, errors.APIError):
         code = getattr(exc, "code", None)
         status = getattr(exc, "status", None) or ""
@@ -169,7 +177,8 @@ def _classify(exc: BaseException) -> _Failure:
         text = f"{code} {status}".strip()
         if not retryable and message:
             text += f": {message[:300]}"
-        return _Failure(text, retryable, _retry_after(exc) if retryable else None)
+        wait = _retry_after(exc) if retryable else None
+        return _Failure(text, retryable, wait, retryable and _throttled(code, status, wait))
     if isinstance(exc, (TimeoutError, ConnectionError, OSError)):
         return _Failure(f"{type(exc).__name__}: {exc}".rstrip(": "), True)
     if any(c.__module__.split(".")[0] in _TRANSPORT_MODULES for c in type(exc).__mro__):
@@ -297,7 +306,10 @@ class GeminiProvider(LazyClient):
 
     def __init__(self, options: JudgeOptions) -> None:
         self._credentials, self._reason = _find_credentials(options)
+        self._width = options.concurrency
+        self._making = threading.Lock()  # the client is made once, here or in the warm-up thread
         self._client: Any = None
+        self._http: Any = None  # the httpx client handed to google-genai (which never closes it)
         self._configs: dict[tuple[Any, str, str | None], Any] = {}
 
     @property
@@ -313,25 +325,45 @@ class GeminiProvider(LazyClient):
             return {"vertex": "1", "base_url": creds.base_url, "project": creds.project, "location": creds.location}
         return {"base_url": creds.base_url}
 
+    def warm(self) -> None:
+        """Import google-genai and make the client in a background thread (with credentials only): the
+        first judge call then finds them made, instead of spending its first second on them."""
+        if self._credentials is None or self._client is not None:
+            return
+
+        def make() -> None:
+            try:
+                self._get_client()
+            except Exception as exc:  # the first call makes it again and reports the error as its own
+                logger.debug("warming the judge client failed: %s: %s", type(exc).__name__, exc)
+
+        threading.Thread(target=make, name="tui-eval-judge-warm", daemon=True).start()
+
     def _get_client(self) -> Any:
         if self._client is None:
-            from google import genai
-            from google.genai import types
-
-            creds = self._credentials
-            if creds is None:
-                raise JudgeCallError(self._reason or NO_CREDENTIALS)
-            from .answer_size import with_answer_bound
-
-            # Every answer is bounded in decoded size (a gzip bomb is this call's error, not the run's memory).
-            http = types.HttpOptions(base_url=creds.base_url,
-                                     async_client_args={"event_hooks": with_answer_bound()})
-            if creds.vertex:
-                self._client = genai.Client(vertexai=True, project=creds.project, location=creds.location,
-                                            api_key=creds.api_key, http_options=http)
-            else:
-                self._client = genai.Client(api_key=creds.api_key, http_options=http)
+            with self._making:
+                if self._client is None:
+                    self._client = self._make_client()
         return self._client
+
+    def _make_client(self) -> Any:
+        from google import genai
+        from google.genai import types
+
+        creds = self._credentials
+        if creds is None:
+            raise JudgeCallError(self._reason or NO_CREDENTIALS)
+        from .transport import llm_http_client
+
+        # Our own httpx client, whatever transport google-genai would pick (aiohttp when importable):
+        # every answer bounded in decoded size, no redirect to another origin. No SDK retries (the
+        # service retries); no SDK timeout (the service times each attempt out).
+        self._http = llm_http_client(timeout=None, width=self._width)
+        http = types.HttpOptions(base_url=creds.base_url, httpx_async_client=self._http)
+        if creds.vertex:
+            return genai.Client(vertexai=True, project=creds.project, location=creds.location,
+                                api_key=creds.api_key, http_options=http)
+        return genai.Client(api_key=creds.api_key, http_options=http)
 
     def prepare(self, schema: type[BaseModel] | None, config: dict[str, Any] | None,
                 system_instruction: str | None) -> Any:
@@ -350,12 +382,19 @@ class GeminiProvider(LazyClient):
         merged: dict[str, Any] = dict(config or {})
         if schema is not None:
             merged["response_mime_type"] = "application/json"
-            merged["response_schema"] = schema
+            merged["response_schema"] = self._wire_schema(schema)
         if system_instruction:
             merged["system_instruction"] = system_instruction
         # Judges send no tools; automatic function calling only adds a warning per request.
         merged["automatic_function_calling"] = {"disable": True}
         return types.GenerateContentConfig.model_validate(merged)
+
+    def _wire_schema(self, schema: type[BaseModel]) -> Any:
+        """The response schema as google-genai sends it, converted once: given the pydantic class, it
+        generates the class's JSON schema again for every call (a third of a call's CPU)."""
+        from google.genai import _transformers
+
+        return _transformers.t_schema(self._get_client()._api_client, schema)
 
     async def generate(self, model: str, contents: Any, prepared: Any) -> ProviderAnswer:
         response = await self._get_client().aio.models.generate_content(model=model, contents=contents,
@@ -369,8 +408,15 @@ class GeminiProvider(LazyClient):
             return JudgeParseError(invalid)
         return _classify(exc)
 
+    def reset(self) -> None:
+        super().reset()
+        self._http = None
+
     async def _close(self, client: Any) -> None:
+        http, self._http = self._http, None
         await client.aio.aclose()
+        if http is not None:
+            await http.aclose()
 
 
 class JudgeService:
@@ -383,7 +429,8 @@ class JudgeService:
         # Other providers, one per (provider, endpoint), made when a judge_model first names them.
         self._providers: dict[tuple[str, str | None], JudgeProvider] = {}
         self.stats = JudgeStats()
-        self._semaphore = asyncio.Semaphore(max(1, int(self.options.concurrency)))
+        self._retry = self.options.retry_policy()
+        self._limit = AdaptiveLimit(self.options.concurrency)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cache = (
             JudgeCache(self.options.cache_dir)
@@ -394,6 +441,11 @@ class JudgeService:
     @property
     def available(self) -> bool:
         return self._gemini.unavailable_reason is None
+
+    def warm(self) -> None:
+        """Make the Gemini client (importing google-genai) in a background thread now, while the run
+        loads its files and starts its agents: off the judge's critical path. Nothing without credentials."""
+        self._gemini.warm()
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -511,10 +563,10 @@ class JudgeService:
         opts = self.options
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            # A service reused from another event loop (a second run in a worker thread): the semaphore
-            # and the clients' connection pools belong to the old loop, so start them afresh.
+            # A service reused from another event loop (a second run in a worker thread): the limit's
+            # waiters and the clients' connection pools belong to the old loop, so start them afresh.
             if self._loop is not None:
-                self._semaphore = asyncio.Semaphore(max(1, int(opts.concurrency)))
+                self._limit = AdaptiveLimit(opts.concurrency)
                 for each in self._all_providers():
                     each.reset()
             self._loop = loop
@@ -527,41 +579,49 @@ class JudgeService:
             raise JudgeCallError(f"bad judge request: {type(exc).__name__}: {exc}") from None
         retries = 0
         while True:
-            async with self._semaphore:
-                self.stats.calls += 1
-                started = time.perf_counter()
-                try:
-                    answer = await asyncio.wait_for(provider.generate(model, contents, prepared),
-                                                    timeout=opts.timeout)
-                except asyncio.TimeoutError:
-                    failure = _Failure(f"timeout after {opts.timeout:g}s", True)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    found = provider.failure(exc)
-                    if isinstance(found, JudgeParseError):
-                        self.stats.parse_failures += 1
-                        raise found from None
-                    failure = found
-                else:
-                    elapsed = time.perf_counter() - started
-                    self.stats.call_seconds += elapsed
-                    return answer, elapsed, retries + 1
-                self.stats.call_seconds += time.perf_counter() - started
-            if not failure.retryable or retries >= opts.max_retries:
+            limit = self._limit
+            epoch = await limit.acquire()
+            self.stats.calls += 1
+            started = time.perf_counter()
+            try:
+                answer = await asyncio.wait_for(provider.generate(model, contents, prepared), timeout=opts.timeout)
+            except asyncio.TimeoutError:
+                failure = _Failure(f"timeout after {opts.timeout:g}s", True)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                found = provider.failure(exc)
+                if isinstance(found, JudgeParseError):
+                    self.stats.parse_failures += 1
+                    raise found from None
+                failure = found
+            else:
+                elapsed = time.perf_counter() - started
+                self.stats.call_seconds += elapsed
+                limit.succeeded()
+                return answer, elapsed, retries + 1
+            finally:
+                # The slot is released before any wait, so other samples keep the pipe full.
+                limit.release()
+            self.stats.call_seconds += time.perf_counter() - started
+            delay = self._retry.delay(retries, failure.retry_after)
+            if failure.throttled:  # every new call waits out the (capped) Retry-After, not just this one
+                limit.throttled(epoch, delay if failure.retry_after is not None else None)
+            if not failure.retryable or retries >= self._retry.max_retries:
                 self.stats.failures += 1
                 if failure.retryable and retries:
                     plural = "retry" if retries == 1 else "retries"
                     raise JudgeCallError(f"{failure.description} after {retries} {plural}")
                 raise JudgeCallError(failure.description)
-            delay = min(opts.backoff_max, opts.backoff_base * (2**retries))
-            delay *= 0.5 + random.random() / 2  # jitter: concurrent samples must not retry in lockstep
-            if failure.retry_after is not None:
-                delay = max(delay, min(failure.retry_after, opts.retry_after_max))
             retries += 1
             self.stats.retries += 1
-            # The slot is released while we wait, so other samples keep the pipe full.
             await asyncio.sleep(delay)
+
+    @property
+    def concurrency_limit(self) -> int:
+        """Judge calls this service lets in flight now: `options.concurrency` until an endpoint pushes
+        back (429 / RESOURCE_EXHAUSTED / Retry-After), then fewer, growing back as calls are answered."""
+        return self._limit.limit
 
     def _all_providers(self) -> list[JudgeProvider]:
         return [self._gemini, *self._providers.values()]

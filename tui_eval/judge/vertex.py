@@ -5,8 +5,9 @@ one `POST .../v1beta1/projects/{p}/locations/{l}:evaluateInstances` per metric p
 (google-cloud-aiplatform, a 9.4 MB wheel that unpacks to 93 MB and pulls pandas, google-cloud-storage,
 bigquery...) is not a dependency: this module sends the same request with httpx (installed with
 google-genai) and Application Default Credentials (`google.auth.default`). It retries what the SDK
-retries (408/409/429/499/5xx, five attempts, exponential backoff with jitter, or the server's
-Retry-After).
+retries (408/409/429/499/5xx), as every LLM client of tui-eval does (`pacing.RetryPolicy`: five attempts,
+exponential backoff with jitter, or the server's Retry-After), with at most as many requests in flight as
+the SDK's default QPS, fewer while the service pushes back (`pacing.AdaptiveLimit`).
 
 Settings, all from the environment: GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (both required, as
 ADK requires them), credentials from `gcloud auth application-default login` or
@@ -19,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 import threading
 import time
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
+
+from .pacing import AdaptiveLimit, RetryPolicy
 
 if TYPE_CHECKING:
     import httpx
@@ -36,7 +38,6 @@ NO_SETTINGS = ("no Vertex AI settings: set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD
 API_VERSION = "v1beta1"  # what the SDK's evals module calls
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 RETRYABLE_STATUS_CODES = frozenset({408, 409, 429, 499, 500, 502, 503, 504})
-MAX_ATTEMPTS = 5
 MAX_IN_FLIGHT = 10  # the SDK's default evaluation-service QPS
 
 
@@ -95,10 +96,11 @@ class VertexEvalClient:
 
     settings: VertexSettings
     timeout: float = 120.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     _credentials: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    # httpx.AsyncClient and the in-flight bound are tied to an event loop: one pair per live loop.
-    _per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]] = (
+    # httpx.AsyncClient and the in-flight limit are tied to an event loop: one pair per live loop.
+    _per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AdaptiveLimit]] = (
         field(default_factory=weakref.WeakKeyDictionary))
 
     def _access_token(self) -> str:
@@ -120,16 +122,13 @@ class VertexEvalClient:
                 raise VertexError(f"Vertex AI credentials could not be refreshed: {exc}") from None
             return str(self._credentials.token)
 
-    def _loop_state(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        import httpx
-
+    def _loop_state(self) -> tuple[httpx.AsyncClient, AdaptiveLimit]:
         key = asyncio.get_running_loop()
         state = self._per_loop.get(key)
         if state is None or state[0].is_closed:
-            from .answer_size import with_answer_bound
+            from .transport import llm_http_client
 
-            state = (httpx.AsyncClient(timeout=self.timeout, event_hooks=with_answer_bound()),
-                     asyncio.Semaphore(MAX_IN_FLIGHT))
+            state = (llm_http_client(timeout=self.timeout, width=MAX_IN_FLIGHT), AdaptiveLimit(MAX_IN_FLIGHT))
             self._per_loop[key] = state
         return state
 
@@ -137,37 +136,45 @@ class VertexEvalClient:
         """POST one request; retry what the SDK retries. Raises VertexError when it cannot be scored."""
         import httpx
 
-        from .answer_size import AnswerTooLarge
+        from .transport import refused_or_too_large
 
-        client, bound = self._loop_state()
+        client, limit = self._loop_state()
         t0 = time.perf_counter()
-        async with bound:
-            for attempt in range(1, MAX_ATTEMPTS + 1):
-                token = await asyncio.to_thread(self._access_token)
+        attempts = self.retry.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            token = await asyncio.to_thread(self._access_token)
+            epoch = await limit.acquire()
+            try:
+                resp = await client.post(self.settings.url, json=request,
+                                         headers={"Authorization": f"Bearer {token}"})
+            except httpx.HTTPError as exc:
+                raise VertexError(f"Vertex AI evaluation service unreachable: {exc!r}", attempts=attempt) from None
+            except Exception as exc:
+                final = refused_or_too_large(exc)
+                if final is None:
+                    raise
+                raise VertexError(f"Vertex AI: {final}", attempts=attempt) from None
+            finally:
+                limit.release()
+            if resp.status_code == 200:
+                limit.succeeded()
                 try:
-                    resp = await client.post(self.settings.url, json=request,
-                                             headers={"Authorization": f"Bearer {token}"})
-                except httpx.HTTPError as exc:
-                    raise VertexError(f"Vertex AI evaluation service unreachable: {exc!r}", attempts=attempt) from None
-                except AnswerTooLarge as exc:
-                    raise VertexError(f"Vertex AI: {exc}", attempts=attempt) from None
-                if resp.status_code == 200:
-                    try:
-                        body = resp.json()
-                    except ValueError:
-                        raise VertexError("Vertex AI returned a body that is not JSON", 200, attempt) from None
-                    return Reply(body=body if isinstance(body, dict) else {}, attempts=attempt,
-                                 latency=time.perf_counter() - t0)
-                reason = _error_text(resp)
-                if resp.status_code not in RETRYABLE_STATUS_CODES or attempt == MAX_ATTEMPTS:
-                    retries = f" after {attempt - 1} retr{'y' if attempt == 2 else 'ies'}" if attempt > 1 else ""
-                    raise VertexError(f"Vertex AI: {resp.status_code} {reason}{retries}", resp.status_code, attempt)
-                delay = _retry_after(resp)
-                if delay is None:
-                    delay = 2 ** (attempt - 1) + random.uniform(0, 1)
-                logger.warning("Vertex AI %s (%s); retry %d/%d in %.1fs", resp.status_code, reason, attempt,
-                               MAX_ATTEMPTS - 1, delay)
-                await asyncio.sleep(delay)
+                    body = resp.json()
+                except ValueError:
+                    raise VertexError("Vertex AI returned a body that is not JSON", 200, attempt) from None
+                return Reply(body=body if isinstance(body, dict) else {}, attempts=attempt,
+                             latency=time.perf_counter() - t0)
+            reason = _error_text(resp)
+            if resp.status_code not in RETRYABLE_STATUS_CODES or attempt == attempts:
+                retries = f" after {attempt - 1} retr{'y' if attempt == 2 else 'ies'}" if attempt > 1 else ""
+                raise VertexError(f"Vertex AI: {resp.status_code} {reason}{retries}", resp.status_code, attempt)
+            retry_after = _retry_after(resp)
+            delay = self.retry.delay(attempt - 1, retry_after)
+            if resp.status_code == 429 or retry_after is not None:
+                limit.throttled(epoch, delay if retry_after is not None else None)
+            logger.warning("Vertex AI %s (%s); retry %d/%d in %.1fs", resp.status_code, reason, attempt,
+                           attempts - 1, delay)
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:

@@ -118,6 +118,14 @@ class EvalConfig:
     def metric_names(self) -> list[str]:
         return list(self.criteria)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a file would say it (`read_eval_config` reads it back to an equal config)."""
+        out: dict[str, Any] = {"criteria": {name: c.to_dict() for name, c in self.criteria.items()},
+                               "user_simulator_config": self.user_simulator.model_dump(mode="json")}
+        if self.custom_metrics:
+            out["custom_metrics"] = {k: v.model_dump(mode="json") for k, v in self.custom_metrics.items()}
+        return out
+
 
 class EvalConfigFile(BaseModel):
     """The top level of ADK's EvalConfig (a plain model: unknown keys ignored; we warn)."""

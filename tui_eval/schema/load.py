@@ -47,8 +47,10 @@ def read_content(data: Any, path: str = "$") -> Content:
     return _validate(Content, data, path)
 
 
-def read_invocation(data: Any, path: str = "$") -> Invocation:
-    return _validate(Invocation, data, path)
+def read_invocation(data: Any, path: str = "$", *, ours: bool = False) -> Invocation:
+    """An ADK Invocation; `ours`: one of our own records (a run record, a turn from an agent process),
+    which also keeps our per-turn fields (`Invocation.to_wire`)."""
+    return _validate(Invocation, data, path, LoadContext(adk_file=False) if ours else None)
 
 
 def read_eval_case(data: Any, path: str = "$") -> EvalCase:

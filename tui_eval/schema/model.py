@@ -409,6 +409,14 @@ class Invocation(EvalBaseModel):
             out["app_details"] = self.app_details.to_dict()
         return out
 
+    def to_wire(self) -> dict[str, Any]:
+        """The turn as it crosses from an agent process to the engine: the ADK shape plus our own per-turn
+        fields (read back with `schema.load.read_invocation`)."""
+        out = self.to_dict()
+        if self.tool_timings:
+            out["tool_timings"] = [t.model_dump() for t in self.tool_timings]
+        return out
+
 
 class SessionInput(EvalBaseModel):
     """Values that initialise the agent's session; other keys are kept (ADK: `extra="allow"`)."""

@@ -35,6 +35,9 @@ class Edit:
     leave_screens: bool = False
 
 
+#: What accept says while the result it would write is on its way from the engine.
+LOADING = "The result is still loading from the engine: press the key again in a moment."
+
 def _turn_texts(listing: CaseListing, key: CaseKey, index: int) -> tuple[str | None, str]:
     case = listing.case(key)
     expected = case.conversation[index] if case and case.conversation and index < len(case.conversation) else None
@@ -46,6 +49,8 @@ def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
     from ..schema.edits import accept_turn as rewrite
 
     result = listing.result(key)
+    if result is None and listing.results.loading(key):
+        return LOADING
     if result is None or index >= len(result.actual):
         return "No actual turn to accept: run the case first."
     user, rel = _turn_texts(listing, key, index)
@@ -72,6 +77,8 @@ def accept_case(listing: CaseListing, key: CaseKey) -> Edit | str:
 
     result = listing.result(key)
     case = listing.case(key)
+    if result is None and listing.results.loading(key):
+        return LOADING
     if result is None or not result.actual or case is None:
         return "No actual turns to accept: run the case first."
     expected_turns = len(case.conversation or [])

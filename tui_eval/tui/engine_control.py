@@ -16,7 +16,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.feed import Wanted
     from ..engine.options import RunOptions
     from ..engine.runner import ResultSink
-    from ..schema.results import CaseResult
     from .app import EvalApp
     from .engine_link import EngineLink
     from .readmodel import Changes
@@ -107,23 +106,20 @@ class EngineControl:
         self._woken = False
         self.app.pump.tick()
 
-    def fetch(self, wanted: list[Wanted]) -> dict[Wanted, CaseResult]:
-        """Full results of this session's runs, from the engine (which holds them); when it cannot send
-        them, the user is told once why those cases show no detail. Any thread."""
-        from .engine_link import ResultsUnavailable
-
+    def fetch(self, wanted: list[Wanted]) -> None:
+        """Ask the engine for full results of this session's runs (they arrive as a record; the views
+        show "loading" meanwhile). When it cannot be asked, the user is told once why those cases show no
+        detail. Any thread; never waits."""
         link = self.link
         if link is None:
-            return {}
-        try:
-            return link.fetch(wanted)
-        except ResultsUnavailable as exc:
-            text = f"This session's results cannot be shown: {exc}. Saved runs are in the history (h)."
+            return
+        if not link.request(wanted):
+            text = ("This session's results cannot be shown: the engine process is gone. Saved runs are in the "
+                    "history (h).")
             log.error("%s", text)
             if text != self._fetch_error:
                 self._fetch_error = text
                 self.app.notify(text, severity="error", markup=False)  # (thread-safe: it posts a message)
-            return {}
 
     def _cancel_engine(self) -> None:
         if self.link is not None:

@@ -2,8 +2,9 @@
 and put what it sends into the read model's inbound queue.
 
 The two talk over a socket pair of their own (never stdout: the terminal belongs to the dashboard).
-A full result stays in the engine until a screen shows it: `fetch` asks for it and waits for the answer,
-which the engine sends from its command thread (a few milliseconds, also while a run scores flat out).
+A full result stays in the engine until a screen shows it: `request` asks for it and returns; the answer
+(sent from the engine's command thread, also while a run scores flat out) arrives among the other records,
+so nothing the dashboard draws ever waits for the engine.
 The engine runs in a new session, so the terminal's signals never reach it; it ends when the socket
 closes, which the kernel does for the dashboard however it ends (even SIGKILL).
 """
@@ -17,30 +18,21 @@ import socket
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
-from ..engine.feed import Cancel, Close, EngineConfig, EngineGone, Fetch, Fetched, Reload, RunCases, SetModes, unpack
+from ..engine.feed import Cancel, Close, EngineConfig, EngineGone, Fetch, Reload, RunCases, SetModes
 
 if TYPE_CHECKING:  # pragma: no cover
     from multiprocessing.connection import Connection
 
     from ..engine.events import CaseKey
     from ..engine.feed import Command, Wanted
-    from ..schema.results import CaseResult
 
 log = logging.getLogger(__name__)
 
 #: Seconds quitting waits for the engine to save what finished and exit, before it is killed.
 CLOSE_WAIT = 10.0
-#: Seconds a screen waits at most for a full result from the engine.
-FETCH_WAIT = 5.0
-
-
-class ResultsUnavailable(Exception):
-    """The engine could not send the results a screen asked for (it is gone, or did not answer)."""
 
 
 class EngineLink:
@@ -56,7 +48,6 @@ class EngineLink:
         self._reader: threading.Thread | None = None
         self._gone = False
         self._tickets = itertools.count(1)
-        self._fetches: dict[int, Future[tuple[tuple[Wanted, bytes | None], ...]]] = {}
 
     @property
     def pid(self) -> int | None:
@@ -112,24 +103,12 @@ class EngineLink:
         """Re-read a file the dashboard rewrote (the engine's watcher would see it too, when it runs)."""
         return self.send(Reload(str(path)))
 
-    def fetch(self, wanted: list[Wanted], wait: float = FETCH_WAIT) -> dict[Wanted, CaseResult]:
-        """The full results of finished cases, from the engine (any thread but the link's reader). A result
-        the engine no longer holds is left out; ResultsUnavailable if the engine cannot answer."""
-        if not wanted:
-            return {}
-        ticket = next(self._tickets)
-        future: Future[tuple[tuple[Wanted, bytes | None], ...]] = Future()
-        self._fetches[ticket] = future
-        try:
-            if self._gone or not self.send(Fetch(ticket, tuple(wanted))):
-                raise ResultsUnavailable("the engine process is gone")
-            try:
-                answer = future.result(wait)
-            except FutureTimeout:
-                raise ResultsUnavailable(f"the engine did not answer within {wait:g} s") from None
-        finally:
-            self._fetches.pop(ticket, None)
-        return {which: unpack(payload) for which, payload in answer if payload is not None}
+    def request(self, wanted: list[Wanted]) -> bool:
+        """Ask for the full results of finished cases; they arrive later, as a `Fetched` record among the
+        others. False if the engine is gone. Never waits."""
+        if not wanted or self._gone:
+            return False
+        return self.send(Fetch(next(self._tickets), tuple(wanted)))
 
     def _read(self) -> None:
         conn = self._conn
@@ -139,17 +118,8 @@ class EngineLink:
                 data = conn.recv_bytes()
             except (EOFError, OSError):
                 break
-            batch = pickle.loads(data)
-            if len(batch) == 1 and type(batch[0]) is Fetched:
-                future = self._fetches.get(batch[0].ticket)
-                if future is not None:
-                    future.set_result(batch[0].results)
-                continue
-            self._put(batch)
+            self._put(pickle.loads(data))
         self._gone = True
-        for future in list(self._fetches.values()):
-            if not future.done():
-                future.set_exception(ResultsUnavailable("the engine process is gone"))
         if not self._closing:
             code = self.process.wait() if self.process is not None else None
             self._put([EngineGone(_exit_text(code))])

@@ -17,9 +17,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.feed import CaseSummary, MetricSummary, Wanted
     from ..schema.results import CaseResult
 
-#: Gets full results the engine process holds: (case, repetition) pairs -> their results (one it could
-#: not get is left out).
-Fetcher = Callable[[list["Wanted"]], dict["Wanted", "CaseResult"]]
+#: Asks the engine process for full results it holds ((case, repetition) pairs) and returns at once: they
+#: arrive later as a record (`arrived`), and the views that showed "loading" redraw.
+Fetcher = Callable[[list["Wanted"]], None]
 
 
 class Held(NamedTuple):
@@ -44,8 +44,9 @@ class LatestResults:
     """The latest result of each case: this session's runs, else the newest saved record.
 
     Each case keeps its summary (what lists, counts, sorts and filters read) and its full result. A run's
-    case comes as its summary alone: the engine holds the full result, and `get` fetches it the first
-    time something reads it, so 100,000 finished cases are never all copied into the dashboard."""
+    case comes as its summary alone: the engine holds the full result, and the first `get` asks for it
+    and returns None meanwhile (`loading` says so): it arrives as a record (`arrived`), so nothing that
+    draws ever waits for the engine, and 100,000 finished cases are never all copied into the dashboard."""
 
     def __init__(self) -> None:
         self._summary: dict[CaseKey, CaseSummary] = {}
@@ -55,8 +56,10 @@ class LatestResults:
         self._saved_at: dict[CaseKey, float] = {}
         #: Bumped on every change, so views can cache what they derive from results.
         self.version = 0
-        #: Fetches the results the engine holds (the app sets it once the engine runs).
+        #: Asks for the results the engine holds (the app sets it once the engine runs).
         self.fetcher: Fetcher | None = None
+        #: Asked for and not arrived yet (asked once each).
+        self._asked: set[Wanted] = set()
 
     def __len__(self) -> int:
         return len(self._summary)
@@ -65,35 +68,59 @@ class LatestResults:
         return key in self._summary
 
     def get(self, key: CaseKey) -> CaseResult | None:
-        """The full result (fetched from the engine the first time, if it holds it)."""
+        """The full result; None when there is none, or while it is being fetched from the engine (asked
+        for here, the first time: see `loading`)."""
         full = self._full.get(key)
         if isinstance(full, Held):
-            return self._fetch([key]).get(key)
+            self.ask([(key, full.repetition)])
+            return None
         return full
 
+    def loading(self, key: CaseKey) -> bool:
+        """Whether the case's full result is on its way from the engine (or will be, once asked for)."""
+        return isinstance(self._full.get(key), Held) and self.fetcher is not None
+
     def get_many(self, keys: list[CaseKey]) -> dict[CaseKey, CaseResult]:
-        """The full results of these cases (those without one left out), with one fetch from the engine."""
+        """The full results of these cases at hand (the others are asked for, and left out)."""
         out: dict[CaseKey, CaseResult] = {}
-        held: list[CaseKey] = []
+        wanted: list[Wanted] = []
         for key in keys:
             full = self._full.get(key)
             if isinstance(full, Held):
-                held.append(key)
+                wanted.append((key, full.repetition))
             elif full is not None:
                 out[key] = full
-        if held:
-            out.update(self._fetch(held))
+        if wanted:
+            self.ask(wanted)
         return out
 
-    def _fetch(self, keys: list[CaseKey]) -> dict[CaseKey, CaseResult]:
-        wanted = [(k, held.repetition) for k in keys if isinstance(held := self._full.get(k), Held)]
-        got = self.fetcher(wanted) if self.fetcher is not None and wanted else {}
-        out: dict[CaseKey, CaseResult] = {}
-        for (key, repetition), result in got.items():
-            out[key] = result
-            if self._full.get(key) == Held(repetition):  # not replaced while it was fetched
-                self._full[key] = result
-        return out
+    @property
+    def waiting(self) -> bool:
+        """Some result asked for has not arrived yet."""
+        return bool(self._asked)
+
+    def ask(self, wanted: list[Wanted]) -> None:
+        """Ask the engine for these results, once each (nothing waits: they arrive as a record)."""
+        new = [w for w in wanted if w not in self._asked]
+        if new and self.fetcher is not None:
+            self._asked.update(new)
+            self.fetcher(new)
+
+    def arrived(self, results: list[tuple[Wanted, CaseResult | None]]) -> list[CaseKey]:
+        """Results the engine sent (None: it no longer holds that one). Returns the cases whose result
+        changed (one run again since keeps its newer hold)."""
+        changed: list[CaseKey] = []
+        for (key, repetition), result in results:
+            self._asked.discard((key, repetition))
+            if self._full.get(key) == Held(repetition):
+                if result is None:
+                    self._full.pop(key, None)
+                else:
+                    self._full[key] = result
+                changed.append(key)
+        if changed:
+            self.version += 1
+        return changed
 
     def summary(self, key: CaseKey) -> CaseSummary | None:
         return self._summary.get(key)

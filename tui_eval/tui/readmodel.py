@@ -35,7 +35,7 @@ SESSION = "this session"
 FOLD_CHUNK = 50
 
 #: Records the screen should show at once rather than at the next tick (a run starting, stopping).
-URGENT = (feed.RunBegan, feed.RunOver, feed.RunEnded, feed.EngineGone, ev.CasesStopped, ev.RunFinished,
+URGENT = (feed.Fetched, feed.RunBegan, feed.RunOver, feed.RunEnded, feed.EngineGone, ev.CasesStopped, ev.RunFinished,
           ev.RunStarted)
 
 
@@ -304,6 +304,11 @@ class ReadModel:
                     state.finish("failed", record.error)
                 else:
                     state.finish("cancelled" if state.cancel_requested else "finished")
+        elif type(record) is feed.Fetched:
+            arrived = [(wanted, feed.unpack(payload) if payload is not None else None)
+                       for wanted, payload in record.results]
+            cat.run_book.arrived(arrived)
+            changes.dirty.update(cat.results.arrived(arrived))
         elif isinstance(record, feed.FilesChanged):
             changes.reload.extend(Path(p) for p in record.paths)
         elif isinstance(record, feed.EngineReady):
@@ -311,6 +316,7 @@ class ReadModel:
         elif isinstance(record, feed.WatchReady):
             self.watch_ready = True
         elif isinstance(record, feed.EngineGone):
+            self.set_fetcher(None)  # what it held is gone with it: no view says "loading" for ever
             self.engine_ready = False
             self.engine_gone = record.message
             changes.messages.append((f"{record.message}: runs are off until the dashboard restarts", "error"))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
+    from ..engine.feed import Wanted
     from ..engine.latency import TimedToolCall, ToolLatency
     from ..engine.pricing import CostEstimate, PriceTable, UsageKey
     from ..schema.results import CaseResult
@@ -85,8 +86,9 @@ class RunBook:
     #: case -> repetition (1-based) -> its result (a `Finished` as the engine sent it until read), for the
     #: current run (only kept when num_runs > 1).
     repeats: dict[CaseKey, dict[int, Any]] = field(default_factory=dict)
-    #: Gets the full results the engine holds (see `state.Results.fetcher`).
+    #: Asks for the full results the engine holds (see `LatestResults.fetcher`).
     fetcher: Fetcher | None = None
+    _asked: set[Wanted] = field(default_factory=set)
     #: The agent's tokens per (who, model) in the current run.
     usage: dict[UsageKey, TokenUsage] = field(default_factory=dict)
     timings: list[TimedToolCall] = field(default_factory=list)
@@ -170,21 +172,39 @@ class RunBook:
     # ---- what the views read -----------------------------------------------------------------
 
     def runs_of(self, key: CaseKey) -> list[CaseResult | None]:
-        """A case's result in each repetition 1..N of the current run (None: not finished), fetched from the
-        engine the first time."""
+        """A case's result in each repetition 1..N of the current run (None: not finished, or on its way
+        from the engine: asked for here the first time, it arrives as a record, `arrived`)."""
         from .latest import Finished, Held
 
         mine = self.repeats.get(key)
         if not mine:
             return []
         wanted = [(key, rep) for rep, r in mine.items() if isinstance(r, Finished) and isinstance(r.full, Held)]
-        got = self.fetcher(wanted) if wanted and self.fetcher is not None else {}
+        new = [w for w in wanted if w not in self._asked]
+        if new and self.fetcher is not None:
+            self._asked.update(new)
+            self.fetcher(new)
         for rep, result in list(mine.items()):
-            if isinstance(result, Finished):
-                full = got.get((key, rep)) if isinstance(result.full, Held) else result.full
-                if full is not None:
-                    mine[rep] = full
+            if isinstance(result, Finished) and not isinstance(result.full, Held):
+                mine[rep] = result.full
         return [r if not isinstance(r := mine.get(rep), Finished) else None for rep in range(1, self.num_runs + 1)]
+
+    @property
+    def waiting(self) -> bool:
+        """Some repetition's result asked for has not arrived yet."""
+        return bool(self._asked)
+
+    def arrived(self, results: list[tuple[Wanted, CaseResult | None]]) -> None:
+        """Results the engine sent for repetitions of the current run."""
+        from .latest import Finished, Held
+
+        for (key, repetition), result in results:
+            self._asked.discard((key, repetition))
+            mine = self.repeats.get(key)
+            found = mine.get(repetition) if mine else None
+            if mine is not None and result is not None and isinstance(found, Finished) \
+                    and found.full == Held(repetition):
+                mine[repetition] = result
 
     def statuses_of(self, key: CaseKey) -> list[int | None]:
         """A case's status in each repetition 1..N of the current run (None: not finished)."""

@@ -150,9 +150,10 @@ class TurnScreen(Screen[None]):
     def _result(self) -> CaseResult | None:
         """The result shown: the picked repetition of this session's run (k), else the latest."""
         if self.repetition is not None:
-            runs = self.listing.run_book.runs_of(self.key)
-            if 0 < self.repetition <= len(runs) and runs[self.repetition - 1] is not None:
-                return runs[self.repetition - 1]
+            book = self.listing.run_book
+            statuses = book.statuses_of(self.key)
+            if 0 < self.repetition <= len(statuses) and statuses[self.repetition - 1] is not None:
+                return book.runs_of(self.key)[self.repetition - 1]  # None while it is on its way
         return self.listing.result(self.key)
 
     def show(self, key: CaseKey, index: int) -> None:
@@ -183,12 +184,14 @@ class TurnScreen(Screen[None]):
             plain(self.key.eval_id, "bold"), (f" › turn {self.index + 1}/{max(n, 1)}  ", "bold"),
             status_content(status, word=True),
         )
-        origin = f"   {cat.origin_text(self.key)}" if result is not None else "   no result yet: r runs the case"
+        origin = (f"   {cat.origin_text(self.key)}" if result is not None
+                  else "   ◌ loading the result from the engine…" if cat.results.loading(self.key)
+                  else "   no result yet: r runs the case")
         if result is not None and head.cell_length + len(origin) > (self.size.width or self.app.size.width):
             # At 80 columns the date and age wrapped onto a second line: the age alone fits.
             origin = f"   {cat.origin_text(self.key, short=True)}"
         title = Content.assemble(head, (origin, "$text-muted"))
-        runs = cat.run_book.runs_of(self.key)
+        runs = cat.run_book.statuses_of(self.key)
         if runs:
             shown_rep = self.repetition or len(runs)
             title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),

@@ -12,29 +12,30 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...engine.latency import ToolLatency
     from ...engine.pricing import CostEstimate
     from ...schema.usage import TokenUsage
-    from ...schema.results import CaseResult
 
 _LABEL_STYLE = {"stable pass": "$text-success", "flaky": "bold $text-warning", "stable fail": "$text-error",
                 "not evaluated": "$text-muted"}
 
 
-def marks(runs: Sequence[CaseResult | None], *, current: int | None = None) -> Content:
-    """One glyph a repetition (`·` not finished yet), then `k/N` and the label once all have finished;
-    `current` (1-based) underlines the repetition whose turns are shown."""
+def marks(statuses: Sequence[int | None], *, current: int | None = None) -> Content:
+    """One glyph a repetition's status (`·` not finished yet), then `k/N` and the label once all have
+    finished; `current` (1-based) underlines the repetition whose turns are shown. Statuses only: the
+    summaries say them, no full result is needed."""
     from ...engine.repeats import summarize_case
+    from ...schema.status import EvalStatus
 
     parts: list[tuple[str, str] | str] = []
-    for rep, result in enumerate(runs, start=1):
-        glyph, style = (NO_RESULT_GLYPH, "$text-muted") if result is None else (
-            STATUS_GLYPH[result.status], STATUS_STYLE[result.status])
+    for rep, status in enumerate(statuses, start=1):
+        glyph, style = (NO_RESULT_GLYPH, "$text-muted") if status is None else (
+            STATUS_GLYPH[EvalStatus(status)], STATUS_STYLE[EvalStatus(status)])
         parts.append((glyph, f"{style} underline" if rep == current else style))
-    done = [r for r in runs if r is not None]
-    if done and len(done) == len(runs):
-        summary = summarize_case(done[0].eval_id, [r.status for r in done])
+    done = [EvalStatus(s) for s in statuses if s is not None]
+    if done and len(done) == len(statuses):
+        summary = summarize_case("", done)
         parts.append(f" {summary.passed}/{summary.runs} ")
         parts.append((summary.label.value, _LABEL_STYLE.get(summary.label.value, "")))
-    elif runs:
-        parts.append((f" {len(done)}/{len(runs)} finished", "$text-muted"))
+    elif statuses:
+        parts.append((f" {len(done)}/{len(statuses)} finished", "$text-muted"))
     return Content.assemble(*parts)
 
 

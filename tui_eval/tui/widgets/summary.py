@@ -160,7 +160,9 @@ class Summary(Static):
         lines.append(Content(""))
         if key in cat.running:
             lines.append(Content.styled("◌ running…", "$text-accent"))
-        if result is None:
+        if result is None and cat.results.loading(key):
+            lines.append(Content.styled("◌ loading this result from the engine…", "$text-muted"))
+        elif result is None:
             lines.append(_hint("No result yet: r runs this case."))
         else:
             from ..verdicts import case_metric_lines, evaluated_note
@@ -176,7 +178,7 @@ class Summary(Static):
             if key in cat.stale:
                 lines.append(Content.styled("⚠ stale: scored against the expected turns before they were "
                                             "accepted; r runs it again", "$text-warning"))
-            runs = cat.run_book.runs_of(key)
+            runs = cat.run_book.statuses_of(key)
             if runs:  # this session's --num-runs repetitions, right under the latest one's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
 

@@ -1,6 +1,6 @@
 """`--executor ray` (or `ray://HOST:PORT`): each case of an agent folder runs as a Ray task on a cluster.
 
-This process never imports Ray: it starts a Ray driver process (`engine/ray_driver.py`) and speaks to it
+This process never imports Ray: it starts a Ray driver process (`executors/ray_driver.py`) and speaks to it
 over a socket, as the local pool speaks to its workers. With no address the driver starts or joins a Ray
 instance on this machine (127.0.0.1; `RAY_ADDRESS` or a `ray start` cluster is joined); with `HOST:PORT`
 it joins that cluster as a driver, with `ray://HOST:PORT` through Ray Client. What the cases produce comes
@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentError
 from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import frame
-from .child import InFlight, child_env, output_lines, read_messages, signal_name, spawn_child
-from .executor import Executor, OnTurn
+from ..protocol import (AgentLoaded, CancelCase, CaseEnded, Command, LoadAgent, ProtocolError, ReloadAgent, Report,
+                        RunCase, Stop, TurnFinished, TurnStarted, encode)
+from .base import Executor, OnTurn
+from .child import InFlight, child_env, output_lines, read_reports, signal_name, spawn_child
 from .ray_driver import is_loopback
+from .wire import CaseNotSent, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judge.client import JudgeClient
@@ -75,7 +77,7 @@ class RayExecutor(Executor):
             if self._proc is None or self._proc.returncode is not None or self._writer is None:
                 self._error = await self._spawn()
                 if self._error is None:
-                    self._error = await self._say_hello(("load", self.ref, self.address))
+                    self._error = await self._say_hello(LoadAgent(self.ref, self.address))
             return self._error
 
     async def restart(self) -> str | None:
@@ -83,29 +85,33 @@ class RayExecutor(Executor):
         if self._proc is None or self._error is not None:
             await self.aclose()
             return await self.start()
-        self._error = await self._say_hello(("reload",))
+        self._error = await self._say_hello(ReloadAgent())
         return self._error
 
     async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         error = await self.start()
         if error is not None:
             return Inference(error=f"agent could not start a session: {error}")
+        try:
+            spec = spec_of(job)
+        except CaseNotSent as exc:
+            return Inference(error=str(exc))
         job_id = next(self._ids)
         future: asyncio.Future[Inference] = asyncio.get_running_loop().create_future()
         self._jobs[job_id] = InFlight(job, future, on_turn, judge)
-        self._send(("job", job_id, job))
+        self._send(RunCase(job_id, spec))
         try:
             return await future
         except asyncio.CancelledError:
             if self._jobs.pop(job_id, None) is not None:
-                self._send(("cancel", job_id))
+                self._send(CancelCase(job_id))
             raise
 
     async def aclose(self) -> None:
         proc = self._proc
         if proc is None:
             return
-        self._send(("stop",))
+        self._send(Stop())
         try:
             await asyncio.wait_for(proc.wait(), STOP_GRACE)
         except TimeoutError:
@@ -127,7 +133,7 @@ class RayExecutor(Executor):
             # everything stays on 127.0.0.1.
             env.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
-            self._proc, reader, self._writer = await spawn_child("tui_eval.engine.ray_driver", env=env)
+            self._proc, reader, self._writer = await spawn_child("tui_eval.executors.ray_driver", env=env)
         except OSError as exc:
             return f"cannot start the Ray driver process: {exc}"
         assert self._proc.stdout is not None and self._proc.stderr is not None
@@ -137,7 +143,7 @@ class RayExecutor(Executor):
                        asyncio.create_task(self._output(self._proc.stderr, "stderr"))]
         return None
 
-    async def _say_hello(self, message: tuple[Any, ...]) -> str | None:
+    async def _say_hello(self, message: Command) -> str | None:
         self._hello = asyncio.get_running_loop().create_future()
         self._send(message)
         try:
@@ -145,9 +151,9 @@ class RayExecutor(Executor):
         except TimeoutError:
             return f"Ray did not load the agent within {LOAD_TIMEOUT:g} s"
 
-    def _send(self, message: tuple[Any, ...]) -> None:
+    def _send(self, message: Command) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(frame(message))
+            self._writer.write(encode(message))
 
     async def _output(self, stream: asyncio.StreamReader, what: str) -> None:
         """What the driver (Ray) prints goes to the log, never to the run's output."""
@@ -159,29 +165,37 @@ class RayExecutor(Executor):
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
-            await read_messages(reader, self._on_message)
-        except Exception:  # a frame we cannot read: the driver is no use any more
-            log.exception("the Ray driver sent something unreadable")
+            await read_reports(reader, self._on_report)
+        except ProtocolError as exc:  # not a message of ours: the driver is no use any more
+            log.error("the Ray driver sent something that is not a message: %s", exc)
             if self._proc is not None and self._proc.returncode is None:
                 self._proc.kill()
         finally:
             await self._ended()
 
-    def _on_message(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "turn":
-            pending = self._jobs.get(message[1])
+    def _on_report(self, report: Report) -> None:
+        if isinstance(report, TurnFinished):
+            pending = self._jobs.get(report.job)
             if pending is not None:
-                pending.took_turn(message[2], message[3])
-        elif kind == "done":
-            pending = self._jobs.pop(message[1], None)
+                try:
+                    pending.took_turn(report)
+                except ProtocolError as exc:
+                    self._jobs.pop(report.job, None)
+                    pending.fail(f"the agent process sent an invalid turn: {exc}")
+                    self._send(CancelCase(report.job))
+        elif isinstance(report, TurnStarted):
+            pending = self._jobs.get(report.job)
             if pending is not None:
-                pending.finish(message[2], message[3])
-        elif kind == "hello":
-            if message[1]:
-                self.name = message[1]
+                pending.clock.started(report.index)
+        elif isinstance(report, CaseEnded):
+            pending = self._jobs.pop(report.job, None)
+            if pending is not None:
+                pending.finish(report)
+        elif isinstance(report, AgentLoaded):
+            if report.name:
+                self.name = report.name
             if self._hello is not None and not self._hello.done():
-                self._hello.set_result(message[2])
+                self._hello.set_result(report.error)
 
     async def _ended(self) -> None:
         """The driver's socket closed: every case in flight fails with why; the next case starts a new one."""
@@ -204,9 +218,6 @@ class RayExecutor(Executor):
             self._hello.set_result(cause)
         jobs, self._jobs = self._jobs, {}
         for pending in jobs.values():
-            if not pending.future.done():
-                turn = len(pending.actual)
-                pending.future.set_result(Inference(actual=pending.actual,
-                                                    error=f"{cause} during turn {turn + 1}"))
+            pending.fail(f"{cause} during turn {len(pending.actual) + 1}")
         self._writer = None
 

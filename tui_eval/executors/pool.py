@@ -2,7 +2,7 @@
 
 Cases go to the worker with the fewest in flight; each worker runs its cases concurrently on its own event
 loop, with sync tools on threads, so no case waits for another's tools. A worker is a fresh interpreter
-(`python -m tui_eval.agents.worker`), not a fork of this process: it imports the agent from source, holds
+(`python -m tui_eval.executors.worker`), not a fork of this process: it imports the agent from source, holds
 no copy of the engine's threads or locks, and is replaced whole when the agent's code changes.
 
 Faults, and what the run sees:
@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import frame
-from .child import InFlight, child_env, output_lines, read_messages, signal_name, spawn_child
-from .executor import Executor, OnTurn
+from ..protocol import (AgentLoaded, CancelCase, CaseEnded, Command, LoadAgent, ProtocolError, Report, Retire, RunCase,
+                        Stop, TurnFinished, TurnStarted, encode)
+from .base import Executor, OnTurn
+from .child import InFlight, child_env, output_lines, read_reports, signal_name, spawn_child
+from .wire import CaseNotSent, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judge.client import JudgeClient
@@ -38,9 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 agent_output = logging.getLogger("tui_eval.agent_output")
 
-#: Seconds past a turn's --turn-timeout before its worker counts as unresponsive (at least this, or a
-#: tenth of the timeout): the worker's own timer fires first whenever its loop runs.
-GRACE_MIN = 2.0
 #: Seconds a worker may take to start and import its agent.
 LOAD_TIMEOUT = 120.0
 #: Seconds a worker is given to end after `stop` (its agent's exit handlers run) before it is killed.
@@ -69,9 +68,6 @@ class _WorkerLost(Exception):
 class _Pending(InFlight):
     worker: _Process
     solo: bool
-    #: The turn under way (-1: opening the session; None between turns of a simulated conversation).
-    turn: int | None = -1
-    deadline: float | None = None
 
 
 class _Process:
@@ -97,18 +93,18 @@ class _Process:
 
     async def spawn(self) -> None:
         args = ["--memory-limit", str(self.pool.memory_limit)] if self.pool.memory_limit else []
-        self.proc, reader, self.writer = await spawn_child("tui_eval.agents.worker", *args, env=child_env())
+        self.proc, reader, self.writer = await spawn_child("tui_eval.executors.worker", *args, env=child_env())
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self._tasks = [asyncio.create_task(self._read(reader)),
                        asyncio.create_task(self._output(self.proc.stdout, "stdout")),
                        asyncio.create_task(self._output(self.proc.stderr, "stderr"))]
 
-    def send(self, message: tuple[Any, ...]) -> None:
+    def send(self, message: Command) -> None:
         if self.writer is not None and not self.writer.is_closing() and not self.dead:
-            self.writer.write(frame(message))
+            self.writer.write(encode(message))
 
     async def load(self, ref: str) -> str | None:
-        self.send(("load", ref))
+        self.send(LoadAgent(ref))
         try:
             return await asyncio.wait_for(asyncio.shield(self.loaded), LOAD_TIMEOUT)
         except TimeoutError:
@@ -128,36 +124,36 @@ class _Process:
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
-            await read_messages(reader, self._on_message)
-        except Exception:  # a frame we cannot read: the worker is no use any more
-            log.exception("worker %d sent something unreadable", self.id)
-            self.kill("sent an unreadable message")
+            await read_reports(reader, self._on_report)
+        except ProtocolError as exc:  # not a message of ours: agent code wrote into the socket
+            log.warning("worker %d: %s", self.id, exc)
+            self.kill(f"wrote something that is not a message to the engine ({exc})")
         finally:
             await self._ended()
 
-    def _on_message(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "turn":
-            pending = self.jobs.get(message[1])
+    def _on_report(self, report: Report) -> None:
+        if isinstance(report, TurnFinished):
+            pending = self.jobs.get(report.job)
             if pending is not None:
-                index = message[2]
-                pending.turn = None if pending.job.case.is_scenario else index + 1
-                pending.deadline = None if pending.turn is None else self.pool.deadline(pending.job)
-                pending.took_turn(index, message[3])
-        elif kind == "turn_start":
-            pending = self.jobs.get(message[1])
+                try:
+                    pending.took_turn(report)
+                except ProtocolError as exc:
+                    self.jobs.pop(report.job, None)
+                    self.send(CancelCase(report.job))
+                    pending.fail(f"the agent process sent an invalid turn: {exc}")
+        elif isinstance(report, TurnStarted):
+            pending = self.jobs.get(report.job)
             if pending is not None:
-                pending.turn = message[2]
-                pending.deadline = self.pool.deadline(pending.job)
-        elif kind == "done":
-            pending = self.jobs.pop(message[1], None)
+                pending.clock.started(report.index)
+        elif isinstance(report, CaseEnded):
+            pending = self.jobs.pop(report.job, None)
             if pending is not None:
-                pending.finish(message[2], message[3])
-        elif kind == "hello":
-            self.name = message[1]
+                pending.finish(report)
+        elif isinstance(report, AgentLoaded):
+            self.name = report.name
             if not self.loaded.done():
-                self.loaded.set_result(message[2])
-        elif kind == "retire":
+                self.loaded.set_result(report.error)
+        elif isinstance(report, Retire):
             self.retiring = True
 
     def kill(self, because: str) -> None:
@@ -187,8 +183,7 @@ class _Process:
         jobs, self.jobs = self.jobs, {}
         for pending in jobs.values():
             if not pending.future.done():
-                turn = len(pending.actual) if pending.turn is None else pending.turn
-                pending.future.set_exception(_WorkerLost(cause, turn, pending.actual))
+                pending.future.set_exception(_WorkerLost(cause, pending.clock.current, pending.actual))
         self.pool.lost(self)
 
     def cause(self) -> str:
@@ -212,7 +207,7 @@ class _Process:
 
     async def stop(self) -> None:
         """Ask the worker to end (its agent's exit handlers run); kill it if it does not."""
-        self.send(("stop",))
+        self.send(Stop())
         proc = self.proc
         if proc is None:
             return
@@ -323,9 +318,6 @@ class ProcessPool(Executor):
 
     # ---- workers -----------------------------------------------------------------------------
 
-    def deadline(self, job: CaseJob) -> float:
-        return time.monotonic() + job.turn_timeout + max(GRACE_MIN, job.turn_timeout / 10)
-
     async def _spawn(self) -> _Process:
         worker = _Process(self)
         await worker.spawn()
@@ -401,17 +393,20 @@ class ProcessPool(Executor):
 
     async def _run_on(self, worker: _Process, job: CaseJob, judge: JudgeClient | None, on_turn: OnTurn | None,
                       *, solo: bool) -> Inference:
+        try:
+            spec = spec_of(job)
+        except CaseNotSent as exc:
+            return Inference(error=str(exc))
         job_id = next(self._job_ids)
         future: asyncio.Future[Inference] = asyncio.get_running_loop().create_future()
-        pending = _Pending(job=job, future=future, on_turn=on_turn, judge=judge, worker=worker, solo=solo,
-                           deadline=self.deadline(job))
+        pending = _Pending(job=job, future=future, on_turn=on_turn, judge=judge, worker=worker, solo=solo)
         worker.jobs[job_id] = pending
-        worker.send(("job", job_id, job))
+        worker.send(RunCase(job_id, spec))
         try:
             return await future
         except asyncio.CancelledError:
             worker.jobs.pop(job_id, None)
-            worker.send(("cancel", job_id))
+            worker.send(CancelCase(job_id))
             raise
         finally:
             if worker.retiring and not worker.jobs and worker in self.workers:
@@ -454,7 +449,7 @@ class ProcessPool(Executor):
             for worker in list(self.workers) + list(self._solo):
                 if worker.dead or worker.killed_because is not None:
                     continue
-                late = [p for p in worker.jobs.values() if p.deadline is not None and p.deadline < now]
+                late = [p for p in worker.jobs.values() if p.clock.late(now)]
                 if late:
                     timeout = late[0].job.turn_timeout
                     worker.kill(f"did not respond for {timeout:g} s after a turn's timeout; it was killed")

@@ -2,13 +2,15 @@
 
 The engine hands an executor a case (a `CaseJob`) and gets each turn back as it finishes, then the case's
 `Inference`. Agent code never runs in the engine's process: an agent folder runs in the local pool of
-worker processes (`engine/pool.py`, the default) or as Ray tasks (`--executor ray`, `engine/ray_executor.py`).
+worker processes (`executors/pool.py`, the default) or as Ray tasks (`--executor ray`, `executors/ray.py`),
+and what comes back crosses as the typed records of `protocol.py`.
 tui-eval's own agents (replay) run no user code and answer here, where they are fastest (`InlineExecutor`).
 """
 
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -18,9 +20,22 @@ from ..agents.conversation import CaseJob, Inference, run_conversation
 if TYPE_CHECKING:  # pragma: no cover
     from ..judge.client import JudgeClient
     from ..schema.model import Invocation
-    from .options import RunOptions
 
 OnTurn = Callable[[int, "Invocation"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorOptions:
+    """Where and how an agent folder's cases run (the run's flags: `RunOptions.executor_options`)."""
+
+    #: "local" (a pool of worker processes), "ray" or "ray://HOST:PORT".
+    kind: str = "local"
+    #: Worker processes of the local pool (None: one per core, at most 4).
+    workers: int | None = None
+    #: Bytes of address space each worker process may use (None: no limit).
+    memory_limit: int | None = None
+    #: Cases of the run in flight at once (spread over the pool).
+    concurrency: int = 8
 
 
 class Executor(abc.ABC):
@@ -95,7 +110,7 @@ class BrokenAgentExecutor(Executor):
         return Inference(error=f"agent could not start a session: {self.error}")
 
 
-def executor_for(ref: str, options: RunOptions, *, live: bool = False) -> Executor:
+def executor_for(ref: str, options: ExecutorOptions, *, live: bool = False) -> Executor:
     """The executor for an agent reference: `replay:PATH` here, an agent folder in worker processes
     (the local pool, or Ray with `options.executor`). Raises AgentError/LoadError for a bad replay file;
     an agent folder's import errors come from `start()`."""
@@ -108,14 +123,14 @@ def executor_for(ref: str, options: RunOptions, *, live: bool = False) -> Execut
     folder = Path(ref)
     if not folder.is_dir():
         raise AgentError(f"agent folder not found: {ref}")
-    kind = options.executor
+    kind = options.kind
     if kind == "local":
         from .pool import ProcessPool
 
-        return ProcessPool(str(folder.resolve()), size=options.workers, memory_limit=options.agent_memory_limit,
+        return ProcessPool(str(folder.resolve()), size=options.workers, memory_limit=options.memory_limit,
                            keep_spare=live, concurrency=options.concurrency)
     if kind == "ray" or kind.startswith("ray://"):
-        from .ray_executor import RayExecutor
+        from .ray import RayExecutor
 
         return RayExecutor(str(folder.resolve()), address=None if kind == "ray" else kind)
     raise AgentError(f"unknown executor {kind!r} (local, ray or ray://HOST:PORT)")

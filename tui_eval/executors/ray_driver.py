@@ -1,15 +1,14 @@
 """The Ray driver of `--executor ray`: a process of its own that connects to Ray and runs each case as a Ray task.
 
-Started by `engine/ray_executor.py` (`python -m tui_eval.engine.ray_driver --fd N`), with the frames of
-`agents/worker.py`. In: `("load", folder, address)`, `("reload",)`, `("job", id, CaseJob)`, `("cancel", id)`,
-`("stop",)`. Out: `("hello", name, error)`, then per job `("turn_start", id, i)`, `("turn", id, i,
-Invocation)` and `("done", id, Inference, judge_stats)`.
+Started by `executors/ray.py` (`python -m tui_eval.executors.ray_driver --fd N`); it speaks the protocol a
+pool worker speaks (`protocol.py`). Each Ray task yields its reports as frames; the driver checks every one
+(a frame of the protocol, about the case it was given) before it passes it on, byte for byte.
 
 Why a process of its own: a Ray driver brings a dozen threads, C++ signal handlers (SIGTERM among them)
 and prints of its own on stdout (`(raylet) A worker died...`). None of that may reach the run's output,
 its Ctrl-C or the dashboard's GIL; here it reaches the engine's log.
 
-Each case is a Ray streaming generator task (`agents/ray_task.py`), so turns arrive as they finish. The
+Each case is a Ray streaming generator task (`executors/ray_task.py`), so turns arrive as they finish. The
 agent folder travels as a zip in Ray's object store; each code version gets Ray worker processes of its
 own (its digest is in the task's runtime environment), so an edited agent is imported fresh, never
 reloaded in place. A turn's own timer runs in the Ray worker; a worker whose loop stops answering (C code
@@ -30,8 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agents.conversation import CaseJob, Inference
-from ..agents.worker import close_writer, frame, start_child, take_commands
+from ..protocol import (AgentLoaded, CancelCase, CaseEnded, CaseOutcome, CaseSpec, LoadAgent, ProtocolError,
+                        ReloadAgent, RunCase, Stop, TurnFinished, TurnStarted, check_body, check_head, decode_report,
+                        encode, read_command)
+from .child import TurnClock, deadline_after
+from .runtime import close_writer, start_child
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +43,6 @@ log = logging.getLogger(__name__)
 #: TUI_EVAL_RAY_CASE_CPUS=0.25 suits agents that mostly wait for their model on a cluster with CPUs
 #: to spare.
 CASE_CPUS = float(os.environ.get("TUI_EVAL_RAY_CASE_CPUS") or 1)
-#: Seconds past a turn's --turn-timeout before its Ray worker counts as unresponsive (at least this, or a
-#: tenth of the timeout), as in the local pool.
-GRACE_MIN = 2.0
 #: Seconds a cancelled case may take to end on its own before its Ray worker is killed.
 CANCEL_GRACE = 2.0
 #: Seconds to reach a cluster's address before saying it cannot be reached.
@@ -78,13 +77,10 @@ def probe_address(address: str) -> str | None:
 
 @dataclass(slots=True, eq=False)
 class _Job:
-    job: CaseJob
+    spec: CaseSpec
+    clock: TurnClock
     handle: Any = None
     task: asyncio.Task[None] | None = None
-    #: The turn under way (-1: opening the session; None between turns of a simulated conversation).
-    turn: int | None = -1
-    turns: int = 0
-    deadline: float | None = None
     timed_out: bool = False
     cancelled: bool = False
 
@@ -101,9 +97,9 @@ class _Driver:
         self._remote: dict[str, Any] = {}
         self._watchdog: asyncio.Task[None] | None = None
 
-    def send(self, message: tuple[Any, ...]) -> None:
+    def send(self, frame: bytes) -> None:
         if not self.writer.is_closing():
-            self.writer.write(frame(message))
+            self.writer.write(frame)
 
     # ---- connecting and loading --------------------------------------------------------------
 
@@ -142,7 +138,7 @@ class _Driver:
         if found is None:
             import ray
 
-            from ..agents import ray_task
+            from . import ray_task
 
             if name == "stream":
                 found = ray.remote(num_returns="streaming", max_retries=0, num_cpus=CASE_CPUS)(
@@ -171,73 +167,84 @@ class _Driver:
             self.address = address
         error = await asyncio.to_thread(self.connect, self.address)
         if error is not None:
-            self.send(("hello", "", error))
+            self.send(encode(AgentLoaded("", error)))
             return
         import ray
 
-        from ..agents.ray_task import pack_folder
+        from .ray_task import pack_folder
 
         assert self.folder is not None
         try:
             self.digest, data = await asyncio.to_thread(pack_folder, self.folder)
         except OSError as exc:
-            self.send(("hello", "", f"cannot read the agent folder: {exc}"))
+            self.send(encode(AgentLoaded("", f"cannot read the agent folder: {exc}")))
             return
         self.box = (self.folder.name, self.digest, [ray.put(data)])
         try:
-            name, error = await self.options("probe").remote(self.box)
+            answer = self.checked(await self.options("probe").remote(self.box), None)
+            loaded = answer if isinstance(answer, AgentLoaded) else AgentLoaded("", "the agent's Ray task did not say")
+        except ProtocolError as exc:
+            loaded = AgentLoaded("", f"the agent's Ray task answered with something that is not a message: {exc}")
         except Exception as exc:  # a Ray failure while loading: said in one line
-            name, error = "", f"the agent could not be loaded on Ray: {self.failure(exc, None)}"
-        self.send(("hello", name, error))
+            loaded = AgentLoaded("", f"the agent could not be loaded on Ray: {self.failure(exc, None)}")
+        self.send(encode(loaded))
 
     # ---- cases -------------------------------------------------------------------------------
 
-    def deadline(self, job: CaseJob) -> float:
-        return time.monotonic() + job.turn_timeout + max(GRACE_MIN, job.turn_timeout / 10)
+    @staticmethod
+    def checked(item: object, job_id: int | None) -> object:
+        """A report a Ray task sent, checked: a frame of the protocol (anything else is refused before it
+        is decoded as more than bytes), about the case it was given."""
+        if type(item) is not bytes or len(item) < 10:
+            raise ProtocolError(f"a Ray task sent {type(item).__name__}, not a message")
+        size, crc = check_head(item[:10])
+        report = decode_report(check_body(item[10:], crc))
+        if size != len(item) - 10:
+            raise ProtocolError("a message whose length does not match its head")
+        if job_id is not None and getattr(report, "job", job_id) != job_id:
+            raise ProtocolError(f"a message about another case ({getattr(report, 'job', None)})")
+        return report
 
-    def on_item(self, job_id: int, state: _Job, item: tuple[Any, ...]) -> bool:
-        """Forward one item of a case; True when it was the last."""
-        kind = item[0]
-        if kind == "started":
-            state.deadline = self.deadline(state.job)
-        elif kind == "turn_start":
-            state.turn = item[1]
-            state.deadline = self.deadline(state.job)
-            self.send(("turn_start", job_id, item[1]))
-        elif kind == "turn":
-            state.turns = item[1] + 1
-            state.turn = None if state.job.case.is_scenario else item[1] + 1
-            state.deadline = None if state.turn is None else self.deadline(state.job)
-            self.send(("turn", job_id, item[1], item[2]))
-        elif kind == "done":
-            self.send(("done", job_id, item[1], item[2]))
-            return True
-        return False
+    def on_item(self, job_id: int, state: _Job, item: object) -> bool:
+        """Check and forward one report of a case; True when it was the last."""
+        report = self.checked(item, job_id)
+        assert isinstance(item, bytes)
+        if isinstance(report, TurnStarted):
+            state.clock.started(report.index)
+        elif isinstance(report, TurnFinished):
+            state.clock.finished(report.index)
+        self.send(item)
+        return isinstance(report, CaseEnded)
+
+    def fail(self, job_id: int, reason: str) -> None:
+        self.send(encode(CaseEnded(job_id, CaseOutcome(error=reason))))
 
     async def run(self, job_id: int, state: _Job) -> None:
-        job = state.job
         try:
             if self.client:
                 await self._run_whole(job_id, state)
             else:
-                handle = state.handle = self.options("stream").remote(self.box, job)
+                handle = state.handle = self.options("stream").remote(self.box, job_id, state.spec)
                 async for ref in handle:
                     if self.on_item(job_id, state, await ref):
                         break
         except asyncio.CancelledError:
             return
+        except ProtocolError as exc:
+            self.cancel(job_id, force=True)
+            self.fail(job_id, f"the agent's Ray task sent something that is not a message: {exc}")
         except Exception as exc:  # Ray's errors: the worker died, the task was cancelled, the node left
             if not state.cancelled:
-                self.send(("done", job_id, Inference(error=self.failure(exc, state)), {}))
+                self.fail(job_id, self.failure(exc, state))
         finally:
             self.jobs.pop(job_id, None)
 
     async def _run_whole(self, job_id: int, state: _Job) -> None:
-        job = state.job
-        turns = len(job.case.conversation or []) if not job.case.is_scenario else 20
+        spec = state.spec
+        turns = spec.turns if not spec.scenario else 20
         # No turn reaches us before the case ends: the whole case gets the deadline of all its turns.
-        state.deadline = time.monotonic() + (turns + 1) * (self.deadline(job) - time.monotonic())
-        handle = state.handle = self.options("whole").remote(self.box, job)
+        state.clock.deadline = time.monotonic() + (turns + 1) * (deadline_after(spec.turn_timeout) - time.monotonic())
+        handle = state.handle = self.options("whole").remote(self.box, job_id, spec)
         for item in await handle:
             if self.on_item(job_id, state, item):
                 break
@@ -246,14 +253,14 @@ class _Driver:
         """A Ray error as the case's error, in words."""
         from ray import exceptions as rx
 
-        turn = -1 if state is None else (state.turns if state.turn is None else state.turn)
+        turn = -1 if state is None else state.clock.current
         # A Ray task's last words (its turn_start) may be lost with it: with no turn heard of, say so.
         where = "before any of its turns was heard of" if turn < 0 else f"during turn {turn + 1}"
         if self.client and state is not None:
             where = "during the case"  # over Ray Client no turn is heard of before the case ends
         first = (str(exc).strip().split("\n", 1)[0] or type(exc).__name__)[:300]
         if state is not None and state.timed_out:
-            timeout = state.job.turn_timeout
+            timeout = state.spec.turn_timeout
             if self.client:
                 return (f"the case timed out: no answer within {timeout:g} s per turn (the agent process did "
                         "not respond; it was killed)")
@@ -270,8 +277,8 @@ class _Driver:
             return f"the Ray task of the case failed {where}: {first}"
         return f"Ray failed the case {where}: {type(exc).__name__}: {first}"
 
-    def start_job(self, job_id: int, job: CaseJob) -> None:
-        state = _Job(job)
+    def start_job(self, job_id: int, spec: CaseSpec) -> None:
+        state = _Job(spec, TurnClock(spec.turn_timeout, spec.scenario))
         self.jobs[job_id] = state
         state.task = asyncio.create_task(self.run(job_id, state))
         if self._watchdog is None or self._watchdog.done():
@@ -289,7 +296,7 @@ class _Driver:
         try:
             ray.cancel(state.handle, force=force)
         except Exception as exc:  # the task already ended
-            log.debug("cancelling case %s: %s", state.job.eval_id, exc)
+            log.debug("cancelling case %s: %s", state.spec.eval_id, exc)
         if not force:
             asyncio.get_running_loop().call_later(CANCEL_GRACE, self._force, job_id, state)
 
@@ -306,13 +313,12 @@ class _Driver:
             await asyncio.sleep(0.25)
             now = time.monotonic()
             for state in list(self.jobs.values()):
-                if state.deadline is not None and state.deadline < now and not state.timed_out \
-                        and state.handle is not None:
+                if state.clock.late(now) and not state.timed_out and state.handle is not None:
                     state.timed_out = True
                     try:
                         ray.cancel(state.handle, force=True)
                     except Exception as exc:  # the task ended meanwhile
-                        log.debug("killing case %s: %s", state.job.eval_id, exc)
+                        log.debug("killing case %s: %s", state.spec.eval_id, exc)
 
     async def close(self) -> None:
         for job_id in list(self.jobs):
@@ -333,30 +339,29 @@ async def serve(sock: socket.socket) -> None:
     reader, writer = await asyncio.open_connection(sock=sock)
     driver = _Driver(writer)
     loading: asyncio.Task[None] | None = None
-
-    async def handle(message: tuple[Any, ...]) -> None:
-        nonlocal loading
-        kind = message[0]
-        if kind == "job":
+    while True:
+        command = await read_command(reader)
+        if command is None or isinstance(command, Stop):
+            break
+        if isinstance(command, RunCase):
             if loading is not None:
                 await loading
-            driver.start_job(message[1], message[2])
-        elif kind == "cancel":
-            driver.cancel(message[1])
-        elif kind == "load":
-            loading = asyncio.create_task(driver.load(message[1], message[2]))
-        elif kind == "reload":
+            driver.start_job(command.job, command.spec)
+        elif isinstance(command, CancelCase):
+            driver.cancel(command.job)
+        elif isinstance(command, LoadAgent):
+            loading = asyncio.create_task(driver.load(command.folder, command.address))
+        elif isinstance(command, ReloadAgent):
             if loading is not None:
                 await loading
             loading = asyncio.create_task(driver.load(None, None))
-
-    await take_commands(reader, writer, handle)
+        await writer.drain()
     await driver.close()
     await close_writer(writer)
 
 
 def main(argv: list[str] | None = None) -> None:
-    _args, sock = start_child(argparse.ArgumentParser(prog="tui_eval.engine.ray_driver"), argv)
+    _args, sock = start_child(argparse.ArgumentParser(prog="tui_eval.executors.ray_driver"), argv)
     try:
         asyncio.run(serve(sock))
     finally:
