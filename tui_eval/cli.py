@@ -393,6 +393,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .engine.tempfiles import remove_stale_temp_files_for
 
     remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
+    from .engine.preflight import probe_judges
+
+    # Before the first case: a judge whose API rejects the credentials, or has no such model, is exit 2.
+    refused = asyncio.run(probe_judges([t.config for p in prepared_runs for t in p.plan.targets], options))
+    if refused:
+        raise UsageError("\n".join(refused))
     if resumed is not None:
         resumed.take_journals()
 
