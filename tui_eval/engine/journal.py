@@ -17,6 +17,7 @@ other): the resumed run writes the complete one. A torn last line (the write a k
 from __future__ import annotations
 
 import fcntl
+from glob import escape as glob_escape
 import logging
 import os
 import threading
@@ -251,8 +252,8 @@ def settle_journals(directory: Path) -> list[Path]:
     """Each journal in a history folder whose writer is gone: an interrupted run, turned into run records
     with state `interrupted` (its finished cases; no ADK file), the journal kept for `--resume`; or, when
     the run's finished records are there (it was stopped between saving them and removing its journal),
-    removed. Records already written for a journal are left as they are. Returns the records written. A
-    journal that cannot be read is logged and left."""
+    removed. A journal's records are written again only when it changed since. Returns the records written.
+    A journal that cannot be read is logged and left."""
     written: list[Path] = []
     try:
         journals = sorted(directory.glob("*" + JOURNAL_SUFFIX))
@@ -266,6 +267,8 @@ def settle_journals(directory: Path) -> list[Path]:
             log.info("%s: its run's records were saved; the journal is removed", path)
             path.unlink(missing_ok=True)
             continue
+        if _settled(directory, run_id, path):
+            continue
         try:
             contents = read_journal(path)
         except RecordError as exc:
@@ -273,6 +276,17 @@ def settle_journals(directory: Path) -> list[Path]:
             continue
         written += write_interrupted_records(contents, directory)
     return written
+
+
+def _settled(directory: Path, run_id: str, journal: Path) -> bool:
+    """Whether a journal's interrupted records are there and newer than it (a resumed run that was killed
+    again wrote more cases to it: its records are then written again)."""
+    records = list(directory.glob(f"*_{glob_escape(_escape_name(run_id))}_interrupted*{RECORD_SUFFIX}"))
+    try:
+        changed = journal.stat().st_mtime
+        return bool(records) and all(r.stat().st_mtime >= changed for r in records)
+    except OSError:
+        return False
 
 
 def _saved_states(directory: Path, run_id: str) -> set[str]:
@@ -301,8 +315,6 @@ def write_interrupted_records(contents: JournalContents, directory: Path) -> lis
         for rep in range(1, contents.num_runs + 1):
             stem = interrupted_record_name(target.app_name, target.eval_set_id, contents.run_id, rep)
             path = directory / (stem + RECORD_SUFFIX)
-            if path.exists():
-                continue
             cases = contents.cases.get((target.eval_file, rep), [])
             meta = RunMeta.model_construct(
                 format=RECORD_FORMAT, run_id=contents.run_id, name=stem, state="interrupted", kind=target.kind,
