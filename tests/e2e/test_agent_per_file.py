@@ -5,14 +5,14 @@ is exit 2; `--dry-run` says which agent runs which file, the kind and the baseli
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tui_eval.cli import main
+from tests.support.cli_run import run_cli
+
 from tui_eval.engine.store import list_history
 
 DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
@@ -21,12 +21,6 @@ DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ run's JUnit marks unfinished cases skipped; `--rerun failed` re-runs just those;
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -17,11 +16,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Callable
 
-import pytest
-
+from tests.support.cli_run import run_cli
 from tests.support.evalfiles import case, turn, write_set
 from tests.support.fake_gemini import FakeGemini
-from tui_eval.cli import main
 from tui_eval.engine.journal import JOURNAL_SUFFIX
 from tui_eval.engine.store import list_history, load_record
 
@@ -58,12 +55,6 @@ class Slow(Agent):
 
 root_agent = Slow()
 '''
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _env(**extra: str) -> dict[str, str]:

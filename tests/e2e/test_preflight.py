@@ -4,20 +4,13 @@ absent credentials stay NOT_EVALUATED with the reason (exit 3), as the offline d
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
+from tests.support.cli_run import run_cli
 from tests.support.evalfiles import case, turn, write_set
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
-from tui_eval.cli import main
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _judged(folder: Path, judge_model: str) -> tuple[Path, Path]:

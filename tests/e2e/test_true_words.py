@@ -4,22 +4,15 @@ ran (an `openai:` one), one consistent result line, and the summary saying what 
 
 from __future__ import annotations
 
-import io
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.support.cli_run import run_cli
 from tests.support.evalfiles import case, turn, write_set
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
-from tui_eval.cli import main
 from tui_eval.engine.store import list_history
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _suite(folder: Path, criteria: dict[str, object]) -> tuple[Path, Path]:
