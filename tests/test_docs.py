@@ -95,7 +95,8 @@ def test_every_flag_the_run_table_lists_exists() -> None:
 
 
 @pytest.mark.parametrize(("command", "page"), [("watch", "cli.md"), ("open", "keys.md"), ("report", "cli.md"),
-                                               ("migrate", "cli.md"), ("ces", "ces.md")])
+                                               ("migrate", "cli.md"), ("ces", "ces.md"),
+                                               ("import-session", "cli.md")])
 def test_every_flag_of_a_command_is_on_its_page(command: str, page: str) -> None:
     from tui_eval.cli import build_parser
 

@@ -32,7 +32,7 @@ EXIT_CODES_HELP = """exit codes:
   3  nothing failed, but the run is incomplete: a metric or case not evaluated (no judge credentials,
      a judge or user simulator that failed after retries), a case stopped by an outage of the agent's
      model API (503, 429, connection refused), or a cancelled run; --strict makes it 1"""
-SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline")
+SUBCOMMANDS = ("run", "watch", "migrate", "open", "ces", "report", "baseline", "rescore", "import-session")
 LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.plan import RunPlan
     from .engine.runner import Run, RunRecord
     from .engine.store import ResultStore
+    from .schema.results import CaseResult
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +82,18 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "incomplete run exits 1, not 3")
     _add_executor_arg(p)
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="worker processes of the local pool (default: one per core, at most 4); on Ray each case "
+                   help="worker processes of the local pool (default: one per core, at most 4; never more than "
+                   "four per core, at least 8: a larger N is capped, with a warning); on Ray each case "
                    "is a task of its own")
     p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
                    help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
-                   "fails its case with a MemoryError instead of exhausting the machine (local pool only)")
+                   "fails its case with a MemoryError instead of exhausting the machine; the worker is "
+                   "recycled and the cases that were in it run again, each alone (local pool only)")
+    p.add_argument("--no-retry-after-crash", dest="retry_after_crash", action="store_false",
+                   help="a case whose worker process died (or ran out of memory) because of another case fails "
+                   "as its worker died, instead of running again alone (for tools with side effects: a re-run "
+                   "runs them twice); the summary, --json and the run record name each re-run either way "
+                   "(local pool only)")
     _add_mock_tools(p)
 
 
@@ -231,6 +239,24 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--md", dest="md_out", metavar="OUT", help="write Markdown here (default: print it)")
     report.add_argument("--html", dest="html_out", metavar="OUT", help="write a static HTML page here")
 
+    rescore = add_command(sub, "rescore", "score a saved run again (another config, judge or expected turns) "
+                          "without running its agent; saved as a re-score of that run")
+    rescore.add_argument("record", metavar="RUN|latest|PATH",
+                         help="a .tui-eval.json run record, a folder (its eval history's newest run), `latest` or a "
+                         "run id (in the eval history of this folder and the agent folders in it)")
+    rescore.add_argument("--config", metavar="FILE", help="score with this config's criteria (default: the criteria "
+                         "the run was scored with)")
+    rescore.add_argument("--judge-model", metavar="M", help="ask this judge model in every judged metric "
+                         "(a Gemini model, or openai:MODEL[@URL])")
+    rescore.add_argument("--expected", choices=("recorded", "current"), default="recorded",
+                         help="compare with the expected turns recorded with the run (default) or the eval file "
+                         "on disk now")
+    rescore.add_argument("--history", metavar="FOLDER", default=".",
+                         help="where to look for `latest` and run ids (default: .)")
+    rescore.add_argument("--json", dest="json_out", metavar="OUT", help="write ADK EvalSetResult list as JSON")
+    rescore.add_argument("--print-detailed-results", action="store_true", help="print every invocation")
+    rescore.add_argument("--no-save", action="store_true", help="do not write eval history")
+
     baseline = add_command(sub, "baseline", "keep a saved run as a baseline file to commit beside the eval sets")
     baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
     save = baseline_sub.add_parser("save", help="write a saved run (its verdicts) as a baseline file",
@@ -256,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.add_argument("dest", nargs="?", help="output file (default: SOURCE with .evalset.json)")
     migrate.add_argument("--eval-set-id", help="id of the new eval set (default: from the file name)")
     migrate.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+
+    _add_import_session(sub)
 
     open_ = add_command(sub, "open", "open the dashboard (same as `tui-eval [PATH]`)")
     _add_open_args(open_)
@@ -368,10 +396,14 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             resumed = resuming.find_interrupted(args.resume, every_place)
         except resuming.ResumeError as exc:
             raise UsageError(str(exc)) from None
+        try:
+            resuming.check_versions(resumed, [(p.agent_ref, p.plan) for p in prepared_runs])
+        except resuming.ResumeError as exc:
+            raise UsageError(str(exc)) from None
         run_id, done = resumed.run_id, resumed.done
     if args.rerun:
         try:
-            chosen = resuming.choose_reruns(args.rerun, every_place, [p.plan for p in prepared_runs])
+            chosen = resuming.choose_reruns(args.rerun, every_place, [(p.agent_ref, p.plan) for p in prepared_runs])
         except resuming.ResumeError as exc:
             raise UsageError(str(exc)) from None
         if chosen.nothing:
@@ -465,6 +497,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.print_detailed_results:
         print_detailed(record, out)
     print_summary(record, out, verbose=not args.quiet)
+    for prepared, part in zip(prepared_runs, parts):
+        _print_stale(part, prepared.plan, prepared.agent_ref, out)
     if baseline is not None:
         print_baseline(baseline, out, verbose=not args.quiet)
     # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
@@ -615,6 +649,26 @@ def _print_dry_run(prepared_runs: list[PreparedRun], places: dict[int, list[Eval
         print(f"resumes run {safe_line(getattr(resumed, 'run_id', ''))}", file=out)
 
 
+def _print_stale(record: RunRecord, plan: RunPlan, agent_ref: str, out: TextIO) -> None:
+    """The results an edit during the run made stale (the agent, a case or the criteria changed on disk
+    after the run loaded them): the summary names them, so no one takes them for the files' results."""
+    from .engine.versions import stale_after_run
+    from .textsafe import safe_line
+
+    # One line a case, whatever its repetitions.
+    first: dict[tuple[str, str], tuple[CaseResult, tuple[str, ...]]] = {}
+    for result, why_stale in stale_after_run(record, plan, agent_ref):
+        first.setdefault((result.eval_set_file, result.eval_id), (result, why_stale))
+    stale = list(first.values())
+    if not stale:
+        return
+    reasons = ", ".join(dict.fromkeys(r for _c, rs in stale for r in rs))
+    print(f"Stale: {len(stale)} result(s) an edit during the run made stale ({reasons}); run again to "
+          "check the files on disk:", file=out)
+    for case, why in stale:
+        print(f"  {safe_line(case.eval_id)} ({safe_line(Path(case.eval_set_file).name)}): {', '.join(why)}", file=out)
+
+
 def run_places(plan: RunPlan, agent_ref: str, options: RunOptions, store: ResultStore,
                agent: Executor) -> list[EvalSetPlace]:
     """Each eval set of a planned run: where its history is kept and its kind in this run (what the
@@ -736,6 +790,57 @@ async def _execute(run: Run) -> RunRecord:
         return await run.execute()
 
 
+def cmd_rescore(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`tui-eval rescore RUN|latest|PATH`: every metric again from a saved run's turns, no agent call."""
+    from .engine.gate import run_outcome
+    from .engine.history import ResolveError, records_of_run
+    from .engine.options import RunOptions
+    from .engine.rescore import RescoreError, plan_rescore
+    from .engine.runner import Run
+    from .engine.store import ResultStore
+    from .report import print_detailed, print_outcome, print_summary, write_json
+    from .textsafe import safe_line
+
+    try:
+        records = records_of_run(args.record, Path(args.history))
+        planned = plan_rescore(records, config_path=args.config, judge_model=args.judge_model,
+                               expected=args.expected)
+    except (ResolveError, RescoreError) as exc:
+        raise UsageError(str(exc)) from None
+    _print_warnings(planned.warnings, err)
+    if args.judge_model:
+        from .schema.judge_model import parse_judge_model
+
+        try:
+            parse_judge_model(args.judge_model)
+        except ValueError as exc:
+            raise UsageError(f"--judge-model: {exc}") from None
+    # No executor: every case answers from its stored turns, and no agent is loaded or worker started.
+    run = Run(planned.plan, None, options=RunOptions(), inferences=planned.inferences,
+              session_states=planned.session_states, rescore_of=planned.rescore_of,
+              store=None if args.no_save else ResultStore(planned.history))
+    record = asyncio.run(_execute(run))
+    print(f"re-scored {safe_line(planned.rescore_of)} ({args.expected} expected turns)", file=out)
+    if args.print_detailed_results:
+        print_detailed(record, out)
+    print_summary(record, out)
+    outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict)
+    if args.json_out:
+        try:
+            write_json(record, Path(args.json_out), outcome, None)
+        except OSError as exc:
+            print(f"error: could not write --json {safe_line(args.json_out)}: {safe_line(exc.strerror or exc)}",
+                  file=err)
+            return EXIT_WRITE_FAILED
+    if record.save_errors:
+        for message in record.save_errors:
+            print(f"error: {safe_line(message)}", file=err)
+        print_outcome(None, out, written=False)
+        return EXIT_WRITE_FAILED
+    print_outcome(outcome, out)
+    return outcome.code
+
+
 def cmd_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`tui-eval baseline save [RUN|latest] PATH`: a saved run's records as one file to commit."""
     from .engine.history import LATEST, ResolveError, records_of_run, save_baseline
@@ -789,6 +894,32 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     atomic_write(dest, dump_json(eval_set.to_dict()))
     n_turns = sum(len(c.conversation or []) for c in eval_set.eval_cases)
     print(f"wrote {dest}: {len(eval_set.eval_cases)} case(s), {n_turns} turn(s)", file=out)
+    return EXIT_OK
+
+
+def _add_import_session(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "import-session", "turn an ADK session (adk api_server's session JSON, or "
+                    "Session.model_dump_json()) into a new case of an eval set")
+    p.add_argument("session", metavar="SESSION.json", help="the session: GET /apps/{app}/users/{user}/sessions/{id} "
+                   "of `adk api_server`, or a Session.model_dump_json()")
+    p.add_argument("eval_set", metavar="EVALSET", help="the eval set file to add the case to (a new "
+                   "NAME.evalset.json is created)")
+    p.add_argument("--id", dest="eval_id", metavar="ID", help="the new case's id (default: the session's id)")
+
+
+def cmd_import_session(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .schema.edits import EditError
+    from .schema.session import SessionImportError, import_session
+
+    try:
+        done = import_session(Path(args.session), Path(args.eval_set), eval_id=args.eval_id)
+    except (SessionImportError, EditError) as exc:
+        raise UsageError(f"{exc}; the eval set was not changed") from None
+    from .textsafe import safe_line
+
+    made = "new eval set " if done.created else ""
+    print(safe_line(f"imported session {done.session_id} as case {done.eval_id} ({done.turns} turn(s)) into "
+          f"{made}{done.eval_set}"), file=out)
     return EXIT_OK
 
 
@@ -898,6 +1029,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except SystemExit as exc:  # argparse exits 2 on bad arguments already
         return int(exc.code or 0)
     _start_logging(args, err)
+    # A run's stop signals wait for its signal reader, which knows their sender: one sent from inside an
+    # agent process is ignored (engine/signals.py). Held here, before any thread starts, so all inherit it.
+    release_signals = None
+    if args.command in ("run", "watch"):
+        from .engine.signals import hold_stop_signals
+
+        release_signals = hold_stop_signals()
     try:
         if args.command == "run":
             from .engine.signals import ReaderMayLeave
@@ -908,12 +1046,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return cmd_migrate(args, out, err)
         if args.command == "watch":
             return cmd_watch(args, out, err)
+        if args.command == "import-session":
+            return cmd_import_session(args, out, err)
         if args.command == "report":
             from .share import report_command
 
             return report_command(args.record, args.md_out, args.html_out, out, err)
         if args.command == "baseline":
             return cmd_baseline(args, out, err)
+        if args.command == "rescore":
+            return cmd_rescore(args, out, err)
         if args.command == "ces":
             from .ces_cli import cmd_ces
 
@@ -930,6 +1072,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return EXIT_INTERRUPTED
     finally:
         reset_logging()
+        if release_signals is not None:
+            release_signals()
 
 
 def _leaked_threads() -> list[threading.Thread]:

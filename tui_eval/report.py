@@ -17,6 +17,7 @@ from .engine.causes import CauseGroup, call_faults, causes_of, group_by_cause, g
 from .engine.store import dump_json
 from .metrics.efficiency import run_efficiency
 from .schema.fileio import write_output
+from .schema.calls import call_tree
 from .schema.model import content_text
 from .schema.details import (
     MATCH_TYPE_NAMES,
@@ -182,6 +183,16 @@ def insight_lines(record: RunRecord) -> list[str]:
     return [safe_line(line) for line in lines]
 
 
+def rerun_line(record: RunRecord) -> str | None:
+    """`Run again after their worker died: 3 case(s) (...)`: cases whose tools ran twice; None when none."""
+    again = [c.eval_id for r in record.results for c in r.case_results if c.reruns_after_crash]
+    if not again:
+        return None
+    shown = ", ".join(again[:8]) + (f" and {len(again) - 8} more" if len(again) > 8 else "")
+    return safe_line(f"Run again after their worker died: {len(again)} case(s), their tools ran again: {shown} "
+                     "(--no-retry-after-crash fails them instead)")
+
+
 def _why(case: CaseResult) -> str:
     if case.error:
         return "agent error: " + case.error.split("\n", 1)[0]
@@ -265,10 +276,15 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
             + f", {judge.total_tokens} tokens",
             file=out,
         )
+    if record.executor is not None and record.executor.kind.startswith("ray"):  # the local pool goes unsaid
+        print(f"Executor: {safe_line(record.executor.text())}", file=out)
     for line in insight_lines(record):
         print(line, file=out)
     for line in kind_lines(record):
         print(line, file=out)
+    rerun = rerun_line(record)
+    if rerun is not None:
+        print(rerun, file=out)
     print(f"Run id: {safe_line(record.run_id)}", file=out)
     for path in record.saved:
         print(f"Saved eval history: {safe_line(path)}", file=out)
@@ -344,6 +360,12 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                 if expected is not None:
                     print(f"expected tools:    {calls_text(expected.tool_calls)}", file=out)
                 print(f"actual tools:      {calls_text(actual.tool_calls)}", file=out)
+                if actual.nested_calls:
+                    # The trajectory as a tree: each call with the calls made inside it (an AgentTool's agent).
+                    print("tool tree:", file=out)
+                    for row in call_tree(actual):
+                        mark = "  (inside a tool: outside ADK's trajectory)" if row.nested and row.depth == 1 else ""
+                        print(f"  {'  ' * row.depth}{row.label}{mark}", file=out)
                 for m in case.metrics:
                     if i < len(m.per_invocation):
                         inv = m.per_invocation[i]
@@ -351,6 +373,9 @@ def print_detailed(record: RunRecord, out: TextIO) -> None:
                         print(f"  {m.metric_name}: {inv.status.name} {score_text(inv.score)}{why}", file=out)
                         for line in detail_lines(inv.details):
                             print(f"    {line}", file=out)
+            if case.final_session_state is not None:
+                state = json.dumps(case.final_session_state, ensure_ascii=False, sort_keys=True, default=str)
+                print(f"final session state: {state}", file=out)
             for m in case.metrics:
                 why = f" ({m.reason})" if m.reason and m.status != EvalStatus.NOT_EVALUATED else ""
                 print(f"  case {metric_line(m)}{why}", file=out)

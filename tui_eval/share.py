@@ -23,6 +23,7 @@ from .metrics.efficiency import EFFICIENCY_METRICS
 from .engine.codestate import CodeState
 from .engine.insight import RunInsight
 from .engine.repeats import CaseRepeats, RepeatLabel, order_for_summary
+from .engine.reviews import Reviewed, kappa_text, review_lines, reviews_in, target_label
 from .engine.store import load_record
 from .judge.client import JudgeStats
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
@@ -77,6 +78,8 @@ class SharedRun:
     state: str = "finished"
     #: What kind of run it was, in words (`Kind: agent, mocked tools (strict), judge ...; executor: ...`).
     kind_lines: list[str] = field(default_factory=list)
+    #: People's verdicts kept in the run's records (`engine.reviews`).
+    human: list[Reviewed] = field(default_factory=list)
 
     @property
     def replay(self) -> bool:
@@ -129,7 +132,8 @@ def _records_of(path: Path) -> list[Path]:
 def load_shared_run(path: Path) -> SharedRun:
     """A run from eval history: a `.tui-eval.json` record or a folder (its newest run)."""
     loaded: list[tuple[dict[str, Any], EvalSetResult]] = []
-    for p in _records_of(Path(path)):
+    records = _records_of(Path(path))
+    for p in records:
         try:
             loaded.append(load_record(p))
             if isinstance(loaded[-1][0].get("insight"), dict):  # load_record leaves the insight to its readers
@@ -159,6 +163,7 @@ def load_shared_run(path: Path) -> SharedRun:
         insight=insight,
         code_state=state,
         source=_source_of(meta),
+        human=reviews_in(records[0].parent, records),
     )
 
 
@@ -367,7 +372,25 @@ def render_markdown(run: SharedRun) -> str:
         if len(failures) > MAX_FAILURES:
             lines += [f"({len(failures) - MAX_FAILURES} more failures in the run record)", ""]
     lines += _cost_md(run)
+    lines += _human_md(run)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _human_md(run: SharedRun) -> list[str]:
+    """People's verdicts on this run: per metric n, raw agreement and Cohen's κ, then each disagreement."""
+    if not run.human:
+        return []
+    agreement, disagreements = review_lines(run.human)
+    lines = ["### Human review", "", f"{len(run.human)} human verdict(s), {len(disagreements)} disagreeing with the run.", ""]
+    if agreement:
+        lines += ["| metric | n | agreement | Cohen's κ |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {md(a.metric)} | {a.n} | {a.raw:.0%} | {kappa_text(a.kappa)} |" for a in agreement]
+        lines.append("")
+    for r in disagreements:
+        said = r.automatic.label if r.automatic is not None else "no verdict"
+        reason = f' ("{md(r.verdict.reason, MAX_CELL)}")' if r.verdict.reason else ""
+        lines.append(f"- {md(r.eval_id)}, {md(target_label(r.verdict))}: human {r.verdict.verdict}{reason}, run {said}")
+    return lines + [""]
 
 
 def _baseline_md(report: BaselineReport | None) -> list[str]:
@@ -491,6 +514,17 @@ def render_html(run: SharedRun) -> str:
             parts.append(f"<tr><td>{line.who}</td><td>{e(safe_line(line.model))}</td><td>{line.usage.prompt_tokens}</td>"
                          f"<td>{line.usage.cached_tokens}</td><td>{line.usage.output_tokens}</td><td>{cost}</td></tr>")
         parts.append(f"</table><p>{e(safe_line(insight.cost.text()))}</p>")
+    if run.human:
+        agreement, disagreements = review_lines(run.human)
+        parts.append(f"<h2>Human review</h2><p>{len(run.human)} human verdict(s), {len(disagreements)} disagreeing "
+                     "with the run.</p><table><tr><th>metric</th><th>n</th><th>agreement</th><th>Cohen's κ</th></tr>")
+        parts += [f"<tr><td>{e(safe_line(a.metric))}</td><td>{a.n}</td><td>{a.raw:.0%}</td><td>{kappa_text(a.kappa)}</td></tr>"
+                  for a in agreement]
+        parts.append("</table><ul>")
+        parts += [f"<li>{e(safe_line(r.eval_id))}, {e(safe_line(target_label(r.verdict)))}: human {r.verdict.verdict}"
+                  + (f" ({e(safe_line(r.verdict.reason))})" if r.verdict.reason else "")
+                  + f", run {r.automatic.label if r.automatic is not None else 'no verdict'}</li>" for r in disagreements]
+        parts.append("</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO, cast
 
 from .engine.events import (
+    AgentPaused,
     AgentReloaded,
     AgentStale,
     CasesRemoved,
@@ -20,6 +21,7 @@ from .engine.events import (
     Log,
     RunError,
     RunNotice,
+    StaleChanged,
     WatchFailed,
 )
 from .engine.exitcodes import EXIT_BAD_INPUT, EXIT_OK
@@ -85,6 +87,14 @@ class _Printer:
         elif isinstance(event, AgentStale):
             self._line(f"[{stamp}] agent {Path(event.ref).name} changed ({Path(event.path).name}); "
                        "re-run on agent edits is off", self.out)
+        elif isinstance(event, AgentPaused):
+            self._line(f"[{stamp}] note: {event.message}", self.out)
+        elif isinstance(event, StaleChanged) and event.stale:
+            from .engine.versions import stale_text
+
+            ids = ", ".join(k.eval_id for k, _r in event.stale[:5]) + (" …" if len(event.stale) > 5 else "")
+            reasons = tuple(dict.fromkeys(r for _k, rs in event.stale for r in rs))
+            self._line(f"[{stamp}] {stale_text(reasons)}: {_plural_cases(len(event.stale))} ({ids})", self.out)
         elif isinstance(event, CasesRemoved):
             self._line(f"[{stamp}] removed: {', '.join(str(k.eval_id) for k in event.keys)}")
         elif isinstance(event, RunNotice):
@@ -120,6 +130,10 @@ class _Printer:
                 print(line, file=self.out, flush=True)
 
 
+def _plural_cases(n: int) -> str:
+    return f"{n} result" + ("" if n == 1 else "s")
+
+
 def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
     """With --num-runs: one line per case that did not pass every run, flaky first."""
     from .engine.repeats import RepeatLabel, order_for_summary
@@ -138,11 +152,26 @@ def _repeat_lines(records: tuple[RunRecord, ...]) -> list[str]:
 
 
 def _merge(records: list[RunRecord]) -> RunRecord:
+    """One record of several runs; a case a later run ran again (an edit during the first run) is
+    counted once, with its latest result."""
     merged = RunRecord(run_id="initial", started=min((r.started for r in records), default=time.time()))
+    where: dict[tuple[str, int], int] = {}
     for r in records:
-        merged.results.extend(r.results)
+        for result, repetition in zip(r.results, r.repetitions or [1] * len(r.results)):
+            at = where.get((result.eval_set_file, repetition))
+            if at is None:
+                where[(result.eval_set_file, repetition)] = len(merged.results)
+                merged.results.append(result.model_copy(update={"case_results": list(result.case_results)}))
+                merged.repetitions.append(repetition)
+                continue
+            cases = merged.results[at].case_results
+            index = {c.eval_id: i for i, c in enumerate(cases)}
+            for case in result.case_results:
+                if case.eval_id in index:
+                    cases[index[case.eval_id]] = case
+                else:
+                    cases.append(case)
         merged.saved.extend(r.saved)
-        merged.repetitions.extend(r.repetitions or [1] * len(r.results))
         merged.num_runs = max(merged.num_runs, r.num_runs)
         merged.cancelled = merged.cancelled or r.cancelled
     return merged

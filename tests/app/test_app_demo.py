@@ -18,7 +18,7 @@ async def test_demo_opens_runs_and_shows_a_scenario_turn(tmp_path: Path, make_ap
     app = make_app(demo, recording=None)
     async with app.run_test(size=(100, 34)) as pilot:
         await settle(pilot)
-        assert len(app.listing.files) == 4 and len(app.listing.workspace.agent_dirs) == 3
+        assert len(app.listing.files) == 5 and len(app.listing.workspace.agent_dirs) == 4
         await pilot.press("R")
         await settle(pilot)
         state = app.run_state

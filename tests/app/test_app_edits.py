@@ -48,7 +48,7 @@ async def test_accept_turn_after_confirm(workspace: Path, make_app) -> None:
         assert app.listing.case(key).conversation[1].final_response.text.startswith("Booked AZ 331 for 2")
         response = str(app.screen.query_one("#turn-response").render())
         assert response.startswith("expected\nBooked AZ 331 for 2 passengers. Confirmation code QX7T2.\n"), response
-        assert "⚠ stale: this result was scored against the expected turn before the eval file changed" in response
+        assert "⚠ stale: eval case changed since this result was computed" in response
 
 
 async def test_delete_case_from_the_browser(workspace: Path, make_app) -> None:

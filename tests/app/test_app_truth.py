@@ -212,7 +212,7 @@ async def test_after_accept_the_new_expected_shows_and_the_old_result_is_stale_u
         await pilot.press("escape")
         app.main.browser.select_key(key)
         await pilot.pause()
-        assert "⚠ stale: scored against the expected turns before they were accepted" in summary_text(app)
+        assert "⚠ stale: eval case changed since it ran" in summary_text(app)
         # Running it again clears the mark: the recording now matches the file.
         await pilot.press("r")
         await settle(pilot)

@@ -30,6 +30,10 @@ EXPECTED = {
         "passed": {"refund_time", "order_status", "return_used_item", "damaged_order", "shipping_then_thanks"},
         "failed": {"password_reset", "lowercase_order_id"},
     },
+    "tabletop": {
+        "passed": {"score_a_roll", "two_rounds"},
+        "failed": {"twenty_in_words", "forgot_bonus"},
+    },
 }
 
 
@@ -125,3 +129,18 @@ def test_demo_covers_every_metric_match_type_and_a_scenario() -> None:
     sets = [load_eval_set(p) for p in DEMO.rglob("*.evalset.json")]
     assert any(case.is_scenario for s in sets for case in s.eval_cases)
     assert len([p for p in DEMO.iterdir() if (p / "agent.py").is_file()]) >= 3
+
+
+def test_tabletop_fails_where_adk_cannot_see(tmp_path: Path) -> None:
+    """A sub-agent's wrong call and a forgotten bonus in the session state: ADK's own metrics pass both."""
+    code, out, results = _run("tabletop", [DEMO / "tabletop" / "tabletop.evalset.json"], tmp_path, "tabletop")
+    assert code == 1
+    statuses = _statuses(results)
+    assert {k for k, v in statuses.items() if v == 1} == EXPECTED["tabletop"]["passed"]
+    assert {k for k, v in statuses.items() if v == 2} == EXPECTED["tabletop"]["failed"]
+    failed = {c["eval_id"]: {m["metric_name"] for m in c["overall_eval_metric_results"] if m["eval_status"] == 2}
+              for r in results for c in r["eval_case_results"]}
+    assert failed["twenty_in_words"] == {"deep_tool_trajectory_v1"}
+    assert failed["forgot_bonus"] == {"final_session_state_v1"}
+    assert "dice_agent › roll_die(...) args: sides 20 → 6" in out
+    assert 'scores: expected {"Cara": 7}, got {"Cara": 5}' in out

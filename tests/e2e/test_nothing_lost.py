@@ -118,6 +118,12 @@ def test_sigkill_keeps_finished_cases_and_resume_runs_only_the_rest(tmp_path: Pa
     [again] = list_history(history)
     assert sum(again.counts.values()) == kept
 
+    # Changed agent code: the finished verdicts are not this agent's; the resume is refused, naming it.
+    source = (folder / "agent.py").read_text()
+    (folder / "agent.py").write_text(source + "\n# edited\n")
+    code, out, err = run_cli("run", str(folder), str(evalset), "--resume")
+    assert code == 2 and "agent code changed since it ran" in err, out + err
+    (folder / "agent.py").write_text(source)
     # Changed criteria: the finished verdicts are not this run's; the resume is refused, naming it.
     (folder / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
     code, out, err = run_cli("run", str(folder), str(evalset), "--resume")
@@ -202,6 +208,14 @@ def test_rerun_failed_runs_just_those_and_says_when_there_is_nothing(tmp_path: P
     code, out, err = run_cli("run", f"replay:{recorded}", str(golden), "--rerun", "failed")
     assert code == 1, out + err
     assert "gate (" in out and "0 passed, 1 failed" in out
+    # An eval case edited since: only that one is stale.
+    write_set(tmp_path / "gate.evalset.json", "gate", case("c0", turn("ask 0", "the answer is 0")),
+              case("c1", turn("ask 1", "the answer is one")),
+              *(case(f"c{i}", turn(f"ask {i}", f"the answer is {i}")) for i in range(2, 4)))
+    code, out, err = run_cli("run", f"replay:{recorded}", str(golden), "--rerun", "stale", "--no-save")
+    assert sum(1 for line in out.splitlines() if line.startswith("gate (")) == 1, out + err
+    total = next(line for line in out.splitlines() if line.startswith("Total: "))
+    assert total.startswith("Total: ") and sum(int(w) for w in total.split() if w.isdigit()) == 1, total
     code, out, err = run_cli("run", f"replay:{recorded}", str(golden), "--rerun", "errored")
     assert code == 1, out + err  # nothing errored: the stored run's outcome stands
     assert "Nothing to re-run (--rerun errored): no case errored in run" in out

@@ -325,7 +325,9 @@ def test_registry_says_which_metrics_need_a_judge() -> None:
     assert informational == {"tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
                              "invocation_duration_v1"}
     assert {"ces_semantic_similarity", "ces_hallucination"} == ces & judged
-    assert {"tool_trajectory_avg_score", "response_match_score"} == {
+    assert {"tool_trajectory_avg_score", "response_match_score",
+            # tui-eval's own opt-in metrics: the calls inside tool calls, the final session state.
+            "deep_tool_trajectory_v1", "final_session_state_v1"} == {
         name for name, spec in specs.items() if spec.kind == "deterministic" and name not in ces}
     # ADK's Vertex-backed metrics run on Vertex AI, not through the Gemini judge.
     vertex = {"response_evaluation_score", "safety_v1", "multi_turn_task_success_v1",

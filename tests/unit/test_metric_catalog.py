@@ -28,7 +28,9 @@ def test_what_each_metric_needs_is_adks() -> None:
     assert {n for n, i in CATALOG.items() if i.needs_reference} == {
         "tool_trajectory_avg_score", "response_evaluation_score", "response_match_score",
         "final_response_match_v2", "ces_tool_invocation", "ces_parameter_correctness",
-        "ces_tool_ordered_invocation", "ces_semantic_similarity"}
+        "ces_tool_ordered_invocation", "ces_semantic_similarity",
+        # tui-eval's own: the calls expected inside tool calls are keyed by the expected turns' ids.
+        "deep_tool_trajectory_v1"}
     assert {n for n, i in CATALOG.items() if i.scenario_only} == {"per_turn_user_simulator_quality_v1"}
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
@@ -29,6 +31,7 @@ from ..schema.model import (
     Invocation,
     InvocationEvent,
     InvocationEvents,
+    NestedCall,
     ToolTiming,
 )
 from .base import Agent, AgentError, AgentSession, CaseContext
@@ -107,40 +110,113 @@ def _ours(content: Any, path: str) -> Content | None:
     return read_content(_jsonable(content), path)
 
 
+@dataclass(slots=True)
+class _OpenCall:
+    """A tool call the plugin saw start: where it runs and, for a nested one, what the turn will keep."""
+
+    plugin: _AppDetailsPlugin
+    call_id: str
+    #: 0 for a call in the session's own invocation (ADK's trajectory); 1 inside a call that runs another
+    #: runner (an AgentTool's agent has an invocation of its own), 2 inside that...
+    depth: int
+    started: float
+    invocation_id: str = ""
+    token: contextvars.Token[_OpenCall | None] | None = None
+    #: Set for a call made inside another call (depth >= 1): who made it, and its enclosing call's id.
+    agent: str = ""
+    name: str = ""
+    args: Any = None
+    parent: str | None = None
+    response: Any = None
+    seconds: float | None = None
+
+    def record(self) -> NestedCall:
+        return NestedCall(name=self.name, args=self.args, response=self.response, call_id=self.call_id or None,
+                          parent=self.parent, agent=self.agent, depth=self.depth, seconds=self.seconds)
+
+
+#: The tool call the code running now is inside of. An AgentTool runs its agent with a runner of its own,
+#: inside the tool call and with this runner's plugins (ADK passes them down), so the inner agent's
+#: callbacks see the call that encloses them: nesting, not an id, links an inner call to its AgentTool call.
+_ENCLOSING: contextvars.ContextVar[_OpenCall | None] = contextvars.ContextVar("tui_eval_enclosing_call",
+                                                                               default=None)
+
+
 class _AppDetailsPlugin(BasePlugin):
     """Records, per agent, the instructions and tool declarations the model was actually sent (ADK's
-    evaluation intercepts model requests the same way)."""
+    evaluation intercepts model requests the same way), each tool call's own run time, and the tool calls
+    made inside other tool calls (an AgentTool's agent), which ADK's trajectory never sees.
+
+    Only the session's own runner's model calls count for app details: an AgentTool's inner agent is
+    not listed (ADK lists only the agents of the app's own invocation)."""
 
     def __init__(self) -> None:
         super().__init__(name=f"tui_eval_app_details_{uuid.uuid4().hex[:8]}")
         self.agents: dict[str, AgentDetails] = {}
-        #: Each tool call's own run time, from just before the tool runs to just after (call id -> ...).
-        self.tool_started: dict[str, float] = {}
+        #: Each top-level tool call's own run time, from just before the tool runs to just after (call id ->).
         self.tool_seconds: dict[str, float] = {}
+        #: The turn's nested calls in the order they started (depth first: a call, then what ran inside it).
+        self.nested: list[_OpenCall] = []
+        self._open: dict[int, _OpenCall] = {}
+
+    def _enclosing(self) -> _OpenCall | None:
+        frame = _ENCLOSING.get()
+        return frame if frame is not None and frame.plugin is self else None
+
+    def _depth(self, parent: _OpenCall | None, invocation_id: str) -> int:
+        """How deep code of `invocation_id` runs: as deep as the call enclosing it when it is part of the
+        same invocation (a `single_turn` sub-agent runs inline: its events land in the parent's stream, so
+        ADK's trajectory has its calls), one deeper when it is another runner's (an AgentTool's agent)."""
+        if parent is None:
+            return 0
+        return parent.depth if invocation_id == parent.invocation_id else parent.depth + 1
 
     async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
-        self.tool_started[getattr(tool_context, "function_call_id", None) or ""] = time.perf_counter()
+        parent = self._enclosing()
+        call_id = getattr(tool_context, "function_call_id", None) or ""
+        invocation_id = getattr(tool_context, "invocation_id", None) or ""
+        frame = _OpenCall(self, call_id, self._depth(parent, invocation_id), time.perf_counter(), invocation_id)
+        if parent is not None and frame.depth > 0:
+            frame.agent = getattr(tool_context, "agent_name", "") or "agent"
+            frame.name = getattr(tool, "name", "") or ""
+            frame.args = _jsonable(dict(tool_args or {}))
+            frame.parent = parent.call_id or None
+            self.nested.append(frame)
+        frame.token = _ENCLOSING.set(frame)
+        self._open[id(tool_context)] = frame
         return None
+
+    def _end(self, tool_context: Any, response: Any) -> None:
+        frame = self._open.pop(id(tool_context), None)
+        if frame is None:
+            return
+        seconds = time.perf_counter() - frame.started
+        if frame.token is not None:
+            try:
+                _ENCLOSING.reset(frame.token)
+            except ValueError:  # ended in another context than it started: that context dies with its task
+                pass
+        if frame.depth == 0:
+            self.tool_seconds[frame.call_id] = seconds
+        else:
+            frame.seconds = round(seconds, 6)
+            frame.response = response if isinstance(response, dict) else {"result": response}
 
     async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
                                   result: Any) -> Any:
-        call_id = getattr(tool_context, "function_call_id", None) or ""
-        started = self.tool_started.pop(call_id, None)
-        if started is not None:
-            self.tool_seconds[call_id] = time.perf_counter() - started
+        self._end(tool_context, _jsonable(result))
         return None
 
     async def on_tool_error_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
                                      error: Exception) -> Any:
-        call_id = getattr(tool_context, "function_call_id", None) or ""
-        started = self.tool_started.pop(call_id, None)
-        if started is not None:
-            self.tool_seconds[call_id] = time.perf_counter() - started
+        self._end(tool_context, {"error": f"{type(error).__name__}: {error}"})
         if isinstance(error, MemoryError):
             raise AgentError(f"MemoryError in tool {getattr(tool, 'name', '?')}") from None
         return None
 
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
+        if self._depth(self._enclosing(), getattr(callback_context, "invocation_id", None) or "") > 0:
+            return None  # an AgentTool's agent's model call: another runner's invocation, not the app's
         name = getattr(callback_context, "agent_name", "") or "agent"
         config = getattr(llm_request, "config", None)
         if name not in self.agents and config is not None:
@@ -267,7 +343,7 @@ class AdkAgent(Agent):
             state=dict(si.state) if si is not None else {},
             session_id=(si.session_id if si is not None else None) or f"tui-eval-{uuid.uuid4().hex[:12]}",
         )
-        return AdkSession(runner, session.id, user_id, plugin, root, mock_plugin)
+        return AdkSession(runner, session.id, user_id, plugin, root, mock_plugin, app_name=app_name)
 
     async def aclose(self) -> None:
         stack, self._exit_stack = self._exit_stack, None
@@ -277,8 +353,9 @@ class AdkAgent(Agent):
 
 class AdkSession(AgentSession):
     def __init__(self, runner: Any, session_id: str, user_id: str, plugin: _AppDetailsPlugin, root: Any,
-                 mock_plugin: _MockToolsPlugin | None = None) -> None:
+                 mock_plugin: _MockToolsPlugin | None = None, *, app_name: str = "") -> None:
         self.runner = runner
+        self.app_name = app_name
         self.mock_plugin = mock_plugin
         self.session_id = session_id
         self.user_id = user_id
@@ -289,6 +366,7 @@ class AdkSession(AgentSession):
         message = genai_types.Content.model_validate(user_content.to_dict() | {"role": user_content.role or _USER})
         created = time.time()
         self.plugin.agents = {}
+        self.plugin.nested = []
         events: list[Any] = []
         started: dict[str, tuple[str, float]] = {}
         timings: list[ToolTiming] = []
@@ -339,20 +417,26 @@ class AdkSession(AgentSession):
                 continue
             content = event.content
             parts = list(content.parts or []) if content is not None else []
+            grounded = getattr(event, "grounding_metadata", None) is not None
             if not parts:
+                # As ADK: an event with grounding metadata and no parts is kept for its grounding.
+                if grounded:
+                    kept.append(event)
                 continue
             if event.is_final_response():
                 final_event = event
-            if any(p.function_call or p.function_response or p.text or p.inline_data for p in parts):
+            if grounded or any(p.function_call or p.function_response or p.text or p.inline_data for p in parts):
                 kept.append(event)
         invocation_events = []
         for n, event in enumerate(kept):
             # As ADK: the final response's text lives on final_response, not again among the events.
             content = None if event is final_event and not event.get_function_calls() else event.content
             usage = getattr(event, "usage_metadata", None)
+            grounding = getattr(event, "grounding_metadata", None)
             invocation_events.append(
                 InvocationEvent(author=event.author or "agent",
                                 content=_ours(content, f"$.events[{n}].content"),
+                                grounding_metadata=_jsonable(grounding) if grounding is not None else None,
                                 # What the efficiency metrics count: one per model call, as ADK keeps it.
                                 usage_metadata=_jsonable(usage) if usage is not None else None,
                                 model_version=getattr(event, "model_version", None))
@@ -371,7 +455,13 @@ class AdkSession(AgentSession):
             tool_duration=tool_seconds,
             app_details=app_details,
             tool_timings=timings,
+            nested_calls=[frame.record() for frame in self.plugin.nested],
         )
+
+    async def final_state(self) -> dict[str, Any] | None:
+        session = await self.runner.session_service.get_session(app_name=self.app_name, user_id=self.user_id,
+                                                                session_id=self.session_id)
+        return dict(session.state) if session is not None else None
 
     async def close(self) -> None:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..schema.model import AppDetails, Content, EvalCase, EvalSet, Invocation
 
@@ -42,6 +42,11 @@ class AgentSession(abc.ABC):
         """Answer one user message. Returns the actual invocation: tool calls with args, tool
         responses, intermediate texts, final response, `duration` (wall seconds), `tool_timings`
         and `app_details`. Raising marks the case FAILED with the error kept."""
+
+    async def final_state(self) -> dict[str, Any] | None:
+        """The session's state after the last turn (ADK: the session's state; native agents: their tool
+        context's state); None when the agent keeps none. Read once, before `close`."""
+        return None
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the session holds."""

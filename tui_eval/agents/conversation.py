@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
-from .base import Agent, AgentCrash, AgentError, CaseContext
+from .base import Agent, AgentCrash, AgentError, AgentSession, CaseContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judge.client import JudgeClient
@@ -62,10 +62,33 @@ class Inference:
     simulator_failed: bool = False
     #: Seconds the conversation took where the agent ran (no time spent waiting for a worker).
     seconds: float = 0.0
-    #: The agent's session state when the case ended (JSON-compatible); None when not captured.
+    #: The session's state after the last turn, as JSON data (`json_state`); None when the agent keeps none
+    #: or the session could not be read.
     final_session_state: dict[str, Any] | None = None
-    #: The content hash of the agent code that answered; "" when not known.
+    #: The version of the agent code that answered (`agents.version.loaded_version` in the process that
+    #: loaded it); "" when the executor does not say (the engine then uses the version it loaded).
     agent_version: str = ""
+    #: The files outside the agent's folder that `agent_version` covers (absolute paths).
+    agent_outside: tuple[str, ...] = ()
+    #: Times the case ran again because the agent process it ran in died (its tools ran again too).
+    reruns_after_crash: int = 0
+
+
+def json_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A session state as plain JSON data (what crosses from a worker and goes in the record): models as
+    their JSON dump, anything else JSON cannot hold as its `str`, keys as strings."""
+    import orjson
+
+    def default(value: Any) -> Any:
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            return dump(mode="json", exclude_none=True)
+        if isinstance(value, (set, frozenset, tuple)):
+            return list(value)
+        return str(value)
+
+    loaded = orjson.loads(orjson.dumps(state, default=default, option=orjson.OPT_NON_STR_KEYS))
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def error_text(exc: BaseException) -> str:
@@ -174,6 +197,8 @@ async def run_conversation(
             raise
         out.error = crash_text(exc)
     finally:
+        if not own:
+            out.final_session_state = await _final_state(session, case.eval_id)
         try:
             await within(None if own else CLOSE_TIMEOUT, session.close())
         except asyncio.CancelledError:
@@ -185,6 +210,21 @@ async def run_conversation(
                                                 error_text(exc).split("\n", 1)[0])
     out.seconds = time.perf_counter() - t0
     return out
+
+
+async def _final_state(session: AgentSession, eval_id: str) -> dict[str, Any] | None:
+    """The session's final state as JSON data; None (and a warning) when agent code fails to give it."""
+    import logging
+
+    try:
+        state = await within(CLOSE_TIMEOUT, session.final_state())
+        return json_state(state) if state is not None else None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - agent code: the case keeps its turns, the state is unknown
+        logging.getLogger(__name__).warning("reading the session state of %s failed: %s", eval_id,
+                                            error_text(exc).split("\n", 1)[0])
+        return None
 
 
 def checked_invocation(value: object) -> Invocation:

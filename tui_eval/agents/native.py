@@ -363,6 +363,9 @@ class NativeSession(AgentSession):
         self._texts: list[tuple[str, str]] = []
         self._contents: list[Any] = []  # genai Contents, Gemini mode only
 
+    async def final_state(self) -> dict[str, Any] | None:
+        return dict(self.tool_ctx.state)
+
     async def turn(self, user_content: Content, index: int) -> Invocation:
         t0 = time.perf_counter()
         created = time.time()

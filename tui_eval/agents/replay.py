@@ -52,6 +52,7 @@ class ReplaySession(AgentSession):
             rubrics=None,
             app_details=recorded.app_details,
             tool_timings=[],
+            nested_calls=[],
         )
 
 

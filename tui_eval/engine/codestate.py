@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ..agents.version import HASH_CAP_BYTES as HASH_CAP_BYTES, sha256_file as sha256_file
 from ..schema.config import CONFIG_FILE_NAME
 from ..schema.load import EVAL_FILE_SUFFIXES
 
@@ -21,9 +21,6 @@ DIFF_CAP_BYTES = 256 * 1024
 GIT_TIMEOUT_SECONDS = 5.0
 # Directories that hold caches, sessions or environments rather than the agent's source.
 EXCLUDED_DIRS = frozenset({"__pycache__", ".adk", ".venv", ".git", ".mypy_cache", ".pytest_cache"})
-_CHUNK = 1 << 16
-# Files larger than this (data, not code) are known by size and mtime rather than read whole.
-HASH_CAP_BYTES = 64 * 1024 * 1024
 
 
 def _is_eval_or_config(rel: str) -> bool:
@@ -132,38 +129,6 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.info("git %s in %s unavailable: %s", args[0], cwd, exc)
         return None
-
-
-def sha256_file(path: Path) -> str | None:
-    """sha256 of a regular file's bytes; None when it cannot be read or is not a regular file (a FIFO
-    would block the run's end for ever, /dev/zero never ends). A file over HASH_CAP_BYTES is known by
-    its size and modification time instead, so no file makes a run wait on hashing."""
-    h = hashlib.sha256()
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        log.info("cannot hash %s: %s", path, exc)
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            log.info("not hashing %s: not a regular file", path)
-            return None
-        if st.st_size > HASH_CAP_BYTES:
-            return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
-        left = HASH_CAP_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(_CHUNK, left))
-            if not chunk:
-                break
-            h.update(chunk)
-            left -= len(chunk)
-    except OSError as exc:
-        log.info("cannot hash %s: %s", path, exc)
-        return None
-    finally:
-        os.close(fd)
-    return h.hexdigest()
 
 
 def _walk_files(root: Path) -> list[str]:

@@ -159,6 +159,23 @@ class AgentStale:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentPaused:
+    """Live re-runs of an agent pause: each of its last runs changed its own files (`own_writes`)."""
+
+    ref: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StaleChanged:
+    """Results whose inputs changed on disk since they were computed (`versions.stale_reasons`): each
+    key in `stale` with its reasons is stale now; each in `fresh` is not any more."""
+
+    stale: tuple[tuple[CaseKey, tuple[str, ...]], ...]
+    fresh: tuple[CaseKey, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class LiveRunStarted:
     reason: str
     keys: tuple[CaseKey, ...]
@@ -188,7 +205,8 @@ class WatchFailed:
 #: the dashboard's engine) take this one union and match on the class.
 Event = (RunStarted | RunNotice | CaseStarted | InvocationInferred | MetricProgress | CaseFinished | CasesStopped
          | RunFinished | RunError | Log
-         | FileProblem | CasesRemoved | AgentReloaded | AgentStale | LiveRunStarted | LiveRunFinished | WatchFailed)
+         | FileProblem | CasesRemoved | AgentReloaded | AgentStale | AgentPaused | StaleChanged | LiveRunStarted
+         | LiveRunFinished | WatchFailed)
 
 
 _E = TypeVar("_E")

@@ -18,6 +18,7 @@ from .events import CaseKey, Event
 if TYPE_CHECKING:  # pragma: no cover
     from .options import RunOptions
     from .runner import ResultSink
+    from ..schema.model import Invocation
     from ..schema.results import CaseResult
     from ..schema.usage import TokenUsage
 
@@ -119,6 +120,32 @@ class CaseBegun(NamedTuple):
 
 
 
+class TurnDone(NamedTuple):
+    """A case in flight answered one turn (the engine's InvocationInferred), as the in-flight view shows
+    it: the user's message, each tool call (`name(args)`) and the final response, each cut to a bound.
+    The finished case carries the whole turns; this is only what a person watches while it runs."""
+
+    key: CaseKey
+    #: Which turn (from 0).
+    turn: int
+    user: str
+    calls: tuple[str, ...]
+    response: str
+
+    @classmethod
+    def of(cls, key: CaseKey, index: int, invocation: Invocation) -> TurnDone:
+        import json
+
+        calls = tuple(_cut(f"{c.name}({json.dumps(c.args or {}, ensure_ascii=False, default=str)})", 300)
+                      for c in invocation.tool_calls)
+        response = invocation.final_response.text if invocation.final_response is not None else ""
+        return cls(key, index, _cut(invocation.user_content.text, 2000), calls, _cut(response, 4000))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 class CaseDone(NamedTuple):
     """A case finished (once per repetition): its summary (the engine keeps the full result; `Fetch`)."""
 
@@ -188,6 +215,24 @@ class MetricsScored:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatTurn:
+    """Chat `ticket`'s conversation answered turn `turn`: the whole turn, as its JSON (`Invocation.to_wire`),
+    read back with `schema.load.read_invocation` (the chat shows it and saves it as a case)."""
+
+    ticket: int
+    turn: int
+    invocation: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ChatEnded:
+    """Chat `ticket`'s conversation was played to its end (`error`: why it stopped early)."""
+
+    ticket: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RunBegan:
     """The engine started running cases (a requested run, or a live re-run of what a save changed)."""
 
@@ -236,7 +281,7 @@ class EngineGone:
 
 
 #: Everything that comes up from an engine: its events (the one union, `events.Event`) and the records above.
-Record = Union[Event, CaseBegun, CaseDone, CasesDone, Fetched, MetricsScored, RunBegan, RunOver, RunEnded,
+Record = Union[Event, CaseBegun, TurnDone, ChatTurn, ChatEnded, CaseDone, CasesDone, Fetched, MetricsScored, RunBegan, RunOver, RunEnded,
                FilesChanged, EngineReady, WatchReady, EngineGone]
 
 
@@ -294,8 +339,27 @@ class Fetch:
 
 
 @dataclass(frozen=True, slots=True)
+class Skip:
+    """Stop this running case without cancelling the run: it ends NOT_EVALUATED, "skipped"."""
+
+    key: CaseKey
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """Play a chat with the agent `agent_ref` in its worker processes: every user message so far, from a
+    fresh session (a chat's history is replayed, not kept: what is saved is what this play answered)."""
+
+    ticket: int
+    agent_ref: str
+    messages: tuple[str, ...]
+    app_name: str
+    user_id: str = "user"
+
+
+@dataclass(frozen=True, slots=True)
 class Close:
     """Stop watching, cancel runs (their finished cases are saved), close agents, exit."""
 
 
-Command = Union[RunCases, Cancel, SetModes, Reload, Fetch, Close]
+Command = Union[RunCases, Cancel, SetModes, Reload, Fetch, Skip, Chat, Close]

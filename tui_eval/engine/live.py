@@ -31,6 +31,7 @@ from ..schema.config import CONFIG_FILE_NAME
 from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES
 from .events import (
+    AgentPaused,
     AgentReloaded,
     AgentStale,
     CaseFinished,
@@ -42,19 +43,22 @@ from .events import (
     LiveRunStarted,
     Log,
     RunError,
+    StaleChanged,
     WatchFailed,
     deliver,
 )
 from ..executors import BrokenAgentExecutor, Executor
 from .options import RunOptions
-from .own_writes import RunWrites
+from .own_writes import SelfWrites
 from .plan import PlanError
+from .versions import AgentVersions, Current, case_version, criteria_version, stale_reasons, tools_mode
 from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
 
 if TYPE_CHECKING:  # pragma: no cover
     # The runner (with its metrics, insight, pricing and code state) and the result models are
     # imported when a run starts: the dashboard builds a LiveSession at start-up and may never run.
-    from ..schema.model import Invocation
+    from ..schema.config import EvalConfig
+    from ..schema.model import EvalCase, Invocation
     from ..schema.results import CaseResult
     from .runner import ResultSink, Run, RunRecord
 
@@ -147,7 +151,17 @@ class LiveSession:
         # Files that belong to a loaded agent but are not under an agent folder of the workspace
         # (a replay recording, an --agent folder outside the root).
         self._sources: dict[Path, str] = {}
-        self._run_writes = RunWrites()  # a run's own writes into its agent folder are not edits
+        #: What each loaded agent runs, and what is on disk (`engine.versions`).
+        self.versions = AgentVersions()
+        # Agents whose own runs keep changing their files (the bounded rule, `own_writes`).
+        self._self_writes = SelfWrites()
+        self._paused_told: set[str] = set()
+        # Agents whose files changed during a run that just ended, with the keys it ran.
+        self._changed_during: dict[str, list[CaseKey]] = {}
+        #: Results whose inputs changed on disk since they were computed: key -> reasons (`versions`).
+        self.stale: dict[CaseKey, tuple[str, ...]] = {}
+        self._case_versions: dict[int, tuple[EvalCase, str]] = {}
+        self._criteria_versions: dict[int, tuple[EvalConfig, str]] = {}
         self._lock = asyncio.Lock()
         self._stop: asyncio.Event | None = None
         self._closed = False
@@ -167,7 +181,11 @@ class LiveSession:
         """The executor of an agent reference; (re)loads the agent when absent or stale. Never raises:
         an agent that cannot be loaded answers every case with the load error."""
         if ref in self._agents and ref not in self._stale_agents:
-            return self._agents[ref]
+            # A save the watcher has not reported yet (saved, then `R` at once): the run must still
+            # run the code on disk, so a pool loaded from older files is replaced first.
+            if not await asyncio.to_thread(self.versions.changed_on_disk, ref):
+                return self._agents[ref]
+            self.emit(Log(f"agent {Path(ref).name} changed on disk: reloaded before the run", "info"))
         return await self.reload_agent(ref)
 
     async def reload_agent(self, ref: str) -> Executor:
@@ -176,6 +194,9 @@ class LiveSession:
 
         executor = self._agents.get(ref)
         self._stale_agents.discard(ref)
+        # Read just before the load: the agent loads these files or newer ones (whose results then read
+        # as stale, never as fresh).
+        await asyncio.to_thread(self.versions.load, ref)
         error: str | None
         try:
             if executor is None or isinstance(executor, BrokenAgentExecutor) or not executor.runs_user_code:
@@ -230,13 +251,19 @@ class LiveSession:
             return None
         return result.actual
 
-    async def run_keys(self, keys: Iterable[CaseKey], reason: str, *, rescore: bool = False) -> list[RunRecord]:
+    async def run_keys(self, keys: Iterable[CaseKey], reason: str, *, rescore: bool = False,
+                       only_stale: bool = False) -> list[RunRecord]:
         """Run (or, with `rescore`, re-score from stored inferences where there are some) these cases,
-        one Run per agent, all at once. Returns the records."""
+        one Run per agent, all at once. With `only_stale`, only those of them still out of date when their
+        turn comes (a run queued before them may have run them: see `_outdated`). Returns the records."""
         keys = list(dict.fromkeys(keys))
         if not keys:
             return []
         async with self._lock:
+            if only_stale:
+                keys = [k for k in keys if self._outdated(k)]
+                if not keys:
+                    return []
             t0 = time.perf_counter()
             self.emit(LiveRunStarted(reason, tuple(keys), rescore))
             groups: dict[str | None, list[CaseKey]] = {}
@@ -252,7 +279,36 @@ class LiveSession:
                 jobs.append(self._run_group(ref, group, rescore))
             records = [r for r in await asyncio.gather(*jobs) if r is not None]
             self.emit(LiveRunFinished(reason, tuple(keys), rescore, tuple(records), time.perf_counter() - t0))
-            return records
+        await self.restale()
+        return records + await self._after_run()
+
+    async def _after_run(self) -> list[RunRecord]:
+        """An agent whose files changed during its run: in live mode, re-run its cases now (unless its own
+        runs keep changing them: then its re-runs pause, with a notice). Its results are stale meanwhile."""
+        changed, self._changed_during = self._changed_during, {}
+        records: list[RunRecord] = []
+        for ref in sorted(changed):
+            if not (self.rerun and self.rerun_on_agent_change):
+                self._stale_agents.add(ref)
+                continue
+            if self._self_writes.paused(ref):
+                self._tell_paused(ref)
+                continue
+            records += await self.run_keys(self._keys_of_agent(ref), f"agent {Path(ref).name} changed during the run",
+                                           only_stale=True)
+        return records
+
+    def _outdated(self, key: CaseKey) -> bool:
+        """Whether a case needs running to be current: stale, never run, or run before versions were kept."""
+        if key in self.stale:
+            return True
+        result = self.results.get(key)
+        return result is None or result.versions is None
+
+    def _tell_paused(self, ref: str) -> None:
+        if ref not in self._paused_told:
+            self._paused_told.add(ref)
+            self.emit(AgentPaused(ref, self._self_writes.notice(ref, Path(ref).name)))
 
     async def _run_group(self, ref: str, keys: list[CaseKey], rescore: bool) -> RunRecord | None:
         from .runner import ResultSink, Run, RunRecord
@@ -275,18 +331,95 @@ class LiveSession:
         needs_agent = any(CaseKey(str(t.eval_file), c.eval_id) not in inferences
                           for t in plan.targets for c in t.cases)
         agent = await self.agent(ref) if needs_agent else None
-        run = Run(plan, agent, options=self.options, on_event=self.emit, store=self.store, inferences=inferences)
+        loaded = self.versions.loaded.get(ref) if needs_agent else None
+        stored_versions = {key: self._agent_version_of(key) for key in inferences}
+        run = Run(plan, agent, options=self.options, on_event=self.emit, store=self.store, inferences=inferences,
+                  agent_version=loaded, inference_versions=stored_versions)
         self.runs.append(run)
         try:
             return await run.execute()
         finally:
             self.runs.remove(run)
-            self._run_writes.ran(ref, run.record.started)
+            if needs_agent:
+                on_disk = await asyncio.to_thread(self.versions.on_disk, ref)
+                if self._self_writes.ran(ref, loaded, on_disk):
+                    self._changed_during.setdefault(ref, []).extend(keys)
+                else:
+                    self._paused_told.discard(ref)
+
+    def _agent_version_of(self, key: CaseKey) -> str | None:
+        """The agent version a case's latest result came from (a re-score keeps it)."""
+        result = self.results.get(key)
+        versions = result.versions if result is not None else None
+        return versions.agent if versions is not None else None
+
+    # ---- stale ------------------------------------------------------------------------------
+
+    def _case_version(self, case: EvalCase) -> str:
+        cached = self._case_versions.get(id(case))
+        if cached is None or cached[0] is not case:
+            cached = self._case_versions[id(case)] = (case, case_version(case))
+        return cached[1]
+
+    def _criteria_version(self, config: EvalConfig) -> str:
+        cached = self._criteria_versions.get(id(config))
+        if cached is None or cached[0] is not config:
+            cached = self._criteria_versions[id(config)] = (config, criteria_version(config))
+        return cached[1]
+
+    def current(self, key: CaseKey, agents: dict[str, str | None] | None = None) -> Current | None:
+        """What a case's result would be computed from now; None when the case is gone."""
+        path = Path(key.eval_file)
+        state = self.workspace.eval_files.get(path)
+        case = None
+        if state is not None and state.eval_set is not None:
+            case = next((c for c in state.eval_set.eval_cases if c.eval_id == key.eval_id), None)
+        if case is None:
+            return None
+        ref = self.workspace.agent_for(path)
+        if agents is None:
+            agents = {}
+        if ref is not None and ref not in agents:
+            agents[ref] = self.versions.on_disk(ref)
+        try:
+            criteria: str | None = self._criteria_version(self.workspace.config_for(path))
+        except LoadError:
+            criteria = None
+        return Current(agent=agents.get(ref) if ref is not None else None, tools=tools_mode(self.options),
+                       case=self._case_version(case), criteria=criteria)
+
+    def stale_now(self) -> dict[CaseKey, tuple[str, ...]]:
+        """Every result whose inputs differ from what is on disk now, with the reasons (`stale_reasons`)."""
+        agents: dict[str, str | None] = {}
+        out: dict[CaseKey, tuple[str, ...]] = {}
+        for key, result in list(self.results.items()):
+            if result.versions is None:
+                continue
+            now = self.current(key, agents)
+            reasons = stale_reasons(result.versions, now) if now is not None else ()
+            if reasons:
+                out[key] = reasons
+        return out
+
+    async def restale(self) -> None:
+        """Work out the stale results again (on a thread: it hashes the agents' files) and tell the faces
+        what changed (StaleChanged)."""
+        now = await asyncio.to_thread(self.stale_now)
+        old = self.stale
+        became = tuple((k, r) for k, r in now.items() if old.get(k) != r)
+        fresh = tuple(k for k in old if k not in now)
+        self.stale = now
+        if became or fresh:
+            self.emit(StaleChanged(became, fresh))
 
     def request_stop(self) -> None:
         """From any thread: the runs in progress start no further case (`cancel` stops the rest)."""
         for run in list(self.runs):
             run.request_stop()
+
+    def skip(self, key: CaseKey) -> bool:
+        """Skip one running case of the runs in progress (`Run.skip`); False if none runs it."""
+        return any([run.skip(key) for run in list(self.runs)])
 
     def cancel(self) -> None:
         """Cancel every run in progress (finished cases are kept)."""
@@ -360,6 +493,20 @@ class LiveSession:
         if keys:
             batch.reasons.append(f"{change.path.name} criteria: re-score {_plural(len(files), 'eval file')}")
 
+    async def _agent_saved(self, ref: str, path: Path, batch: _Batch) -> None:
+        """A file of an agent changed. Nothing to do when the files are what its loaded executor runs (a
+        write that changed no byte, or one a re-run after its run has taken in already); when its live
+        re-runs are paused and nothing changed since its last run ended, its results stay stale; else
+        it is an edit."""
+        if ref in self.versions.loaded:
+            on_disk = await asyncio.to_thread(self.versions.on_disk, ref)
+            if on_disk == self.versions.loaded[ref] and ref not in self._stale_agents:
+                return
+            if self._self_writes.paused(ref) and not self._self_writes.changed_since_run(ref, on_disk):
+                self._tell_paused(ref)
+                return
+        self._on_agent(ref, path, batch)
+
     def _on_agent(self, ref: str, path: Path, batch: _Batch) -> None:
         if not (self.rerun and self.rerun_on_agent_change):
             if ref in self._agents:
@@ -375,6 +522,7 @@ class LiveSession:
         """React to one batch of changed (or deleted) files: reload them, then (with `rerun`) re-run and
         re-score what they affect. Never raises for a bad file or a broken agent: those are reported as events."""
         batch = _Batch()
+        agent_paths: dict[str, Path] = {}
         resolved = list(dict.fromkeys(resolve_path(p) for p in paths))
         if any(p.name in ("agent.py", "__init__.py") and p.parent not in self.workspace.agent_dirs
                for p in resolved):
@@ -387,22 +535,28 @@ class LiveSession:
                     self._on_eval(self.workspace.reload(path), batch)
                 elif kind == "config":
                     self._on_config(self.workspace.reload(path), batch)
-                if ref is not None and not self._run_writes.written_by_run(ref, path):
-                    self._on_agent(ref, path, batch)
+                if ref is not None:
+                    agent_paths.setdefault(ref, path)
             except Exception as exc:  # one file's trouble must not lose the others
                 log.exception("reacting to a change of %s failed", path)
                 self.emit(RunError(f"{path}: {type(exc).__name__}: {exc}"))
+        for ref, path in agent_paths.items():
+            await self._agent_saved(ref, path, batch)
+        await self.restale()
         if not self.rerun:
             return []
-        for ref in sorted(batch.reload_agents):
-            await self.reload_agent(ref)
+        # Reloaded when a run next needs them, not now: a run of theirs may be under way (its end
+        # re-runs what an edit during it made stale).
+        self._stale_agents.update(r for r in batch.reload_agents if r in self._agents)
         records: list[RunRecord] = []
         reason = "; ".join(batch.reasons) or "files changed"
         rescore = [k for k in batch.rescore if k not in batch.run]
+        # Only what is still out of date when its turn comes: a run under way, or the re-run at its end,
+        # may have run it with these very files already.
         if batch.run:
-            records += await self.run_keys(batch.run, reason)
+            records += await self.run_keys(batch.run, reason, only_stale=True)
         if rescore:
-            records += await self.run_keys(rescore, reason, rescore=True)
+            records += await self.run_keys(rescore, reason, rescore=True, only_stale=True)
         return records
 
     # ---- watching ----------------------------------------------------------------------------

@@ -1,56 +1,45 @@
-"""Which changed files are a run's own writes rather than edits (the live loop re-runs on edits only).
+"""The bounded rule for an agent that rewrites its own source while it runs.
 
-An agent that writes a .py file into its own folder while it runs (generated code, a scratch module)
-would otherwise re-run itself for ever under `watch`, a few times a second, each run saving history.
+A save is never ignored: after every run the engine compares the agent's files on disk with the version
+the run loaded, and a change re-runs the agent's cases (live mode). An agent whose every run changes its
+own files (generated code, a scratch module) would then re-run itself for ever, each run saving
+history; so once SELF_WRITE_LIMIT runs of an agent in a row each changed its files, its live re-runs
+pause, with a notice that says so. Its results are stale meanwhile (and say so), a save made after its
+last run ended still re-runs it, and `r`/`R` run it whenever asked.
 """
 
 from __future__ import annotations
 
-import logging
-import sys
-import time
-from pathlib import Path
+from dataclasses import dataclass, field
 
-log = logging.getLogger(__name__)
-
-# File times come from the kernel's coarse clock, up to a tick behind time.time().
-_MTIME_SLACK = 0.05
-_CLOCK_REALTIME_COARSE = 5  # Linux's clock id (uapi/linux/time.h); Python names no constant for it
+#: Runs in a row that each changed the agent's own files before its live re-runs pause.
+SELF_WRITE_LIMIT = 3
 
 
-def file_clock() -> float:
-    """Now, on the clock file modification times are taken from (Linux: the coarse real-time clock)."""
-    if sys.platform.startswith("linux"):
-        try:
-            return time.clock_gettime(_CLOCK_REALTIME_COARSE)
-        except OSError:  # a kernel without it
-            pass
-    return time.time()
+@dataclass(slots=True)
+class SelfWrites:
+    """Per agent: how many of its runs in a row changed its files, and its version when the last ended."""
 
+    streak: dict[str, int] = field(default_factory=dict)
+    ended_at: dict[str, str | None] = field(default_factory=dict)
 
-class RunWrites:
-    """Per agent, when its latest run was under way: a file last changed then is that run's own write."""
+    def ran(self, ref: str, loaded: str | None, on_disk: str | None) -> bool:
+        """A run of `ref` that loaded version `loaded` ended, with `on_disk` on disk now; True when its
+        files changed during the run (then the run's results are stale)."""
+        changed = loaded != on_disk
+        self.streak[ref] = self.streak.get(ref, 0) + 1 if changed else 0
+        self.ended_at[ref] = on_disk
+        return changed
 
-    def __init__(self) -> None:
-        self._windows: dict[str, tuple[float, float]] = {}
+    def paused(self, ref: str) -> bool:
+        """Whether live re-runs of `ref` are paused: its last SELF_WRITE_LIMIT runs each changed its files."""
+        return self.streak.get(ref, 0) >= SELF_WRITE_LIMIT
 
-    def ran(self, ref: str, started: float) -> None:
-        """A run of `ref` that started at `started` (time.time()) has just ended."""
-        self._windows[ref] = (started, file_clock())
+    def changed_since_run(self, ref: str, on_disk: str | None) -> bool:
+        """Whether the files changed after the last run of `ref` ended (a save no run of it made)."""
+        return ref not in self.ended_at or self.ended_at[ref] != on_disk
 
-    def written_by_run(self, ref: str, path: Path) -> bool:
-        """Whether `path` was last changed while the latest run of `ref` was under way. (A save made
-        during a run is taken for the run's too: saving again re-runs.)"""
-        window = self._windows.get(ref)
-        if window is None:
-            return False
-        try:
-            changed = path.stat().st_mtime
-        except OSError:
-            return False  # deleted: an edit (or the run's own clean-up, which re-runs once)
-        # Slack at the start; the end is read from the files' own clock, so a save just after the
-        # run is never taken for the run's.
-        if window[0] - _MTIME_SLACK <= changed < window[1]:
-            log.info("%s changed during a run of %s: the run's own write, not an edit", path, ref)
-            return True
-        return False
+    def notice(self, ref: str, name: str) -> str:
+        return (f"agent {name} changed its own files during each of its last {self.streak.get(ref, 0)} runs: "
+                "live re-runs of it are paused (its results are marked stale; save again, or press r/R, "
+                "to run it)")

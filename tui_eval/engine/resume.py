@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..schema.runrecord import RunVersions
 from .history import LATEST, EvalSetPlace, _same_file, _usable, entries_of, kind_differences, run_order
-from .journal import JOURNAL_SUFFIX, JournalContents, journal_name, read_journal
+from .journal import JOURNAL_SUFFIX, journal_name, read_journal
 from .store import HistoryEntry, RecordError, load_record, read_record_head
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,10 +62,10 @@ def _interrupted_entries(place: EvalSetPlace) -> list[HistoryEntry]:
     return [e for e in entries_of(place) if e.state == "interrupted" and _usable(e, now)]
 
 
-def find_interrupted(spec: str, places: list[EvalSetPlace], current: RunVersions | None = None) -> Interrupted:
+def find_interrupted(spec: str, places: list[EvalSetPlace]) -> Interrupted:
     """The interrupted run `spec` names (`latest`: the newest interrupted run of these eval sets; a run id;
-    its record or journal file), checked against this run: same kind, same agent and criteria versions
-    (where both are known). Raises ResumeError naming what differs."""
+    its record or journal file), checked against this run's kind (`check_versions` checks the versions).
+    Raises ResumeError naming what differs."""
     by_place = {p.eval_file: _interrupted_entries(p) for p in places}
     everything = sorted((e for es in by_place.values() for e in es), key=run_order, reverse=True)
     if spec == LATEST:
@@ -104,7 +103,6 @@ def find_interrupted(spec: str, places: list[EvalSetPlace], current: RunVersions
             contents.append(read_journal(journal))
         except RecordError as exc:
             raise ResumeError(f"--resume: {exc}") from None
-    _check_versions(run_id, contents, current)
     for place in places:
         for got in contents:
             for (file, rep), cases in got.cases.items():
@@ -124,16 +122,24 @@ def find_interrupted(spec: str, places: list[EvalSetPlace], current: RunVersions
     return out
 
 
-def _check_versions(run_id: str, contents: list[JournalContents], current: RunVersions | None) -> None:
-    """Refuse a resume when the agent or criteria versions the interrupted run recorded differ from now's."""
-    if current is None:
-        return
-    for got in contents:
-        for name in ("agent", "criteria"):
-            before, now = getattr(got.versions, name), getattr(current, name)
-            if before is not None and now is not None and before != now:
-                raise ResumeError(f"--resume: run {run_id} ran another {name} version ({before[:12]} there, "
-                                  f"{now[:12]} now): its finished cases would not be this {name}'s")
+def check_versions(interrupted: Interrupted, runs: list[tuple[str | None, RunPlan]]) -> None:
+    """Refuse a resume (ResumeError, naming what changed) when the agent code or the criteria of a case the
+    interrupted run finished differ from what is on disk now (`engine.versions`, the one stale rule): its
+    verdict would not be this agent's, or these criteria's. (The eval case itself may have changed: that
+    case's finished result is kept, and `--rerun stale` runs it again.)"""
+    from .versions import Current, criteria_version, stale_reasons, version_of_agent_ref
+
+    for agent_ref, plan in runs:
+        now_agent = version_of_agent_ref(agent_ref)
+        for target in plan.targets:
+            now = Current(agent=now_agent, criteria=criteria_version(target.config))
+            for (file, eval_id, _rep), case in interrupted.done.items():
+                if file != str(target.eval_file):
+                    continue
+                why = [r for r in stale_reasons(case.versions, now) if r.startswith(("agent", "criteria"))]
+                if why:
+                    raise ResumeError(f"--resume: run {interrupted.run_id} cannot be finished by this run: "
+                                      f"{', '.join(why)} since it ran (case {eval_id} of {file}); run it afresh")
 
 
 @dataclass(slots=True)
@@ -152,8 +158,7 @@ class Reruns:
     def nothing_text(self) -> str:
         what = {"failed": "failed", "errored": "errored", "stale": "is stale"}[self.mode]
         run = f"run {self.stored_run}" if self.stored_run else "the saved runs"
-        return (f"Nothing to re-run (--rerun {self.mode}): no case {what} in {run}; its outcome stands"
-                + (" (no case versions are recorded yet, so none is stale)" if self.mode == "stale" else ""))
+        return f"Nothing to re-run (--rerun {self.mode}): no case {what} in {run}; its outcome stands"
 
 
 def _wanted(mode: str, case: CaseResult) -> bool:
@@ -164,16 +169,40 @@ def _wanted(mode: str, case: CaseResult) -> bool:
         return verdict_status(case) == EvalStatus.FAILED
     if mode == "errored":
         return case.error is not None
-    # stale: its recorded versions differ from the current ones; none are computed yet, so none are known
-    # to differ (engine versions fill `case.versions`).
-    return False
+    return False  # stale: chosen by `choose_reruns` against the versions on disk now
 
 
-def choose_reruns(mode: str, places: list[EvalSetPlace], plans: list[RunPlan]) -> Reruns:
+def _latest_per_case(mode: str, place: EvalSetPlace, entries: list[HistoryEntry]) -> EvalSetResult:
+    """Each case's newest saved result across the eval set's runs of this kind, newest run first (a
+    failures-only or selected run speaks for its cases, older runs for the rest), as one result."""
+    from ..schema.results import EvalSetResult
+
+    seen: dict[str, CaseResult] = {}
+    newest: EvalSetResult | None = None
+    for entry in entries:
+        try:
+            _meta, result = load_record(entry.path, with_turns=False)
+        except RecordError as exc:
+            raise ResumeError(f"--rerun {mode}: {exc}") from None
+        newest = newest or result
+        for case in result.case_results:
+            seen.setdefault(case.eval_id, case)
+        if not entry.partial:
+            break  # a complete run covers every case
+    assert newest is not None
+    return newest.model_copy(update={"case_results": list(seen.values())})
+
+
+def choose_reruns(mode: str, places: list[EvalSetPlace], runs: list[tuple[str | None, RunPlan]]) -> Reruns:
     """Narrow each plan to the cases `mode` picks in the latest saved run of the same kind of each eval
-    set (plans are changed in place). Raises ResumeError when an eval set has no saved run to pick from."""
+    set (plans are changed in place): failed, errored, or stale (their recorded versions differ from the
+    agent, case and criteria on disk now: `engine.versions`, the one stale rule). Raises ResumeError when
+    an eval set has no saved run to pick from."""
     from .gate import run_outcome
+    from .versions import Current, case_version, criteria_version, stale_reasons, version_of_agent_ref
 
+    targets = {str(t.eval_file): (ref, t) for ref, plan in runs for t in plan.targets}
+    agents: dict[str | None, str | None] = {}
     chosen: dict[str, list[str]] = {}
     stored: list[EvalSetResult] = []
     stored_run: str | None = None
@@ -182,15 +211,21 @@ def choose_reruns(mode: str, places: list[EvalSetPlace], plans: list[RunPlan]) -
         if not alike:
             raise ResumeError(f"--rerun {mode}: no saved run of {place.eval_set_id} ({place.eval_file}) of the "
                               "same kind to re-run from")
-        entry = alike[0]
-        try:
-            _meta, result = load_record(entry.path, with_turns=False)
-        except RecordError as exc:
-            raise ResumeError(f"--rerun {mode}: {exc}") from None
+        result = _latest_per_case(mode, place, alike)
         stored.append(result)
-        stored_run = stored_run or entry.run_id
-        chosen[place.eval_file] = [c.eval_id for c in result.case_results if _wanted(mode, c)]
-    for plan in plans:
+        stored_run = stored_run or alike[0].run_id
+        if mode != "stale":
+            chosen[place.eval_file] = [c.eval_id for c in result.case_results if _wanted(mode, c)]
+            continue
+        ref, target = targets[place.eval_file]
+        if ref not in agents:
+            agents[ref] = version_of_agent_ref(ref)
+        cases = {c.eval_id: c for c in target.eval_set.eval_cases}
+        criteria = criteria_version(target.config)
+        chosen[place.eval_file] = [
+            c.eval_id for c in result.case_results if c.eval_id in cases and stale_reasons(
+                c.versions, Current(agent=agents[ref], case=case_version(cases[c.eval_id]), criteria=criteria))]
+    for _ref, plan in runs:
         for target in plan.targets:
             ids = [c.eval_id for c in target.cases if c.eval_id in set(chosen.get(str(target.eval_file), []))]
             target.case_ids = ids

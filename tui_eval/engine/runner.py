@@ -27,13 +27,15 @@ from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
 from ..schema.fast import trusted
 from ..schema.model import EvalCase, Invocation
-from ..schema.runrecord import CaseVersions, ExecutorInfo, GateRecord, RunKind, RunState, RunVersions
+from ..schema.runrecord import ExecutorInfo, GateRecord, RunKind, RunState, RunVersions
 from ..schema.results import (
     CaseResult,
     EvalSetResult,
     EvalStatus,
     MetricResult,
+    ResultVersions,
     combine_statuses,
+    nested_by_turn,
     status_counts,
 )
 from .causes import strict_status
@@ -70,8 +72,6 @@ logger = logging.getLogger(__name__)
 # Each of the `concurrency` workers may run this long before a loop callback gets its turn, which is
 # why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.01
-# A case's versions before they are computed (frozen: one shared value).
-_NO_VERSIONS = CaseVersions()
 #: Why a judged metric of a case that finished its turns has no verdict after a cancel.
 STOPPED_REASON = "the run was cancelled before the judge answered"
 
@@ -96,6 +96,8 @@ class _StoppedJudge:
 
 
 _STOPPED_JUDGE = _StoppedJudge()
+#: The reason of a case a person skipped while it ran (the dashboard's in-flight view).
+SKIPPED = "skipped"
 
 
 @dataclass(slots=True, repr=False)
@@ -196,15 +198,18 @@ async def score_case(
     judge: JudgeClient | None = None,
     key: CaseKey | None = None,
     progress: ScoreProgress | None = None,
+    final_session_state: dict[str, Any] | None = None,
 ) -> list[MetricResult]:
-    """Score one case's actual invocations with every metric of the config (concurrently)."""
+    """Score one case's actual invocations (and the session state they left) with every metric of the
+    config (concurrently)."""
     expected = case.conversation
     turns = len(actual)
 
     async def one(name: str, spec: MetricSpec | None) -> MetricResult:
         crit = config.criteria[name]
         if progress is None or key is None:
-            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress)
+            return await _score_metric(name, spec, crit, config, case, actual, expected, judge, _no_progress,
+                                       final_session_state)
         seen: set[int] = set()
 
         def on_progress(i: int) -> None:
@@ -212,7 +217,8 @@ async def score_case(
                 seen.add(i)
                 progress.tick(key, name, i)
 
-        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress)
+        result = await _score_metric(name, spec, crit, config, case, actual, expected, judge, on_progress,
+                                     final_session_state)
         if len(seen) < turns:
             # Top the bar up for invocations the metric did not report (not evaluated, or silent).
             for i in range(turns):
@@ -242,6 +248,7 @@ async def _score_metric(
     expected: list[Invocation] | None,
     judge: JudgeClient | None,
     on_progress: Callable[[int], None],
+    final_session_state: dict[str, Any] | None = None,
 ) -> MetricResult:
     def skip(reason: str) -> MetricResult:
         return MetricResult.not_evaluated(name, crit.threshold, reason, crit.to_dict())
@@ -269,6 +276,7 @@ async def _score_metric(
         config=config,
         judge=judge,
         progress=on_progress,
+        final_session_state=final_session_state,
     )
     try:
         value = spec.evaluate(inp)
@@ -390,8 +398,17 @@ class Run:
         rescore_of: str | None = None,
         before_save: Callable[[RunRecord], None] | None = None,
         done: dict[tuple[str, str, int], CaseResult] | None = None,
+        agent_version: str | None = None,
+        inference_versions: dict[CaseKey, str | None] | None = None,
+        session_states: dict[CaseKey, dict[str, Any] | None] | None = None,
     ) -> None:
         self.plan = plan
+        #: The version of the agent code the executor loaded (`engine.versions`), for results whose
+        #: worker does not say; `inference_versions`: the agent version each stored inference came from.
+        self.agent_version = agent_version
+        self.inference_versions = inference_versions or {}
+        self._case_versions: dict[int, str] = {}
+        self._criteria_versions: dict[int, str] = {}
         # Where the agent's turns run (an agent object handed over directly answers in this process:
         # the engine's own tests; agent folders come as worker-process executors, see executor_for).
         self.executor: Executor | None = InlineExecutor(agent, owns=False) if isinstance(agent, Agent) else agent
@@ -404,6 +421,8 @@ class Run:
         self._emit_fn = on_event
         self.judge = judge
         self.inferences = inferences or {}
+        # The session state each stored inference left (a re-score of a saved run).
+        self.session_states = session_states or {}
         self.store = store
         self.run_id = run_id or new_run_id()
         self.record = RunRecord(self.run_id, started=time.time())
@@ -428,6 +447,9 @@ class Run:
         self._judge_options = judge_options(self.options)
         self._owns_judge = False
         self._last_yield = time.perf_counter()
+        # The cases whose agent runs now (their inference task), and those a person asked to skip.
+        self._inferring: dict[CaseKey, asyncio.Future[Inference]] = {}
+        self._skipped: set[CaseKey] = set()
 
     def emit(self, event: Event) -> None:
         # A consumer that raises is logged and told (as a RunError); the run goes on.
@@ -443,6 +465,16 @@ class Run:
         self._cancelled = True
         for task in self._tasks:
             task.cancel()
+
+    def skip(self, key: CaseKey) -> bool:
+        """Stop one case whose agent is running, without cancelling the run: it ends NOT_EVALUATED with
+        the reason SKIPPED (so the run is incomplete). In the run's loop; False if the case is not running."""
+        task = self._inferring.get(key)
+        if task is None or task.done():
+            return False
+        self._skipped.add(key)
+        task.cancel()
+        return True
 
     def _make_judge(self) -> None:
         """The run's own judge service when one is needed and none was given, warming its client."""
@@ -460,8 +492,23 @@ class Run:
             return await self._execute()
         from .setup import start_executor
 
-        await start_executor(self.executor)
+        if self.agent_version is None:
+            # Read just before the load: the agent loads these files or newer ones (then its results
+            # read as stale, never as fresh).
+            self.agent_version = await asyncio.to_thread(self._agent_version_on_disk)
+        # A cancel (Ctrl-C, SIGTERM) while the agent loads (a Ray cluster being joined) stops the loading
+        # too: the run then ends with nothing run, at once.
+        starting = asyncio.ensure_future(start_executor(self.executor))
+        self._tasks.append(starting)
         try:
+            try:
+                await starting
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not self._cancelled or (current is not None and current.cancelling()):
+                    raise
+            finally:
+                self._tasks.remove(starting)
             return await self._execute()
         finally:
             await self.executor.aclose()
@@ -605,6 +652,36 @@ class Run:
         )
         return self.record
 
+    def _versions(self, target: EvalTarget, case: EvalCase, key: CaseKey, inference: Inference) -> ResultVersions:
+        """What this result is computed from (hashes cached per case and config object for the run)."""
+        from .versions import case_version, criteria_version, judge_version, result_versions, tools_mode
+
+        case_hash = self._case_versions.get(id(case))
+        if case_hash is None:
+            case_hash = self._case_versions[id(case)] = case_version(case)
+        criteria_hash = self._criteria_versions.get(id(target.config))
+        if criteria_hash is None:
+            criteria_hash = self._criteria_versions[id(target.config)] = criteria_version(target.config)
+        if key in self.inference_versions:
+            agent = self.inference_versions[key]
+        else:
+            agent = inference.agent_version or self.agent_version
+        return result_versions(agent=agent, agent_outside=inference.agent_outside, tools=tools_mode(self.options),
+                               case=case_hash, criteria=criteria_hash,
+                               judge=judge_version(self.options) if self.judge is not None else None)
+
+    def _agent_version_on_disk(self) -> str | None:
+        """The version of the run's agent as the files are now (None for no agent)."""
+        from .versions import files_version, version_of_agent_ref
+
+        executor = self.executor
+        if executor is None or executor.home is None:
+            return None
+        if not executor.runs_user_code:  # replay: the recording it answers from
+            return files_version(executor.source_paths())
+        ref = getattr(executor, "ref", None)
+        return version_of_agent_ref(ref if isinstance(ref, str) else str(executor.home))
+
     def _code_state(self) -> CodeState | None:
         """The code state at run start (on a thread: git takes tens of milliseconds)."""
         from .codestate import capture_code_state
@@ -655,7 +732,11 @@ class Run:
         for target, case, results, index, repetition in pending:
             if self._cancelled:
                 return
-            result = results[index] = await self._run_case(target, case, progress, repetition)
+            try:
+                result = results[index] = await self._run_case(target, case, progress, repetition)
+            except Exception as exc:  # a bug of ours on one case fails that case, never the cases after it
+                logger.exception("could not evaluate case %s of %s", case.eval_id, target.eval_file)
+                result = results[index] = self._unevaluated(target, case, repetition, exc)
             if self._journal is not None:
                 self._journal.case(result, repetition)
             # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
@@ -669,7 +750,7 @@ class Run:
         """Run the agent over the case (or take its stored inference, for a re-score)."""
         stored = self.inferences.get(key)
         if stored is not None:
-            return Inference(actual=stored)
+            return Inference(actual=stored, final_session_state=self.session_states.get(key))
         executor = self.executor
         if executor is None:
             return Inference(error="no agent to run and no stored inference for this case")
@@ -689,11 +770,34 @@ class Run:
 
         return await executor.infer(job, judge=self.judge, on_turn=on_turn)
 
+    def _unevaluated(self, target: EvalTarget, case: EvalCase, repetition: int, exc: Exception) -> CaseResult:
+        """The result of a case tui-eval itself could not evaluate: FAILED, with why (a run that lost it
+        would pass)."""
+        why = f"tui-eval could not evaluate this case: {type(exc).__name__}: {exc}"
+        result = CaseResult(
+            eval_set_id=target.eval_set.eval_set_id, eval_id=case.eval_id, status=EvalStatus.FAILED,
+            metrics=[MetricResult.not_evaluated(n, c.threshold, why, c.to_dict())
+                     for n, c in target.config.criteria.items()],
+            eval_set_file=str(target.eval_file), session_id=f"tui-eval-{os.urandom(6).hex()}", error=why,
+            repetition=repetition)
+        self.emit(CaseFinished(target.key(case), result, repetition))
+        return result
+
     async def _run_case(self, target: EvalTarget, case: EvalCase, progress: ScoreProgress,
                         repetition: int = 1) -> CaseResult:
         key = target.key(case)
         self.emit(CaseStarted(key))
-        inference = await self._infer(target, case, key)
+        task = self._inferring[key] = asyncio.ensure_future(self._infer(target, case, key))
+        try:
+            inference = await task
+        except asyncio.CancelledError:
+            if key not in self._skipped or self._cancelled:
+                raise
+            # Skipped by a person: not evaluated (as a user-simulator outage is), never a failure.
+            inference = Inference(error=SKIPPED, simulator_failed=True)
+        finally:
+            self._inferring.pop(key, None)
+            self._skipped.discard(key)
         t0 = time.perf_counter()
         actual, error, session_id = inference.actual, inference.error, inference.session_id
         if error is not None:
@@ -718,14 +822,16 @@ class Run:
         else:
             try:
                 metrics = await score_case(
-                    target.config, case, actual, judge=self.judge, key=key, progress=progress
+                    target.config, case, actual, judge=self.judge, key=key, progress=progress,
+                    final_session_state=inference.final_session_state,
                 )
             except asyncio.CancelledError:
                 if not self._cancelled:
                     raise
                 # Cancelled while the judges answered: the agent's turns are done, so every verdict that
                 # needs no judge is kept; the judged metrics are not evaluated, and say why.
-                metrics = await score_case(target.config, case, actual, judge=_STOPPED_JUDGE)
+                metrics = await score_case(target.config, case, actual, judge=_STOPPED_JUDGE,
+                                           final_session_state=inference.final_session_state)
             status = combine_statuses([m.status for m in metrics])
         if self.options.strict:
             status = strict_status(status, metrics)  # --strict: a metric that never ran counts as a failure
@@ -747,12 +853,12 @@ class Run:
             # The case's own time: its conversation where the agent ran, then its scoring; never time
             # spent waiting for a free worker.
             wall_seconds=inference.seconds + (time.perf_counter() - t0),
-            versions=_NO_VERSIONS,
+            versions=self._versions(target, case, key, inference),
             repetition=repetition,
-            nested_calls={},
-            final_session_state=None,
+            nested_calls=nested_by_turn(actual),
+            final_session_state=inference.final_session_state,
             human_verdicts=[],
-            reruns_after_crash=0,
+            reruns_after_crash=inference.reruns_after_crash,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result

@@ -31,10 +31,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import orjson
+
 from . import events as ev
 from .feed import (
     Cancel,
     CaseBegun,
+    Chat,
+    ChatEnded,
+    ChatTurn,
     CaseDone,
     Close,
     EngineConfig,
@@ -46,6 +51,8 @@ from .feed import (
     Reload,
     RunBegan,
     RunCases,
+    Skip,
+    TurnDone,
     RunEnded,
     RunOver,
     SetModes,
@@ -105,6 +112,8 @@ class EngineService:
         # Cases whose start went up and whose end has not.
         self._started: set[ev.CaseKey] = set()
         self._run_number = 0
+        # Chats being played (`Chat`), by ticket.
+        self._chats: dict[int, asyncio.Future[None]] = {}
 
     # ---- records up (loop thread) --------------------------------------------------------------
 
@@ -115,7 +124,10 @@ class EngineService:
             self._maybe_flush()
             return
         if isinstance(event, ev.InvocationInferred):
-            return  # the finished case carries its turns
+            # The finished case carries its turns; the in-flight view gets a bounded summary of each turn
+            # of a case still running when the batch goes up (made then: most turns of a fast run never are).
+            self.put(event)
+            return
         if isinstance(event, ev.CaseFinished):
             self._keep(event.key, event.repetition, event.result)
             record: Any = CaseDone(event.key, summarize(event.result), event.repetition)
@@ -190,7 +202,7 @@ class EngineService:
         done = [r for r in out if type(r) is CaseDone]
         if not done:
             self._started.update(r.key for r in out if type(r) is CaseBegun)
-            return out
+            return [_turn_done(r) if type(r) is ev.InvocationInferred else r for r in out]
         # A start is told only if the case has not finished again by the end of the batch.
         finishing: set[ev.CaseKey] = set()
         told = [True] * len(out)
@@ -198,8 +210,8 @@ class EngineService:
             kind = type(out[i])
             if kind is CaseDone:
                 finishing.add(out[i].key)
-            elif kind is CaseBegun and out[i].key in finishing:
-                told[i] = False
+            elif (kind is CaseBegun or kind is ev.InvocationInferred) and out[i].key in finishing:
+                told[i] = False  # (a turn of a case that ends in this batch: nobody watches it in flight)
         ended = tuple(key for key in finishing if key in self._started)
         self._started.difference_update(ended)
         folded: list[Any] = []
@@ -212,7 +224,7 @@ class EngineService:
             elif keep:
                 if kind is CaseBegun:
                     self._started.add(record.key)
-                folded.append(record)
+                folded.append(_turn_done(record) if kind is ev.InvocationInferred else record)
         return folded
 
     async def _ticker(self) -> None:
@@ -261,11 +273,23 @@ class EngineService:
         elif isinstance(command, SetModes):
             self.session.rerun = command.live
             self.session.rerun_on_agent_change = command.agent_reruns
+        elif isinstance(command, Chat):
+            self._chats[command.ticket] = asyncio.ensure_future(self._chat(command))
+        elif isinstance(command, Skip):
+            if not self.session.skip(command.key):
+                log.info("skip: case %s is not running (it finished meanwhile?)", command.key)
         elif isinstance(command, Reload):
-            self.session.workspace.reload(Path(command.path))
-            self._seen = self._identities()  # the face re-read it already
+            # As a watched save: re-read, mark what it makes stale and (live) re-run or re-score it.
+            asyncio.ensure_future(self._reload(Path(command.path)))
         else:
             log.error("unknown command %r", command)
+
+    async def _reload(self, path: Path) -> None:
+        assert self.session is not None
+        try:
+            await self.session.handle_changes([path])
+        finally:
+            self._seen = self._identities()  # the face re-read it already
 
     def _cancel(self) -> None:
         self._stop_runs = True
@@ -280,6 +304,36 @@ class EngineService:
             # No case runs: the runs asked for are waiting for the session (a live re-run holds it).
             for task in self._runs.values():
                 task.cancel()
+
+    async def _chat(self, command: Chat) -> None:
+        """Play a chat's messages with its agent, in the executor that runs its cases, turn by turn up."""
+        from ..agents.conversation import CaseJob
+        from ..schema.model import Content, EvalCase, Invocation, SessionInput
+
+        assert self.session is not None
+        error: str | None = None
+        try:
+            executor = await self.session.agent(command.agent_ref)
+            case = EvalCase(eval_id=f"chat-{command.ticket}",
+                            conversation=[Invocation(user_content=Content.from_text(m)) for m in command.messages],
+                            session_input=SessionInput(app_name=command.app_name, user_id=command.user_id))
+            job = CaseJob(str(Path(command.agent_ref) / "chat"), case.eval_id, case,
+                          self.session.options.turn_timeout, mock_tools=None)
+
+            def on_turn(index: int, invocation: Invocation) -> None:
+                self.put(ChatTurn(command.ticket, index, orjson.dumps(invocation.to_wire())))
+
+            inference = await executor.infer(job, on_turn=on_turn)
+            error = inference.error
+        except asyncio.CancelledError:
+            error = "stopped"
+        except Exception as exc:  # told to the chat (and logged): the dashboard goes on
+            log.exception("chat %s failed", command.ticket)
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._chats.pop(command.ticket, None)
+        self.put(ChatEnded(command.ticket, error))
+        self.flush()
 
     async def _run(self, command: RunCases) -> None:
         assert self.session is not None
@@ -317,6 +371,7 @@ class EngineService:
         await session.start(run=False)
         # Saved inferences let a config edit re-score without running the agent.
         session.results.update({key: result for key, result, *_ in latest_saved_results(session.workspace)})
+        await session.restale()  # a saved result whose files changed since is stale from the first frame
         self.session = session
         self._seen = self._identities()
         if self.on_loaded is not None:
@@ -359,6 +414,10 @@ class EngineService:
             await self.session.watch(ready=ready, retry_after=WATCH_RETRY_SECONDS)
         finally:
             waiter.cancel()
+
+
+def _turn_done(event: ev.InvocationInferred) -> TurnDone:
+    return TurnDone.of(event.key, event.index, event.invocation)
 
 
 def _read_commands(conn: Connection, service: EngineService, loop: asyncio.AbstractEventLoop,

@@ -6,13 +6,11 @@ was good and turns bad (a half-saved edit) keeps its last good version, marked s
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 
 from ..schema.config import CONFIG_FILE_NAME, EvalConfig, default_config, load_eval_config
 from ..schema.errors import LoadError
@@ -20,6 +18,7 @@ from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set, read_regular_file
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
 from .plan import EvalTarget, RunPlan, eval_target
+from .versions import case_version
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +38,9 @@ def resolve_path(path: str | Path) -> Path:
 
 
 def case_digest(case: EvalCase) -> str:
-    """A content hash of a case: an edit to it changes the digest, a reorder of other cases does not."""
-    return hashlib.blake2b(orjson.dumps(case.to_dict(), option=orjson.OPT_SORT_KEYS), digest_size=12).hexdigest()
+    """A content hash of a case: an edit to it changes the digest, a reorder of other cases does not.
+    (The version a result keeps of its case: `versions.case_version`.)"""
+    return case_version(case)
 
 
 @dataclass(slots=True)

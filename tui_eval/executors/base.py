@@ -36,6 +36,8 @@ class ExecutorOptions:
     memory_limit: int | None = None
     #: Cases of the run in flight at once (spread over the pool).
     concurrency: int = 8
+    #: A case whose worker died runs again alone (False: it fails as its worker died). Local pool only.
+    retry_after_crash: bool = True
 
 
 class Executor(abc.ABC):
@@ -128,7 +130,8 @@ def executor_for(ref: str, options: ExecutorOptions, *, live: bool = False) -> E
         from .pool import ProcessPool
 
         return ProcessPool(str(folder.resolve()), size=options.workers, memory_limit=options.memory_limit,
-                           keep_spare=live, concurrency=options.concurrency)
+                           keep_spare=live, concurrency=options.concurrency,
+                           retry_after_crash=options.retry_after_crash)
     if kind == "ray" or kind.startswith("ray://"):
         from .ray import RayExecutor
 

@@ -119,6 +119,16 @@ def _longest_in_order(hit: MatchMatrix, m: int) -> list[tuple[int, int]]:
     return pairs
 
 
+def matrix_passes(hit: MatchMatrix, m: int, match_type: MatchType) -> bool:
+    """ADK's verdict under `match_type` for a match matrix computed by another call equality (the argument
+    rules of `metrics/arg_rules.py`): the same pairings as the verdicts above."""
+    if match_type is _EXACT:
+        return len(hit) == m and all(row[k] for k, row in enumerate(hit))
+    if match_type is _IN_ORDER:
+        return len(_greedy_in_order(hit, m)) == len(hit)
+    return len(_any_order_pairs(hit, m, stop_at_miss=True)) == len(hit)
+
+
 def in_order_match(expected: Sequence[FunctionCall], actual: Sequence[FunctionCall], ignore_args: bool) -> bool:
     """Expected is a subsequence of actual, found by one greedy forward scan. Empty expected passes."""
     j = 0

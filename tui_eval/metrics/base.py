@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
 
 from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import CATALOG, MetricKind
@@ -35,6 +35,9 @@ class MetricInput:
     judge: JudgeClient | None = None
     # Call with an invocation index as soon as that invocation is scored (drives progress bars).
     progress: Callable[[int], None] = field(default=lambda _i: None)
+    # The agent's session state after the last turn (JSON data); None when it keeps none or it is unknown
+    # (a re-score of turns stored without it).
+    final_session_state: dict[str, Any] | None = None
 
 
 MetricFn = Callable[[MetricInput], Union[MetricResult, Awaitable[MetricResult]]]
@@ -75,6 +78,11 @@ def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
     function wins), else the built-in one."""
     custom = config.custom_metrics.get(name)
     if custom is not None:
+        from ..schema.criteria import NATIVE_BY_ADK_FUNCTION
+
+        native = NATIVE_BY_ADK_FUNCTION.get(custom.code_config.name)
+        if native is not None:  # declared for `adk eval`'s sake: tui-eval runs its own metric
+            return get_metric(native)
         from .custom import custom_spec
 
         return custom_spec(name, custom)

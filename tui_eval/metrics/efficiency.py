@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from ..schema.criteria import EFFICIENCY_METRICS as EFFICIENCY_METRICS  # the catalog's rows, in ADK's order
-from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetails, TokenUsageDetails
+from ..schema.details import DURATION_FIELDS, TOKEN_USAGE_FIELDS, DurationDetails, TokenUsageDetails, framework_seconds
 from ..schema.fast import trusted
 from ..schema.model import Invocation, InvocationEvent, InvocationEvents
 from ..schema.results import CaseResult, InvocationMetricResult, MetricResult
@@ -98,8 +98,7 @@ def duration_details(inv: Invocation) -> DurationDetails:
     if inv.duration is None:
         return trusted(DurationDetails, kind="duration", **dict.fromkeys(DURATION_FIELDS))
     model, tool = inv.model_duration, inv.tool_duration
-    # Derived, clamped at zero (the parts close a hair after the total); unknown when a part is unknown.
-    framework = None if model is None or tool is None else round(max(inv.duration - model - tool, 0.0), 3)
+    framework = framework_seconds(inv.duration, model, tool)
     return trusted(DurationDetails, kind="duration", total_seconds=inv.duration, model_seconds=model,
                    tool_seconds=tool, framework_seconds=framework)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -16,3 +19,12 @@ class EvalBaseModel(BaseModel):
 
     # Loaded models may share their fields-sets (schema/fast.py): an assignment copies a shared one first.
     __setattr__ = assign_copying_shared_set
+
+
+def either_spelling(data: Mapping[str, Any], snake: str) -> Any:
+    """A key of ADK JSON below the top level, written snake_case or (as the models' aliases allow, and ADK's
+    API server writes) camelCase; None when absent."""
+    if snake in data:
+        return data[snake]
+    head, *rest = snake.split("_")
+    return data.get(head + "".join(w.title() for w in rest))

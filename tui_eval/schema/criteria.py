@@ -138,6 +138,17 @@ class ToolTrajectoryCriterion(BaseCriterion):
         return MatchType.parse(value)
 
 
+class SessionStateCriterion(BaseCriterion):
+    """final_session_state_v1: compare every key (`exact`) or only the keys the case names (`named_keys`)."""
+
+    compare: Literal["exact", "named_keys"] = "exact"
+
+    @field_validator("compare", mode="before")
+    @classmethod
+    def _compare(cls, value: Any) -> Any:
+        return value.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(value, str) else value
+
+
 class LlmBackedUserSimulatorCriterion(LlmAsAJudgeCriterion):
     stop_signal: str = Field(default="</finished>", min_length=1)
 
@@ -155,6 +166,10 @@ class MetricInfo:
     needs_reference: bool = False
     # Only meaningful on conversation_scenario cases (the user-simulator metric).
     scenario_only: bool = False
+    # tui-eval's own metrics that read what ADK never hands a custom metric: the dotted path of a function
+    # with ADK's custom-metric signature, so a config declaring the metric in `custom_metrics` with this
+    # path loads in `adk eval` too (there it is NOT_EVALUATED, saying why); tui-eval runs it natively.
+    adk_function: str | None = None
 
     @property
     def needs_judge(self) -> bool:
@@ -194,6 +209,18 @@ CATALOG: dict[str, MetricInfo] = _catalog(
     MetricInfo("token_usage_v1", BaseCriterion, _I, _M + "efficiency"),
     MetricInfo("invocation_duration_v1", BaseCriterion, _I, _M + "efficiency"),
 )
+
+# tui-eval's own opt-in metrics: beyond what ADK scores (its scores are never changed by them).
+#: The calls made inside tool calls (the turn view shows its verdict apart from ADK's trajectory).
+DEEP_TRAJECTORY = "deep_tool_trajectory_v1"
+CATALOG.update(_catalog(
+    MetricInfo(DEEP_TRAJECTORY, ToolTrajectoryCriterion, _D, _M + "nested", needs_reference=True,
+               adk_function=_M + "adk_functions.deep_tool_trajectory_v1"),
+    MetricInfo("final_session_state_v1", SessionStateCriterion, _D, _M + "session_state",
+               adk_function=_M + "adk_functions.final_session_state_v1"),
+))
+#: A custom metric declared with one of these paths is tui-eval's own metric of that name.
+NATIVE_BY_ADK_FUNCTION: dict[str, str] = {i.adk_function: n for n, i in CATALOG.items() if i.adk_function}
 
 
 

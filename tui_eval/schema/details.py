@@ -11,8 +11,9 @@ still validates them, field by field, whenever a details model is built or a rec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import NotRequired, TypedDict
@@ -515,6 +516,58 @@ class DurationDetails(_Details):
 DURATION_FIELDS: tuple[str, ...] = ("total_seconds", "model_seconds", "tool_seconds", "framework_seconds")
 
 
+def framework_seconds(total: float, model: float | None, tool: float | None) -> float | None:
+    """What a turn's seconds leave to the framework once model and tool time are taken (ADK 2.13's duration
+    details): clamped at zero (the parts close a hair after the total); unknown when a part is unknown."""
+    return None if model is None or tool is None else round(max(total - model - tool, 0.0), 3)
+
+
+class StateKeyDiff(_Details):
+    """One key of the session state where expected and actual differ, with the reason in words."""
+
+    key: str
+    status: Literal["missing", "unexpected", "changed"]
+    expected: JsonValue = None
+    actual: JsonValue = None
+    reason: str
+
+
+class SessionStateDetails(_Details):
+    """final_session_state_v1 on a case: the state compared, how, and every key that differs."""
+
+    kind: Literal["session_state"] = "session_state"
+    compare: Literal["exact", "named_keys"] = "exact"
+    expected: dict[str, JsonValue] = Field(default_factory=dict)
+    actual: dict[str, JsonValue] = Field(default_factory=dict)
+    diffs: list[StateKeyDiff] = Field(default_factory=list)
+
+
+def _shown_value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def state_diff(expected: dict[str, Any], actual: dict[str, Any],
+               compare: Literal["exact", "named_keys"] = "exact") -> list[StateKeyDiff]:
+    """Every key where `actual` differs from `expected`, in the expected keys' order then the extra ones,
+    each with its reason in words. With `named_keys`, keys the case does not name are not compared."""
+    out: list[StateKeyDiff] = []
+    for key, want in expected.items():
+        if key not in actual:
+            out.append(StateKeyDiff(key=key, status="missing", expected=want,
+                                    reason=f"{key}: expected {_shown_value(want)}, the session has no such key"))
+        elif actual[key] != want:
+            out.append(StateKeyDiff(key=key, status="changed", expected=want, actual=actual[key],
+                                    reason=f"{key}: expected {_shown_value(want)}, got {_shown_value(actual[key])}"))
+    if compare == "exact":
+        for key, got in actual.items():
+            if key not in expected:
+                out.append(StateKeyDiff(key=key, status="unexpected", actual=got,
+                                        reason=f"{key}: not expected, the session has {_shown_value(got)}"))
+    return out
+
+
+
 MetricDetails = Annotated[
     Union[
         TrajectoryDetails,
@@ -532,6 +585,7 @@ MetricDetails = Annotated[
         VertexCaseDetails,
         TokenUsageDetails,
         DurationDetails,
+        SessionStateDetails,
     ],
     Field(discriminator="kind"),
 ]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .fileio import atomic_write
 from .model import Content, Invocation
@@ -225,8 +226,10 @@ def accept_turns(
     eval_id: str,
     turns: dict[int, Invocation],
     expect_user_texts: dict[int, str] | None = None,
+    case_keys: dict[str, Any] | None = None,
 ) -> None:
-    """Make the given actual invocations the expected ones of turns (by index) of a case."""
+    """Make the given actual invocations the expected ones of turns (by index) of a case; `case_keys` are
+    case-level keys to write too (the final session state)."""
     path = Path(path)
     data, style = _read(path)
     expect = expect_user_texts or {}
@@ -250,6 +253,10 @@ def accept_turns(
             _check_turn(raw.get(_first_key(raw, "user_content", "userContent") or "user_content"),
                         expect.get(index), index, eval_id)
             _accept_into(raw, actual)
+        for name, value in (case_keys or {}).items():
+            # The key as the case spells it (snake or camel case), else snake case.
+            camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+            case[_first_key(case, name, camel) or name] = value
     _write(path, data, style)
 
 
@@ -258,14 +265,17 @@ def accept_turn(path: Path, eval_id: str, index: int, actual: Invocation, expect
     accept_turns(path, eval_id, {index: actual}, {index: expect_user_text} if expect_user_text is not None else None)
 
 
-def accept_case(path: Path, eval_id: str, actual: list[Invocation], expected_turns: int) -> None:
-    """Make every actual turn of a case the expected one (the turn counts must agree)."""
+def accept_case(path: Path, eval_id: str, actual: list[Invocation], expected_turns: int,
+                final_session_state: dict[str, Any] | None = None) -> None:
+    """Make every actual turn of a case the expected one (the turn counts must agree), and the session state
+    the run left (when it is known) the case's final_session_state."""
     if len(actual) != expected_turns:
         raise EditError(
             f"the run has {len(actual)} turn(s) but case {eval_id!r} expects {expected_turns}; "
             "accept turns one by one instead"
         )
-    accept_turns(path, eval_id, dict(enumerate(actual)))
+    keys = {"final_session_state": final_session_state} if final_session_state is not None else None
+    accept_turns(path, eval_id, dict(enumerate(actual)), case_keys=keys)
 
 
 # ---- deleting -------------------------------------------------------------------------------------
@@ -389,3 +399,146 @@ def set_criterion(path: Path, metric: str, *, threshold: float | None = None, ma
     for s, e, new in sorted(edits, reverse=True):
         text = text[:s] + new + text[e:]
     atomic_write(path, _encode(text, bom))
+
+
+# ---- adding and replacing a whole case (session import, the case editor) -------------------------------
+
+
+def _case_id(case: Any) -> Any:
+    return case.get(_first_key(case, "eval_id", "evalId") or "eval_id") if isinstance(case, dict) else None
+
+
+def _writable_cases(path: Path) -> tuple[Any, _Style, list[Any]]:
+    data, style = _read(path)
+    if isinstance(data, list):
+        raise EditError(f"{path}: a legacy .test.json file; run `tui-eval migrate {path}` first")
+    return data, style, _cases(data, path)
+
+
+def add_case(path: Path, case: dict[str, Any], *, eval_set_id: str | None = None) -> bool:
+    """Append one case (ADK's shape) to an eval set, refusing an id the set already has. A file that does
+    not exist yet becomes a new eval set named `eval_set_id`. Returns whether the file was created."""
+    path = Path(path)
+    eval_id = case.get("eval_id")
+    if not path.exists():
+        if eval_set_id is None:
+            raise EditError(f"{path}: no such eval set")
+        data = {"eval_set_id": eval_set_id, "name": eval_set_id, "description": None, "eval_cases": [case],
+                "creation_timestamp": case.get("creation_timestamp", 0.0)}
+        _write(path, data, _Style("  ", (",", ": "), False, "\n"))
+        return True
+    data, style, cases = _writable_cases(path)
+    if any(_case_id(c) == eval_id for c in cases):
+        raise EditError(f"{path}: case id {eval_id!r} is taken; choose another (--id)")
+    cases.append(case)
+    _write(path, data, style)
+    return False
+
+
+def case_json(path: Path, eval_id: str) -> str:
+    """One case of an eval set, alone, as the JSON text a person edits (the file's keys, in its order)."""
+    data, _style, cases = _writable_cases(Path(path))
+    return _case_text(cases[_find_case(cases, eval_id, Path(path))])
+
+
+def _case_text(case: Any) -> str:
+    return json.dumps(case, indent=2, ensure_ascii=False) + "\n"
+
+
+def check_case_text(text: str) -> dict[str, Any]:
+    """An edited case's JSON text, parsed and checked as ADK would load it; EditError names the fault's
+    place (line and column, or the JSON path) in the edited text."""
+    from .errors import LoadError, SchemaError
+    from .load import loads_json, read_eval_case
+
+    try:
+        new = loads_json(text.encode("utf-8"), "the edited case")
+    except LoadError as exc:
+        raise EditError(str(exc)) from None
+    if not isinstance(new, dict):
+        raise EditError("the edited case must be one JSON object (an eval case), not a list or a value")
+    try:
+        read_eval_case(new)
+    except SchemaError as exc:
+        raise EditError(str(exc.at("the edited case"))) from None
+    return new
+
+
+def replace_case(path: Path, eval_id: str, before: str, after: str) -> str:
+    """Put an edited case (`after`, JSON text) in place of case `eval_id`, which must still read as
+    `before` (the text the editor was given); checked first (`check_case_text`). Returns the case's id
+    after the edit (a person may rename it; an id another case has is refused)."""
+    path = Path(path)
+    new = check_case_text(after)
+    data, style, cases = _writable_cases(path)
+    index = _find_case(cases, eval_id, path)
+    if _case_text(cases[index]) != before:
+        raise EditError(f"case {eval_id!r} changed in {path} while it was being edited; your edit is not saved")
+    new_id = _case_id(new)
+    if new_id != eval_id and any(_case_id(c) == new_id for c in cases):
+        raise EditError(f"case id {new_id!r} is taken in {path}; choose another")
+    cases[index] = new
+    _write(path, data, style)
+    return str(new_id)
+
+
+# ---- undo ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Undoable:
+    """One edit of this session: the file's bytes before (None: the edit created it) and after."""
+
+    path: Path
+    label: str
+    before: bytes | None
+    after: bytes
+
+
+class UndoStack:
+    """The edits of one session, newest last; `undo` puts the file back byte for byte, and refuses when the
+    file no longer holds what the edit wrote (another edit, an editor, git): that change would be lost."""
+
+    def __init__(self) -> None:
+        self._done: list[Undoable] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def record(self, path: Path, label: str, change: Callable[[], object]) -> None:
+        """Run `change` (an edit of `path`) and remember how to take it back."""
+        path = Path(path)
+        try:
+            before: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            before = None
+        except OSError as exc:
+            raise EditError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+        change()
+        with self._lock:
+            self._done.append(Undoable(path, label, before, path.read_bytes()))
+
+    def peek(self) -> Undoable | None:
+        with self._lock:
+            return self._done[-1] if self._done else None
+
+    def undo(self) -> Undoable:
+        """Revert the newest edit; EditError (the edit stays undoable) when there is none or the file changed."""
+        with self._lock:
+            if not self._done:
+                raise EditError("nothing to undo: no accept, delete, edit or import in this session")
+            last = self._done[-1]
+            try:
+                now: bytes | None = last.path.read_bytes()
+            except FileNotFoundError:
+                now = None
+            if now != last.after:
+                raise EditError(f"cannot undo {last.label}: {last.path} changed since (saved by another edit "
+                                "or program); undoing would lose that change")
+            if last.before is None:
+                last.path.unlink()
+            else:
+                atomic_write(last.path, last.before)
+            self._done.pop()
+            return last

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from .base import EvalBaseModel
+from .runrecord import NestedCall
 
 # Values a genai field holds that we carry without reading (arbitrary JSON).
 JsonAny = Any
@@ -316,6 +317,19 @@ class ToolTiming(EvalBaseModel):
     mocked: bool = False
 
 
+class ExpectedNestedCall(EvalBaseModel):
+    """One call an eval case expects inside a tool call (its `expected_nested_calls`): the agent that makes
+    it, the tool and its arguments (`depth` is read for display only)."""
+
+    agent: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    depth: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
 class Invocation(EvalBaseModel):
     """One turn: the user's message, what happened in between, and the final response."""
 
@@ -332,16 +346,19 @@ class Invocation(EvalBaseModel):
     # Per tool-call latency of an actual turn; ADK's Invocation has no field for it, so it is never
     # written to ADK files (`to_dict`) and an ADK file that has it is rejected, as ADK would.
     tool_timings: list[ToolTiming] = Field(default_factory=list, exclude=True)
+    # Calls made inside tool calls (an AgentTool's agent), in the order they started; as tool_timings,
+    # tui-eval's own and never written to ADK files.
+    nested_calls: list[NestedCall] = Field(default_factory=list, exclude=True)
 
     _RARE: ClassVar[frozenset[str]] = frozenset(
         ("duration", "model_duration", "tool_duration", "rubrics", "app_details")
     )
 
-    @field_validator("tool_timings", mode="before")
+    @field_validator("tool_timings", "nested_calls", mode="before")
     @classmethod
     def _not_in_adk_files(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(info.context, LoadContext) and info.context.adk_file:
-            raise ValueError("unknown key 'tool_timings'")
+            raise ValueError(f"unknown key {info.field_name!r}")
         return value
 
     @property
@@ -415,6 +432,8 @@ class Invocation(EvalBaseModel):
         out = self.to_dict()
         if self.tool_timings:
             out["tool_timings"] = [t.model_dump() for t in self.tool_timings]
+        if self.nested_calls:
+            out["nested_calls"] = [c.model_dump(exclude_none=True) for c in self.nested_calls]
         return out
 
 
@@ -456,6 +475,9 @@ class EvalCase(EvalBaseModel):
     creation_timestamp: float = 0.0
     rubrics: list[Rubric] | None = None
     final_session_state: dict[str, Any] | None = Field(default_factory=dict)
+    # tui-eval's own key (ADK's EvalCase keeps unknown keys; its Invocation would refuse one): the calls
+    # each turn should make inside its tool calls, keyed by the expected turn's invocation_id.
+    expected_nested_calls: dict[str, list[ExpectedNestedCall]] | None = None
 
     @model_validator(mode="after")
     def _conversation_xor_scenario(self) -> EvalCase:
@@ -478,6 +500,9 @@ class EvalCase(EvalBaseModel):
         if self.rubrics is not None:
             out["rubrics"] = [r.to_dict() for r in self.rubrics]
         out["final_session_state"] = self.final_session_state
+        if self.expected_nested_calls is not None:
+            out["expected_nested_calls"] = {inv_id: [c.to_dict() for c in calls]
+                                            for inv_id, calls in self.expected_nested_calls.items()}
         if self.model_extra:
             out.update(self.model_extra)
         return out

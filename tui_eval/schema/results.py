@@ -24,12 +24,12 @@ from .details import (
 )
 from .fast import adk_json_default, trusted
 from .model import Invocation, ToolTiming
-from .runrecord import CaseVersions, HumanVerdict, NestedCall, RunMeta
+from .runrecord import HumanVerdict, JudgeVersion, NestedCall, ResultVersions, RunMeta
 from .status import CASE_STATUSES, EvalStatus, combine_statuses
 
-__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "MetricResult",
-           "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses", "counts_text", "status_counts",
-           "status_for"]
+__all__ = ["CaseRecord", "CaseResult", "EvalSetResult", "EvalStatus", "InvocationMetricResult", "JudgeVersion",
+           "MetricResult", "ResultVersions", "RunRecordFile", "SharedJson", "ToolTimingRecord", "combine_statuses",
+           "counts_text", "status_counts", "status_for"]
 
 T = TypeVar("T")
 
@@ -290,7 +290,8 @@ class _CaseFields(_Result):
     error: str | None = None
     wall_seconds: float = 0.0
     # The run record's per-case places (`runrecord.CasePlaces`, format /3): defaults for older records.
-    versions: CaseVersions = Field(default_factory=CaseVersions)
+    #: What the result was computed from; None in records written before versions were kept.
+    versions: ResultVersions | None = None
     repetition: int = 1
     nested_calls: dict[str, list[NestedCall]] = Field(default_factory=dict)
     final_session_state: dict[str, JsonValue] | None = None
@@ -319,6 +320,12 @@ class CaseRecord(_CaseFields):
     each turn's tool latencies."""
 
     tool_timings: list[list[ToolTimingRecord]] = Field(default_factory=list)
+
+
+def nested_by_turn(actual: list[Invocation]) -> dict[str, list[NestedCall]]:
+    """The calls made inside tool calls of each turn, by invocation id (`#N` for a turn without one): the
+    record's per-case `nested_calls` place."""
+    return {inv.invocation_id or f"#{i + 1}": inv.nested_calls for i, inv in enumerate(actual) if inv.nested_calls}
 
 
 class CaseResult(_CaseFields):
@@ -392,7 +399,7 @@ class CaseResult(_CaseFields):
             }
             for i, actual in enumerate(actual_turns)
         ]
-        return {
+        out = {
             # As google-adk 2.13's LocalEvalService writes them: its (deprecated) eval_set_file holds
             # the eval set id, and a case without a session user ran as "test_user_id".
             "eval_set_file": self.eval_set_id,
@@ -404,6 +411,11 @@ class CaseResult(_CaseFields):
             "session_id": self.session_id,
             "user_id": self.user_id or ADK_DEFAULT_USER_ID,
         }
+        if self.reruns_after_crash:
+            # Our one extra key (ADK reads case results with extra keys allowed): the case ran again after
+            # the agent process it ran in died, and its tools with it.
+            out["reruns_after_crash"] = self.reruns_after_crash
+        return out
 
     def to_record(self) -> dict[str, Any]:
         """Our record of the case (a `CaseRecord` as JSON-ready dict). Turns are not repeated here: the
@@ -444,6 +456,9 @@ class CaseResult(_CaseFields):
         for inv, timings in zip(actual, record.tool_timings):
             inv.tool_timings = [ToolTiming(name=t.name, seconds=t.seconds, call_id=t.call_id, mocked=t.mocked)
                                 for t in timings]
+        if record.nested_calls:
+            for i, inv in enumerate(actual):
+                inv.nested_calls = list(record.nested_calls.get(inv.invocation_id or f"#{i + 1}", ()))
         fields = {name: getattr(record, name) for name in _CaseFields.model_fields}
         return cls(**fields, actual=actual, expected=expected)
 

@@ -108,19 +108,35 @@ class RunVersions(_Place):
     judge: str | None = None
 
 
-class CaseVersions(_Place):
-    """What one case's result was computed from: the agent code, the eval case as run, its criteria and
-    judge (None: not computed)."""
+class JudgeVersion(_Place):
+    """The judge a result's LLM metrics asked: provider, model, endpoint, and the model version it
+    answered with (None until a judge answered, or when it does not say)."""
+
+    provider: str
+    model: str | None = None
+    endpoint: str | None = None
+    model_version: str | None = None
+
+
+class ResultVersions(_Place):
+    """What a result was computed from (`engine.versions` makes and compares them): the agent's code
+    (`agents.version`; None when no agent ran it, `agent_outside` the files outside its folder the
+    version covers), the tools' mode (live | mock-strict | mock-fallback), the eval case as run and the
+    effective criteria (content hashes), and the judge."""
 
     agent: str | None = None
-    case: str | None = None
-    criteria: str | None = None
-    judge: str | None = None
+    agent_outside: tuple[str, ...] = ()
+    tools: str = "live"
+    case: str = ""
+    criteria: str = ""
+    judge: JudgeVersion | None = None
 
 
 class NestedCall(_Place):
     """A tool or agent call made inside another call (an AgentTool's inner calls): `parent` is the call
-    id it ran under, `agent` the agent that made it."""
+    id it ran under (no id in ADK's data links them: tui-eval matched them by nesting), `agent` the agent
+    that made it, `depth` 1 inside a top-level call, 2 inside that...; `seconds` its own run time. Also
+    what an actual turn keeps of them (`model.Invocation.nested_calls`)."""
 
     name: str
     args: JsonValue = None
@@ -128,6 +144,13 @@ class NestedCall(_Place):
     call_id: str | None = None
     parent: str | None = None
     agent: str | None = None
+    depth: int = 1
+    seconds: float | None = None
+
+    @property
+    def arguments(self) -> dict[str, JsonValue]:
+        """`args` as a dict (a call recorded without arguments has none)."""
+        return self.args if isinstance(self.args, dict) else {}
 
 
 class HumanVerdict(_Place):
@@ -147,7 +170,8 @@ class HumanVerdict(_Place):
 class CasePlaces(_Place):
     """The places each case of a /3 record carries (defaults for a case of an older record)."""
 
-    versions: CaseVersions = Field(default_factory=CaseVersions)
+    #: What the result was computed from (None: a record written before versions were kept).
+    versions: ResultVersions | None = None
     #: Which repetition (1-based, --num-runs) of the run this result is.
     repetition: int = Field(default=1, ge=1)
     #: invocation_id -> the calls made inside that turn's calls, in order.

@@ -29,6 +29,7 @@ from textual.worker import Worker
 from . import messages as msg
 from .ces_link import CesLink
 from .commands import CaseCommands
+from .authoring import Authoring
 from .edits import EditControl
 from .engine_control import EngineControl
 from .jobs import Jobs
@@ -38,6 +39,7 @@ from .loader import FolderLoader
 from .notices import Notices
 from .pump import Pump
 from .readmodel import SESSION, Changes, ReadModel
+from .reviews import ReviewControl
 from .screens.main import MainScreen
 from .progress import RunState
 from .theme import TUI_EVAL_THEME, default_theme
@@ -131,6 +133,8 @@ class EvalApp(App[int]):
         #: The engine process: runs, cancels, modes, reloads and full results.
         self.engine = EngineControl(self, agent_ref=agent, run_options=run_options, store=store, watch=watch)
         self.edits = EditControl(self)
+        self.authoring = Authoring(self)
+        self.reviews = ReviewControl(self)
         self.notices = Notices(self)
         self.pump = Pump(self, self.model, [self._show_status, self.engine.take, self.notices.take], self.changed)
         #: The CES app shown beside the local eval sets (`tui-eval ces://...`), and runs in CES.
@@ -194,6 +198,9 @@ class EvalApp(App[int]):
         self.sync_status()
         if changes.loaded and self.on_loaded is not None:
             self.on_loaded()
+        if changes.loaded:
+            # People's verdicts kept in the saved runs: read once the folder is known (summary, review).
+            self.reviews.load(self.reviews.histories(), then=self.main.summary.refresh_entry)
         if changes.phase:
             self.refresh_bindings()
 
@@ -266,6 +273,56 @@ class EvalApp(App[int]):
     @_reported
     def _edit_requested(self, message: msg.EditRequested) -> None:
         self.edits.request(message)
+
+    @on(msg.CaseEditRequested)
+    @_reported
+    def _case_edit_requested(self, message: msg.CaseEditRequested) -> None:
+        self.authoring.edit_case(message.key)
+
+    @on(msg.UndoRequested)
+    @_reported
+    def _undo_requested(self, message: msg.UndoRequested) -> None:
+        self.edits.undo()
+
+    @on(msg.ImportSessionRequested)
+    @_reported
+    def _import_session_requested(self, message: msg.ImportSessionRequested) -> None:
+        self.authoring.ask_session(message.eval_file)
+
+    @on(msg.ChatPlay)
+    @_reported
+    def _chat_play(self, message: msg.ChatPlay) -> None:
+        self.engine.play_chat(message.chat)
+
+    @on(msg.ChatSave)
+    @_reported
+    def _chat_save(self, message: msg.ChatSave) -> None:
+        from .authoring import save_chat
+
+        save_chat(self, message.chat, message.eval_file, message.eval_id)
+
+    @on(msg.SkipRequested)
+    @_reported
+    def _skip_requested(self, message: msg.SkipRequested) -> None:
+        self.engine.skip_case(message.key)
+
+    @on(msg.VerdictRequested)
+    @_reported
+    def _verdict_requested(self, message: msg.VerdictRequested) -> None:
+        key = message.key
+        history = self.reviews.history_of(key)
+        self.reviews.load({history} if history is not None else set(), then=functools.partial(
+            self.reviews.ask, key, message.turn, message.metric, message.label))
+
+    @on(msg.OpenReview)
+    @_reported
+    def _open_review(self, message: msg.OpenReview) -> None:
+        from .screens.review import ReviewScreen
+
+        def show() -> None:
+            self.push_screen(ReviewScreen())
+
+        self.reviews.load(self.reviews.histories(), then=show)
 
     @on(msg.FilesRewritten)
     @_reported

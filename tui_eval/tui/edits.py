@@ -3,6 +3,8 @@ each confirmation says, the rewrite it runs once the user agrees, and how the ed
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -44,13 +46,20 @@ def _turn_texts(listing: CaseListing, key: CaseKey, index: int) -> tuple[str | N
     return (expected.user_content.text if expected is not None else None), listing.relpath(Path(key.eval_file))
 
 
-def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
-    """The edit, or why there is none (a warning line)."""
+def _run_words(listing: CaseListing, key: CaseKey, repetition: int | None) -> str:
+    """` (run 2 of 4)` for a repeated case's shown run, else nothing: the dialog says which it writes."""
+    return f" (run {repetition} of {listing.run_book.num_runs})" if repetition is not None else ""
+
+
+def accept_turn(listing: CaseListing, key: CaseKey, index: int, repetition: int | None = None) -> Edit | str:
+    """The edit, or why there is none (a warning line). With --num-runs it writes the run on screen
+    (`repetition`, else the latest) and says which."""
     from ..schema.edits import accept_turn as rewrite
 
-    result = listing.result(key)
-    if result is None and listing.results.loading(key):
-        return LOADING
+    result, rep = listing.result_of_run(key, repetition)
+    run = _run_words(listing, key, rep)
+    if result is None and (rep is not None or listing.results.loading(key)):
+        return LOADING  # a finished run whose result is on its way from the engine
     if result is None or index >= len(result.actual):
         return "No actual turn to accept: run the case first."
     user, rel = _turn_texts(listing, key, index)
@@ -60,7 +69,7 @@ def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
     calls = ", ".join(c.name or "(unnamed)" for c in actual.tool_calls) or "none"
     body = Content("\n").join([
         Content.assemble("Make the actual turn ", (f"{index + 1}", "bold"), " of case ", plain(key.eval_id, "bold"),
-                         " the expected one in ", plain(rel, "bold"), "?"),
+                         (run, "bold"), " the expected one in ", plain(rel, "bold"), "?"),
         Content(""),
         Content.assemble(("response  ", "$text-muted"), plain(one_line(actual.final_response.text if actual.final_response else "", 200))),
         Content.assemble(("tool calls ", "$text-muted"), plain(one_line(calls, 200))),
@@ -68,30 +77,35 @@ def accept_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
         Content.styled("The file is rewritten atomically; invocation ids, the user message and every other key are kept.", "$text-muted"),
     ])
     path = Path(key.eval_file)
-    return Edit("Accept turn", body, f"Accepted turn {index + 1} of {key.eval_id}", path,
+    return Edit("Accept turn", body, f"Accepted turn {index + 1} of {key.eval_id}{run}", path,
                 partial(rewrite, path, key.eval_id, index, actual, user), key)
 
 
-def accept_case(listing: CaseListing, key: CaseKey) -> Edit | str:
+def accept_case(listing: CaseListing, key: CaseKey, repetition: int | None = None) -> Edit | str:
     from ..schema.edits import accept_case as rewrite
 
-    result = listing.result(key)
+    result, rep = listing.result_of_run(key, repetition)
+    run = _run_words(listing, key, rep)
     case = listing.case(key)
-    if result is None and listing.results.loading(key):
-        return LOADING
+    if result is None and (rep is not None or listing.results.loading(key)):
+        return LOADING  # a finished run whose result is on its way from the engine
     if result is None or not result.actual or case is None:
         return "No actual turns to accept: run the case first."
     expected_turns = len(case.conversation or [])
     rel = listing.relpath(Path(key.eval_file))
     body = Content("\n").join([
         Content.assemble("Make all ", (f"{len(result.actual)}", "bold"), " actual turns of case ", plain(key.eval_id, "bold"),
-                         " the expected ones in ", plain(rel, "bold"), "?"),
+                         (run, "bold"), " the expected ones in ", plain(rel, "bold"), "?"),
         Content(""),
+        *([Content.assemble(("final session state ", "$text-muted"),
+                            plain(one_line(json.dumps(result.final_session_state, ensure_ascii=False), 200)))]
+          if result.final_session_state is not None else []),
         Content.styled("The file is rewritten atomically; invocation ids, user messages and every other key are kept.", "$text-muted"),
     ])
     path = Path(key.eval_file)
-    return Edit("Accept case", body, f"Accepted case {key.eval_id}", path,
-                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns), key)
+    return Edit("Accept case", body, f"Accepted case {key.eval_id}{run}", path,
+                partial(rewrite, path, key.eval_id, list(result.actual), expected_turns,
+                        result.final_session_state), key)
 
 
 def delete_turn(listing: CaseListing, key: CaseKey, index: int) -> Edit | str:
@@ -125,9 +139,9 @@ def edit_for(listing: CaseListing, request: EditRequested) -> Edit | str:
 
     key, kind = request.key, request.kind
     if kind is EditKind.ACCEPT_TURN:
-        return accept_turn(listing, key, request.index)
+        return accept_turn(listing, key, request.index, request.repetition)
     if kind is EditKind.ACCEPT_CASE:
-        return accept_case(listing, key)
+        return accept_case(listing, key, request.repetition)
     if kind is EditKind.DELETE_TURN:
         return delete_turn(listing, key, request.index)
     return delete_case(listing, key)
@@ -138,11 +152,18 @@ QUIT_DURING_RUN = ("Quit during a run?", Content.assemble(
 
 
 class EditControl:
-    """The edits a screen asks for: confirmed by the user, written in a thread worker, then shown. Owned by
-    the app; UI thread but for the writing."""
+    """The edits a screen asks for: confirmed by the user, written in a thread worker, then shown; and the
+    session's undo of every accept, delete, case edit and import. Owned by the app; UI thread but for the
+    writing."""
 
     def __init__(self, app: EvalApp) -> None:
+        from ..schema.edits import UndoStack
+
         self.app = app
+        #: Every edit of this session, newest last (`z` takes the newest back).
+        self.undo_stack = UndoStack()
+        # The case each undoable edit touched, to mark its result stale again once taken back.
+        self._undo_keys: dict[int, CaseKey | None] = {}
 
     def request(self, request: EditRequested) -> None:
         edit = edit_for(self.app.listing, request)
@@ -162,12 +183,21 @@ class EditControl:
         if edit.leave_screens:
             while len(app.screen_stack) > 1:
                 app.pop_screen()
+        self.write(edit.path, edit.done, edit.change, edit.key, then=partial(self._written, edit),
+                   failure="Edit not saved")
+
+    def write(self, path: Path, label: str, change: Callable[[], object], key: CaseKey | None, *,
+              then: Callable[[], None], failure: str, failed: Callable[[BaseException], None] | None = None) -> None:
+        """Run an edit of `path` in a thread worker, undoably (`label` says what `z` takes back), and
+        re-read the file; `then` runs on the UI thread once it is written."""
+        app = self.app
 
         def work() -> None:
-            edit.change()
-            app.engine.reload_edited(edit.path)
+            self.undo_stack.record(path, label, change)
+            self._undo_keys[len(self.undo_stack)] = key
+            app.engine.reload_edited(path)
 
-        app.jobs.start(work, group="edit", name=edit.done, failure="Edit not saved", then=partial(self._written, edit))
+        app.jobs.start(work, group="edit", name=label, failure=failure, then=then, failed=failed)
 
     def _written(self, edit: Edit) -> None:
         key = edit.key
@@ -175,7 +205,47 @@ class EditControl:
             if edit.stale:
                 self.app.listing.set_result(key, None)
             else:
-                # An accepted turn or case: its result was scored against the old expected turns.
-                self.app.listing.stale.add(key)
+                # An accepted turn or case: its result was scored against the old expected turns (the
+                # engine says the same once it re-reads the file; this shows it at once).
+                from ..engine.versions import REASONS
+
+                self.app.listing.mark_stale(key, (REASONS["case"],))
             self.app.pump.redraw({key})
         self.app.notify(edit.done, markup=False)
+
+    def undo(self) -> None:
+        """Take the session's newest edit back, byte for byte; refused (and said why) when there is none or
+        its file changed since."""
+        from ..schema.edits import EditError
+
+        app = self.app
+        last = self.undo_stack.peek()
+        if last is None:
+            app.notify("Nothing to undo: no accept, delete, edit or import in this session.", markup=False)
+            return
+        key = self._undo_keys.get(len(self.undo_stack))
+        outcome: list[str] = []
+
+        def work() -> None:
+            try:
+                done = self.undo_stack.undo()
+            except EditError as exc:
+                outcome.append(str(exc))
+                return
+            self._undo_keys.pop(len(self.undo_stack) + 1, None)
+            app.engine.reload_edited(done.path)
+
+        def then() -> None:
+            if outcome:
+                app.notify(outcome[0], title="Not undone", severity="warning", markup=False, timeout=8)
+                return
+            if key is not None:
+                # The case reads again as its result was scored against (an accept or edit taken back).
+                app.listing.mark_stale(key, ())
+                app.pump.redraw({key})
+            app.notify(f"Undone: {last.label}", markup=False)
+
+        if last.before is None or key is None:
+            while len(app.screen_stack) > 1:  # the file or case may be gone: screens showing it close
+                app.pop_screen()
+        app.jobs.start(work, group="edit", name="undo", failure="Undo failed", then=then)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.options import RunOptions
     from ..engine.runner import ResultSink
     from .app import EvalApp
+    from .chatlog import ChatLog
     from .engine_link import EngineLink
     from .readmodel import Changes
 
@@ -42,6 +43,7 @@ class EngineControl:
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._woken = False
         self._fetch_error: str | None = None
+        self._chat_tickets = 0
         self.model.cancel_engine = self._cancel_engine
 
     @property
@@ -160,6 +162,29 @@ class EngineControl:
             self.app.pump.tick()
 
     # ---- files -------------------------------------------------------------------------------
+
+    def play_chat(self, chat: ChatLog) -> None:
+        """Play a chat's messages in the agent's worker processes; its turns come up as ChatTurn records."""
+        model = self.app.model
+        model.chats.pop(chat.ticket, None)
+        self._chat_tickets += 1
+        chat.play(self._chat_tickets)
+        model.chats[chat.ticket] = chat
+        app_name = Path(chat.agent_ref).name or "agent"
+        if self.link is None or not self.link.chat(chat.ticket, chat.agent_ref, tuple(chat.messages), app_name):
+            chat.playing = False
+            chat.error = "the engine is not running"
+
+    def skip_case(self, key: CaseKey) -> None:
+        """Stop one running case, keeping the run going (it ends not evaluated, "skipped")."""
+        if key not in self.app.listing.running:
+            self.app.notify(f"{key.eval_id} is not running any more.", markup=False)
+            return
+        if self.link is None or not self.link.skip(key):
+            self.app.notify("The engine is not running: nothing to skip.", severity="warning", markup=False)
+            return
+        self.app.notify(f"Skipping {key.eval_id}: it ends not evaluated (\"skipped\"); the run goes on.",
+                        markup=False)
 
     def reload_edited(self, path: Path) -> None:
         """From a thread worker, after an edit: re-read the file here and, when it watches nothing, in the

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
-from ..engine.feed import Cancel, Close, EngineConfig, EngineGone, Fetch, Reload, RunCases, SetModes
+from ..engine.feed import Cancel, Chat, Close, EngineConfig, EngineGone, Fetch, Reload, RunCases, SetModes, Skip
 
 if TYPE_CHECKING:  # pragma: no cover
     from multiprocessing.connection import Connection
@@ -95,6 +95,12 @@ class EngineLink:
     def cancel(self) -> bool:
         """Stop the runs in progress (their finished cases are kept and saved)."""
         return self.send(Cancel())
+
+    def chat(self, ticket: int, agent_ref: str, messages: tuple[str, ...], app_name: str) -> bool:
+        return self.send(Chat(ticket, agent_ref, messages, app_name))
+
+    def skip(self, key: CaseKey) -> bool:
+        return self.send(Skip(key))
 
     def set_modes(self, live: bool, agent_reruns: bool) -> bool:
         return self.send(SetModes(live, agent_reruns))

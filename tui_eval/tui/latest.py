@@ -54,6 +54,8 @@ class LatestResults:
         self._origin: dict[CaseKey, str] = {}
         #: When a saved result was saved (its age is shown beside it); absent for this session's results.
         self._saved_at: dict[CaseKey, float] = {}
+        # The repetition of a fetched session result (a held one knows its own).
+        self._repetition: dict[CaseKey, int] = {}
         #: Bumped on every change, so views can cache what they derive from results.
         self.version = 0
         #: Asks for the results the engine holds (the app sets it once the engine runs).
@@ -117,6 +119,7 @@ class LatestResults:
                     self._full.pop(key, None)
                 else:
                     self._full[key] = result
+                    self._repetition[key] = repetition
                 changed.append(key)
         if changed:
             self.version += 1
@@ -124,6 +127,13 @@ class LatestResults:
 
     def summary(self, key: CaseKey) -> CaseSummary | None:
         return self._summary.get(key)
+
+    def repetition(self, key: CaseKey) -> int | None:
+        """Which repetition (run k of N) of this session's run the latest result is; None for a saved one."""
+        full = self._full.get(key)
+        if isinstance(full, Held):
+            return full.repetition
+        return self._repetition.get(key)
 
     def _metric(self, key: CaseKey, metric: str) -> MetricSummary | None:
         """One metric's verdict in the case's summary; None when there is none."""
@@ -183,6 +193,9 @@ class LatestResults:
             summaries[key] = finished.summary
             full[key] = finished.full
         self._origin.update(dict.fromkeys([key for key, _f in items], origin))
+        if self._repetition:
+            for key, _f in items:
+                self._repetition.pop(key, None)
         if self._saved_at:
             for key, _f in items:
                 self._saved_at.pop(key, None)
@@ -195,6 +208,7 @@ class LatestResults:
             self._summary[key], self._full[key] = result.summary, result.full
         else:
             self._summary[key], self._full[key] = summarize(result, insight=False), result
+        self._repetition.pop(key, None)
         self._origin[key] = origin
         if saved_at is None:
             self._saved_at.pop(key, None)
@@ -203,6 +217,7 @@ class LatestResults:
         self.version += 1
 
     def forget(self, key: CaseKey) -> None:
+        self._repetition.pop(key, None)
         self._summary.pop(key, None)
         self._full.pop(key, None)
         self._origin.pop(key, None)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..engine.feed import summarize
 from ..schema.status import EvalStatus
+from .reviewbook import ReviewBook
 from .runbook import RunBook
 from .latest import Finished, LatestResults
 
@@ -152,15 +153,18 @@ class CaseListing:
     filter: Filter = field(default_factory=Filter)
     #: The order of cases in the tree (one of CASE_ORDERS).
     order: str = "file"
-    #: Cases whose expected turns were accepted after their result was scored: the result is shown,
-    #: marked stale, until the case runs again.
-    stale: set[Any] = field(default_factory=set)
+    #: Results whose inputs changed since they were computed, with the reasons (the engine's
+    #: `versions.stale_reasons`, and at once an accept of this dashboard's): shown, marked stale, until
+    #: the case runs again. Read it through `stale_reasons`.
+    stale: dict[Any, tuple[str, ...]] = field(default_factory=dict)
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
     #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
     clock: Callable[[], float] = time.time
     #: This session's repetitions, live usage and latency, and timeline of runs (see runbook.py).
     run_book: RunBook = field(default_factory=RunBook)
+    #: People's verdicts beside the automatic ones (see reviewbook.py).
+    reviews: ReviewBook = field(default_factory=ReviewBook)
     _counts: dict[Path, tuple[Any, dict[int | None, int]]] = field(default_factory=dict)
     _seen: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
     _seen_configs: dict[Path, tuple[Any, Any]] = field(default_factory=dict)
@@ -320,8 +324,42 @@ class CaseListing:
 
     # ---- results -----------------------------------------------------------------------------
 
+    def stale_reasons(self, key: CaseKey) -> tuple[str, ...]:
+        """Why a case's result is stale (empty: it is not): every view asks this one question."""
+        return self.stale.get(key, ())
+
+    def mark_stale(self, key: CaseKey, reasons: tuple[str, ...]) -> None:
+        """The result of `key` is stale for these reasons (an empty tuple: it is current)."""
+        if reasons:
+            self.stale[key] = reasons
+        else:
+            self.stale.pop(key, None)
+
+    def stale_keys(self, path: Path | None = None) -> list[CaseKey]:
+        """The stale results' cases (of one eval file), in file order: what `S` runs."""
+        files = [path] if path is not None else self.files
+        return [k for p in files for c in self.cases(p) if (k := self.key(p, c.eval_id)) in self.stale]
+
+    def stale_count(self, path: Path) -> int:
+        """How many of an eval file's results are stale (the tree's counts show it)."""
+        if not self.stale:
+            return 0
+        name = str(path)
+        return sum(1 for key in self.stale if key.eval_file == name)
+
     def result(self, key: CaseKey) -> CaseResult | None:
         return self.results.get(key)
+
+    def result_of_run(self, key: CaseKey, repetition: int | None = None) -> tuple[CaseResult | None, int | None]:
+        """The result a screen shows for a case, and which run k of N it is: run `repetition` of this
+        session's --num-runs run, else the latest result (the repetition it is, None when the session did
+        not repeat the case). The turn view shows it and an accept writes it: one rule for both."""
+        statuses = self.run_book.statuses_of(key)
+        if statuses:
+            rep = repetition or self.results.repetition(key) or len(statuses)
+            if 0 < rep <= len(statuses) and statuses[rep - 1] is not None:
+                return self.run_book.runs_of(key)[rep - 1], rep  # None while it is on its way
+        return self.result(key), None
 
     def origin_text(self, key: CaseKey, *, short: bool = False) -> str:
         """Where a case's result came from, with its age if it was saved (`saved … · 2h ago`)."""
@@ -419,7 +457,7 @@ class CaseListing:
         counts = cached[1] if cached is not None and self.case(key) is not None else None
         if counts is not None:
             counts[self.case_status(key)] -= 1
-        self.stale.discard(key)
+        self.stale.pop(key, None)
         if result is None:
             self.results.forget(key)
         else:
@@ -449,7 +487,9 @@ class CaseListing:
                     counts[shown[key] if key in shown else results.status(key, metric)] -= 1
                     status = shown[key] = results.status_in(finished.summary, metric)
                     counts[status] += 1
-        self.stale.difference_update([key for key, _f in items])
+        if self.stale:
+            for key, _f in items:
+                self.stale.pop(key, None)
         results.put_finished(items, origin)
 
     def metric_names(self) -> list[str]:

@@ -15,6 +15,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.events import CaseKey
+    from .chatlog import ChatLog
 
 
 @dataclass
@@ -47,6 +48,9 @@ class EditRequested(Message):
     kind: EditKind
     key: CaseKey
     index: int = 0
+    #: With --num-runs: the repetition (run k of N) whose turns an accept writes, as shown; None: the
+    #: case's latest result.
+    repetition: int | None = None
 
 
 @dataclass
@@ -109,3 +113,61 @@ class FilesRewritten(Message):
     the engine, whether or not the folder is watched."""
 
     paths: tuple[Path, ...]
+
+
+@dataclass
+class CaseEditRequested(Message):
+    """Edit this case as JSON: in $VISUAL/$EDITOR, else in the in-app editor."""
+
+    key: CaseKey
+
+
+@dataclass
+class UndoRequested(Message):
+    """Take the session's newest edit (accept, delete, case edit, import) back."""
+
+
+@dataclass
+class ImportSessionRequested(Message):
+    """Ask for an ADK session file and import it as a new case of this eval set."""
+
+    eval_file: Path
+
+
+@dataclass
+class VerdictRequested(Message):
+    """A person's verdict on this case: on a turn (`turn`), a metric (`metric`), else the whole case.
+    `label` ("pass"/"fail") when already chosen (review mode), else asked."""
+
+    key: CaseKey
+    turn: int | None = None
+    metric: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class OpenReview(Message):
+    """Show the review mode: the cases whose judged verdicts need a person."""
+
+
+@dataclass
+class SkipRequested(Message):
+    """Stop this running case without cancelling the run (it ends not evaluated, "skipped")."""
+
+    key: CaseKey
+
+
+@dataclass
+class ChatPlay(Message):
+    """Play this chat's messages with its agent (again, from a fresh session)."""
+
+    chat: ChatLog
+
+
+@dataclass
+class ChatSave(Message):
+    """Save this chat's conversation as a new case `eval_id` of the eval set `eval_file`."""
+
+    chat: ChatLog
+    eval_file: Path
+    eval_id: str

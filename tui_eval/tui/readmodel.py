@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ..engine import events as ev
 from ..engine import feed
+from .chatlog import ChatLog
 from .listing import CaseListing, WorkspaceDelta
 from .loader import FileLoaded, FolderOpened, LoadDone, Notice, ResultLoaded
 from .latest import Fetcher, Finished, held
@@ -36,7 +37,7 @@ FOLD_CHUNK = 50
 
 #: Records the screen should show at once rather than at the next tick (a run starting, stopping).
 URGENT = (feed.Fetched, feed.RunBegan, feed.RunOver, feed.RunEnded, feed.EngineGone, ev.CasesStopped, ev.RunFinished,
-          ev.RunStarted)
+          ev.RunStarted, feed.ChatTurn, feed.ChatEnded)
 
 
 #: What the read model folds: the engine's records (its events among them) and the folder loader's.
@@ -92,10 +93,15 @@ class Changes:
     timeline: bool = False
     #: The start-up scan just ended.
     loaded: bool = False
+    #: A case in flight answered a turn, or the cases in flight changed.
+    in_flight: bool = False
+    #: A chat's play answered a turn or ended.
+    chat: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.dirty or self.files or self.reload or self.messages or self.new_run or self.run
-                    or self.phase or self.insight or self.timeline or self.loaded)
+                    or self.phase or self.insight or self.timeline or self.loaded or self.in_flight
+                    or self.chat)
 
 
 class ReadModel:
@@ -108,6 +114,10 @@ class ReadModel:
         self.current: RunState | None = None
         #: True until the start-up scan (files and saved results) is done.
         self.loading = True
+        #: Chats with agents (screens/chat.py), by ticket of their current play.
+        self.chats: dict[int, ChatLog] = {}
+        #: The turns each case in flight has answered so far (what the in-flight view shows).
+        self.in_flight: dict[CaseKey, list[feed.TurnDone]] = {}
         #: The engine loaded the folder (commands sent before wait for that).
         self.engine_ready = False
         #: Why the engine is gone, if it is.
@@ -186,6 +196,9 @@ class ReadModel:
             if snap.running != cat.running:
                 changes.dirty |= snap.running ^ cat.running
                 cat.running = snap.running
+                for key in [k for k in self.in_flight if k not in cat.running]:
+                    del self.in_flight[key]
+                changes.in_flight = True
             if snap.phase != self._shown_phase:
                 self._shown_phase = snap.phase
                 changes.phase = True
@@ -265,6 +278,12 @@ class ReadModel:
         elif type(record) is feed.CaseBegun or type(record) is feed.MetricsScored:
             if self.current is not None:
                 self.current.apply(record)
+            if type(record) is feed.CaseBegun:
+                self.in_flight[record.key] = []
+                changes.in_flight = True
+        elif type(record) is feed.TurnDone:
+            self.in_flight.setdefault(record.key, []).append(record)
+            changes.in_flight = True
         elif isinstance(record, ResultLoaded):
             self._backlog.append(("saved", record.key, Finished(record.summary, record.result), record.origin,
                                   record.saved_at))
@@ -297,6 +316,10 @@ class ReadModel:
             state = self.current
             if state is not None and state.active and state.claimed:
                 state.finish("cancelled" if state.cancel_requested else "finished")
+        elif isinstance(record, (feed.ChatTurn, feed.ChatEnded)):
+            chat = self.chats.get(record.ticket)
+            if chat is not None and chat.take(record):
+                changes.chat = True
         elif isinstance(record, feed.RunEnded):
             state = self.current
             if state is not None and state.ticket == record.ticket and state.active:
@@ -333,6 +356,15 @@ class ReadModel:
         elif isinstance(record, ev.AgentStale):
             changes.messages.append((f"{Path(record.path).name} changed: the agent reloads before its next run "
                                      "(live re-runs on agent edits are off)", "information"))
+        elif isinstance(record, ev.StaleChanged):
+            for key, reasons in record.stale:
+                self.listing.mark_stale(key, reasons)
+                changes.dirty.add(key)
+            for key in record.fresh:
+                self.listing.mark_stale(key, ())
+                changes.dirty.add(key)
+        elif isinstance(record, ev.AgentPaused):
+            changes.messages.append((record.message, "warning"))
         elif isinstance(record, ev.CasesRemoved):
             for key in record.keys:
                 self.listing.set_result(key, None)

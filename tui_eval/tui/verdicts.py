@@ -369,7 +369,10 @@ def stored_trajectory(result: CaseResult | None, index: int) -> TrajectoryDetail
     """The trajectory details the metric stored for turn `index` (all three match types), if it ran."""
     if result is None:
         return None
-    found = details_of(result, index, TrajectoryDetails)
+    from ..schema.criteria import DEEP_TRAJECTORY as DEEP
+
+    # deep_tool_trajectory_v1 judges the calls inside tool calls: the turn view shows it on its own.
+    found = [(m, inv) for m, inv in details_of(result, index, TrajectoryDetails) if m.metric_name != DEEP]
     if not found:
         return None
     details = found[0][1].details
@@ -382,7 +385,11 @@ def configured_match_type(result: CaseResult | None, stored: TrajectoryDetails |
     if stored is not None:
         return stored.match_type, stored.ignore_args
     if result is not None:
+        from ..schema.criteria import DEEP_TRAJECTORY as DEEP
+
         for m in result.metrics:
+            if m.metric_name == DEEP:
+                continue
             for inv in m.per_invocation:
                 if isinstance(inv.details, TrajectoryDetails):
                     return inv.details.match_type, inv.details.ignore_args
@@ -577,6 +584,7 @@ def tool_response_lines(inv: Invocation | None, width: int = 200) -> list[Conten
 def event_trace_lines(inv: Invocation | None, width: int = 200) -> list[Content]:
     """Everything the agent did in a turn, in order: texts (intermediate ones too), transfers, tool calls
     and tool responses, each with its author when the turn recorded events."""
+    from ..schema.calls import nested_under
     from ..schema.model import InvocationEvents
 
     if inv is None:
@@ -592,6 +600,13 @@ def event_trace_lines(inv: Invocation | None, width: int = 200) -> list[Content]
                     verb = "transfers" if c.name == "transfer_to_agent" else "calls"
                     lines.append(Content.assemble((f"{author} {verb} ", "$text-muted"),
                                                   plain(call_signature(c.name or "", c.args, 60))))
+                    # What ran inside the call (an AgentTool's agent): outside ADK's events, kept by tui-eval.
+                    for inner in nested_under(inv, c.id):
+                        lines.append(Content.assemble(("  " * inner.depth + "└ ", "$text-muted"),
+                                                      plain(f"{one_line_text(inner.agent or '', 24)} calls ", "$text-muted"),
+                                                      plain(call_signature(inner.name, inner.arguments, 60)),
+                                                      plain(f" ← {fmt_value(inner.response, 60)}", "$text-muted")
+                                                      if inner.response is not None else Content("")))
                 elif part.function_response is not None:
                     r = part.function_response
                     lines.append(Content.assemble((f"{author} ← {literal(r.name or '')}: ", "$text-muted"),

@@ -289,6 +289,20 @@ class Step:
     texts: list[str] = field(default_factory=list)
     calls: list[FunctionCall] = field(default_factory=list)
     responses: list[FunctionResponse] = field(default_factory=list)
+    #: The event's grounding metadata (a model's search attributions), as recorded; None when it had none.
+    grounding: Any = None
+
+
+#: What the judges read when a turn carries no grounding metadata (ADK's words, so a judge reads the same).
+NO_GROUNDING = "No grounding metadata was provided."
+
+
+def grounding_text(steps: list[Step]) -> str:
+    """The grounding metadata of `steps` as JSON, each entry with its step number and author (as ADK 2.13
+    gives its judges); a plain sentence when there is none."""
+    entries = [{"step": k, "author": s.author, "grounding_metadata": s.grounding}
+               for k, s in enumerate(steps) if s.grounding]
+    return _dumps({"grounding_metadata": entries}) if entries else NO_GROUNDING
 
 
 def turn_steps(inv: Invocation) -> list[Step]:
@@ -299,13 +313,16 @@ def turn_steps(inv: Invocation) -> list[Step]:
         steps = []
         for event in data.invocation_events:
             content: Content | None = event.content
-            if content is None or not content.parts:
+            parts = content.parts if content is not None and content.parts else []
+            if not parts and not event.grounding_metadata:
                 continue
+            # As ADK: an event with grounding metadata and no parts is kept for its grounding.
             steps.append(Step(
                 author=event.author,
-                texts=[p.text for p in content.parts if p.text],
-                calls=[p.function_call for p in content.parts if p.function_call],
-                responses=[p.function_response for p in content.parts if p.function_response],
+                texts=[p.text for p in parts if p.text],
+                calls=[p.function_call for p in parts if p.function_call],
+                responses=[p.function_response for p in parts if p.function_response],
+                grounding=event.grounding_metadata or None,
             ))
         return steps
     if isinstance(data, IntermediateData):

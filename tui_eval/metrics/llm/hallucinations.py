@@ -29,6 +29,7 @@ from .common import (
     case_result,
     developer_instructions,
     failure_reason,
+    grounding_text,
     invocation_result,
     majority,
     not_evaluated,
@@ -93,7 +94,9 @@ sentence with exactly one of:
 
 Be strict: unless a clear excerpt of the context settles it, the label is "unsupported". Do not use
 world knowledge beyond the trivial. Tool outputs count as evidence only when the tool call that
-produced them was appropriate and the output shows no error. Excerpts may be concatenated or
+produced them was appropriate and the output shows no error. The context's "Grounding metadata" is
+the source attribution of the model's own tools (such as search), whose results may appear nowhere
+else: a sentence that its "grounding_supports" attribute to a source counts as "supported". Excerpts may be concatenated or
 briefly summarised when long; keep the rationale separate from the excerpt.
 
 <context>
@@ -126,6 +129,7 @@ def _context(app: AppDetails | None, inv: Invocation, steps: list[Step]) -> str:
         "Developer instructions:\n" + (developer_instructions(app) or "(none)"),
         "User prompt:\n" + content_text(inv.user_content),
         "Tool definitions:\n" + tool_declarations_text(app),
+        "Grounding metadata:\n" + grounding_text(steps),
     ]
     for step in steps:
         if step.texts:
@@ -149,7 +153,9 @@ def check_steps(inp: MetricInput, index: int) -> list[CheckStep]:
     if inp.criterion.evaluate_intermediate_nl_responses:
         for k, step in enumerate(steps):
             if step.texts:
-                context = _context(app, inv, steps[:k])
+                # As ADK: a response is checked against the events before it, plus its own grounding.
+                own = [Step(step.author, grounding=step.grounding)] if step.grounding else []
+                context = _context(app, inv, steps[:k] + own)
                 for text in step.texts:
                     out.append(CheckStep("intermediate", step.author, text, context))
     final = content_text(inv.final_response)

@@ -18,6 +18,7 @@ from .common import (
     developer_instructions,
     failure_reason,
     first_author,
+    grounding_text,
     invocation_result,
     majority,
     not_evaluated,
@@ -27,6 +28,7 @@ from .common import (
     sum_usage,
     tool_declarations_text,
     tool_steps_text,
+    turn_steps,
 )
 
 FINAL_RESPONSE_QUALITY = "FINAL_RESPONSE_QUALITY"
@@ -78,8 +80,9 @@ verdict:
 
 Work in two stages.
 1. Collect trusted evidence. The only trusted sources are the user prompt, the developer
-   instructions, and the outputs of tool calls that were procedurally sound (the right tool, with
-   sensible arguments, for what the user asked). The agent's own final answer, its summaries and its
+   instructions, the outputs of tool calls that were procedurally sound (the right tool, with
+   sensible arguments, for what the user asked), and the grounding metadata the model supplied (a
+   statement its grounding_supports attribute to a source is verified by that source). The agent's own final answer, its summaries and its
    interpretation of tool outputs are NOT evidence, and neither is the output of a flawed tool call
    (wrong tool, wrong or missing arguments, a tool that does not exist, a logical error in the
    sequence). Do not call tools yourself.
@@ -95,6 +98,10 @@ Answer only about the properties listed; do not invent new ones. Copy each prope
 </developer_instructions>
 
 """ + _TURN + """
+<grounding_metadata>
+{grounding}
+</grounding_metadata>
+
 <final_answer>
 {final_answer}
 </final_answer>
@@ -187,6 +194,7 @@ def _prompt(metric: RubricMetric, inp: MetricInput, index: int, rubrics: list[Ru
         tools=tool_declarations_text(app),
         user_prompt=content_text(actual.user_content),
         steps=tool_steps_text(actual),
+        grounding=grounding_text(turn_steps(actual)),
         final_answer=response_text(actual, inp.criterion.include_intermediate_responses_in_final),
         rubrics=rubric_lines,
     )

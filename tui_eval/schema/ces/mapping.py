@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..base import either_spelling
 from ..errors import render_path
 from .caseview import CES_KEY
 from .model import Evaluation
@@ -47,12 +48,7 @@ JsonDict = dict[str, Any]
 # ---- small helpers ------------------------------------------------------------------------------
 
 
-def _get(data: Mapping[str, Any], snake: str) -> Any:
-    """A key of an ADK file below the top level, which may also be spelt in camelCase."""
-    if snake in data:
-        return data[snake]
-    head, *rest = snake.split("_")
-    return data.get(head + "".join(w.title() for w in rest))
+_get = either_spelling
 
 
 def short_name(resource: str) -> str:

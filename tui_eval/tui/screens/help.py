@@ -23,7 +23,9 @@ FLOWS = (
     "and ANY_ORDER), hallucination labels (s picks a sentence), rubric verdicts with their votes, and why "
     "a metric was not evaluated.\n\n"
     "Accept the actual turn or case as the new expected one (a / A) or delete it (d / D): the eval file is "
-    "rewritten atomically after you confirm. Saved files reload by themselves; live mode (l) also re-runs "
+    "rewritten atomically after you confirm. E edits a case as JSON in $EDITOR, I imports an ADK session as "
+    "a case, z undoes the last edit. V gives your own verdict (pass/fail, a reason) beside the automatic one; "
+    "P walks the judged verdicts that need a person. Saved files reload by themselves; live mode (l) also re-runs "
     "what a save changed. h opens the run history: compare two runs, regressions first. w groups the "
     "failures by cause (missing call, wrong args, rubric failed, not evaluated…), each with its cases. W "
     "(what if) changes a metric's threshold or match type and shows which cases would flip, from the "
@@ -40,7 +42,13 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
     """Every screen's bindings under the title the help shows them with (also the ids a keymap may use)."""
     from ..app import EvalApp
     from ..widgets.browser import EvalBrowser
+    from .case_editor import CaseEditorScreen
     from .confirm import ConfirmScreen
+    from .import_session import ImportSessionScreen
+    from .chat import ChatScreen, SaveChatScreen
+    from .inflight import InFlightScreen, TranscriptScreen
+    from .review import ReviewScreen
+    from .verdict import VerdictScreen
     from .diff import DiffScreen
     from .fulltext import FullTextScreen
     from .runs_diff import RunsDiffScreen
@@ -64,6 +72,14 @@ def binding_sections() -> list[tuple[str, list[BindingType]]]:
         ("What if", list(WhatIfScreen.BINDINGS)),
         ("Everywhere", list(EvalApp.BINDINGS)),
         ("Questions", list(ConfirmScreen.BINDINGS)),
+        ("Case editor", list(CaseEditorScreen.BINDINGS)),
+        ("Session import", list(ImportSessionScreen.BINDINGS)),
+        ("Human verdict", list(VerdictScreen.BINDINGS)),
+        ("Review", list(ReviewScreen.BINDINGS)),
+        ("Cases in flight", list(InFlightScreen.BINDINGS)),
+        ("Live transcript", list(TranscriptScreen.BINDINGS)),
+        ("Chat", list(ChatScreen.BINDINGS)),
+        ("Save a chat", list(SaveChatScreen.BINDINGS)),
         ("Help", list(HelpScreen.BINDINGS)),
         ("Tree", list(EvalBrowser.BINDINGS)),
     ]

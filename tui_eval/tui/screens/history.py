@@ -213,8 +213,28 @@ class HistoryScreen(_RunsScreen):
             if len(self.unreadable) > 5:
                 lines.append(Content.styled(f"  … and {len(self.unreadable) - 5} more (see the log)", "$text-warning"))
             status = Content("\n").join([status, *lines])
+        status = Content("\n").join([status, *self._human_lines()]) if self.listing.reviews.all() else status
         self.query_one("#history-status", Static).update(status)
         table.focus()
+
+    def _human_lines(self) -> list[Content]:
+        """People's verdicts across the saved runs: per metric n, agreement and κ, then the disagreements."""
+        from ...engine.reviews import kappa_text, review_lines, target_label
+
+        reviews = self.listing.reviews.all()
+        agreement, disagreements = review_lines(reviews)
+        lines = [Content.assemble((f"{len(reviews)} human verdict(s), ", "$text-muted"),
+                                  (f"{len(disagreements)} disagreeing with the run", "$text-warning" if disagreements
+                                   else "$text-muted"),
+                                  *(plain(f"   {a.metric}: n {a.n}, agree {a.raw:.0%}, κ {kappa_text(a.kappa)}",
+                                          "$text-muted") for a in agreement))]
+        for r in disagreements[:5]:
+            said = r.automatic.label if r.automatic is not None else "no verdict"
+            lines.append(plain(f"  ≠ {r.eval_id}, {target_label(r.verdict)}: human {r.verdict.verdict}, run {said}"
+                               + (f" ({r.verdict.reason})" if r.verdict.reason else ""), "$text-warning"))
+        if len(disagreements) > 5:
+            lines.append(Content.styled(f"  … and {len(disagreements) - 5} more (P: review mode)", "$text-warning"))
+        return lines
 
     def _show_pass_rates(self, entries: list[HistoryEntry]) -> None:
         """Per eval set, the pass rate of its full runs over time (oldest first), as sparklines."""

@@ -17,15 +17,20 @@ from textual.widgets import Static, Tree
 from ..messages import (
     AgentRerunsToggled,
     CancelRequested,
+    CaseEditRequested,
     CesRunRequested,
     EditKind,
     EditRequested,
+    ImportSessionRequested,
     LiveToggled,
     OpenCesHistory,
     OpenHistory,
     OpenTimeline,
     OpenTurn,
+    OpenReview,
     RunRequested,
+    UndoRequested,
+    VerdictRequested,
 )
 from ..text import plain
 from ..widgets.browser import CaseEntry, Entry, EvalBrowser, MoreEntry, SetEntry, TurnEntry
@@ -54,7 +59,10 @@ class MainScreen(Screen[None]):
         Binding("r", "run_selection", "Run", id="run.selection", tooltip="Run the highlighted file or case"),
         Binding("R", "run_all", "Run all", id="run.all"),
         Binding("F", "run_failed", "Run failed", id="run.failed"),
+        Binding("S", "run_stale", "Run stale", show=False, id="run.stale",
+                tooltip="Re-run exactly the cases whose results are stale"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        Binding("i", "in_flight", "Cases in flight", show=False, id="run.in_flight"),
         # Hidden unless the dashboard is on a CES app (check_action): other footers stay as they were.
         Binding("C", "ces_run", "Run in CES", id="ces.run"),
         Binding("f", "toggle_failed", "Failed only", id="filter.failed"),
@@ -69,6 +77,12 @@ class MainScreen(Screen[None]):
         # The turn view's whole-case keys work here too, on the highlighted case or the case of a turn.
         Binding("A", "accept_whole_case", "Accept whole case", show=False, id="browser.accept_case"),
         Binding("D", "delete_whole_case", "Delete whole case", show=False, id="browser.delete_case"),
+        Binding("E", "edit_case", "Edit case (JSON)", show=False, id="edit.in_editor"),
+        Binding("z", "undo", "Undo last edit", show=False, id="edit.undo"),
+        Binding("I", "import_session", "Import an ADK session", show=False, id="edit.import_session"),
+        Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="review.verdict"),
+        Binding("P", "review", "Review mode", show=False, id="review.open"),
+        Binding("T", "chat", "Talk to the agent", show=False, id="chat.open"),
         Binding("h", "history", "History", id="history.open"),
         Binding("t", "timeline", "Timeline", show=False, id="timeline.open"),
         Binding("w", "causes", "Failures by cause", show=False, id="causes.open"),
@@ -214,6 +228,10 @@ class MainScreen(Screen[None]):
             self.run_panel.show(changes.run, self.listing.run_book.num_runs)
         if changes.run is not None or changes.insight or changes.new_run:
             self.run_panel.show_insight(self.listing.run_book)
+        if changes.in_flight:
+            from ..inflight import in_flight
+
+            self.run_panel.show_in_flight(in_flight(self.app.model.in_flight, self.listing.running))
         if delta.added or delta.removed:
             self.files_changed()
         elif delta.configs_changed or delta.reloaded or changes.timeline or changes.loaded:
@@ -240,7 +258,7 @@ class MainScreen(Screen[None]):
             if self.app.ces.target is None and not self._ces_case():
                 return False
             return None if running else True
-        if action in ("run_selection", "run_all", "run_failed"):
+        if action in ("run_selection", "run_all", "run_failed", "run_stale"):
             return None if running or not self.app.ready else True
         if action in ("accept", "delete", "open_turn"):
             entry = self.selected
@@ -267,6 +285,19 @@ class MainScreen(Screen[None]):
             self.notify("No failed cases to run.")
             return
         self.post_message(RunRequested(f"Run {len(keys)} failed", keys=tuple(keys)))
+
+    def action_in_flight(self) -> None:
+        from .inflight import InFlightScreen
+
+        self.app.push_screen(InFlightScreen())
+
+    def action_run_stale(self) -> None:
+        """Exactly the cases whose results are stale (their code, case, criteria, tools or judge changed)."""
+        keys = self.listing.stale_keys()
+        if not keys:
+            self.notify("No stale results: every result matches the files on disk.")
+            return
+        self.post_message(RunRequested(f"Run {len(keys)} stale", keys=tuple(keys)))
 
     def action_cancel_run(self) -> None:
         self.post_message(CancelRequested())
@@ -427,6 +458,51 @@ class MainScreen(Screen[None]):
             self.post_message(EditRequested(kind, entry.key))
         else:
             self.notify(f"{what}: highlight a case or one of its turns (here or in the turn view).", markup=False)
+
+    def action_edit_case(self) -> None:
+        entry = self.selected
+        if isinstance(entry, (CaseEntry, TurnEntry)):
+            self.post_message(CaseEditRequested(entry.key))
+        else:
+            self.notify("E edits a case as JSON: highlight a case or one of its turns.", markup=False)
+
+    def action_verdict(self) -> None:
+        entry = self.selected
+        if isinstance(entry, TurnEntry):
+            self.post_message(VerdictRequested(entry.key, turn=entry.index))
+        elif isinstance(entry, CaseEntry):
+            self.post_message(VerdictRequested(entry.key))
+        else:
+            self.notify("V gives your verdict on a case or a turn: highlight one.", markup=False)
+
+    def action_chat(self) -> None:
+        entry = self.selected
+        path = (entry.path if isinstance(entry, SetEntry) else self.listing.path_of(entry.key)
+                if isinstance(entry, (CaseEntry, TurnEntry)) else None)
+        ws = self.listing.workspace
+        agent = ws.agent_for(path) if ws is not None and path is not None else None
+        if path is None or agent is None or agent.startswith("replay:"):
+            self.notify("T talks to an eval set's agent: highlight an eval set (or a case) that has one.",
+                        markup=False)
+            return
+        from .chat import ChatScreen
+
+        self.app.push_screen(ChatScreen(agent, path))
+
+    def action_review(self) -> None:
+        self.post_message(OpenReview())
+
+    def action_undo(self) -> None:
+        self.post_message(UndoRequested())
+
+    def action_import_session(self) -> None:
+        entry = self.selected
+        if isinstance(entry, SetEntry):
+            self.post_message(ImportSessionRequested(entry.path))
+        elif isinstance(entry, (CaseEntry, TurnEntry)):
+            self.post_message(ImportSessionRequested(self.listing.path_of(entry.key)))
+        else:
+            self.notify("I imports a session into an eval set: highlight one.", markup=False)
 
     def _ces_case(self) -> CaseKey | None:
         from ..widgets.browser import ces_marker_of

@@ -17,7 +17,16 @@ from textual.worker import Worker, WorkerState
 
 from ...schema.details import HallucinationDetails, JudgeDetails, RubricDetails, SimulatorTurnDetails
 from ..listing import turn_status_of
-from ..messages import CesRunRequested, EditKind, EditRequested, OpenCesHistory, RunRequested
+from ..messages import (
+    CaseEditRequested,
+    CesRunRequested,
+    EditKind,
+    EditRequested,
+    OpenCesHistory,
+    RunRequested,
+    UndoRequested,
+    VerdictRequested,
+)
 from ..text import clip, one_line, plain, status_content, word_diff
 from ..verdicts import (
     MATCH_TYPES,
@@ -85,6 +94,9 @@ class TurnScreen(Screen[None]):
         Binding("v", "full_text", "Whole text", id="turn.full_text"),
         Binding("y", "copy", "Copy as JSON", show=False, id="turn.copy"),
         Binding("e", "toggle_trace", "Event trace", show=False, id="turn.trace"),
+        Binding("E", "edit_case", "Edit case (JSON)", show=False, id="turn.in_editor"),
+        Binding("z", "undo", "Undo last edit", show=False, id="turn.undo"),
+        Binding("V", "verdict", "Your verdict (pass/fail)", show=False, id="turn.verdict"),
     ]
 
     def __init__(self, listing: CaseListing, key: CaseKey, index: int) -> None:
@@ -111,6 +123,15 @@ class TurnScreen(Screen[None]):
             yield Static(id="turn-response", classes="section")
             yield Static("Tool trajectory", classes="section-title", id="trajectory-title")
             yield TrajectoryDiff(id="trajectory")
+            # The calls made inside tool calls (an AgentTool's agent): the tree, and its metric's diff.
+            yield Static("Call tree", classes="section-title", id="tree-title")
+            yield Static(id="turn-tree", classes="section")
+            yield Static("Deep trajectory (deep_tool_trajectory_v1)", classes="section-title", id="deep-title")
+            yield TrajectoryDiff(id="deep-trajectory")
+            yield Static("Time", classes="section-title", id="time-title")
+            yield Static(id="turn-time", classes="section")
+            yield Static("Session state", classes="section-title", id="state-title")
+            yield Static(id="turn-state", classes="section")
             yield Static("Hallucinations", classes="section-title", id="hallucinations-title")
             yield Static(id="turn-hallucinations", classes="section")
             yield Static("Judges", classes="section-title", id="judges-title")
@@ -149,12 +170,7 @@ class TurnScreen(Screen[None]):
 
     def _result(self) -> CaseResult | None:
         """The result shown: the picked repetition of this session's run (k), else the latest."""
-        if self.repetition is not None:
-            book = self.listing.run_book
-            statuses = book.statuses_of(self.key)
-            if 0 < self.repetition <= len(statuses) and statuses[self.repetition - 1] is not None:
-                return book.runs_of(self.key)[self.repetition - 1]  # None while it is on its way
-        return self.listing.result(self.key)
+        return self.listing.result_of_run(self.key, self.repetition)[0]
 
     def show(self, key: CaseKey, index: int) -> None:
         """Show another turn in this screen."""
@@ -193,7 +209,7 @@ class TurnScreen(Screen[None]):
         title = Content.assemble(head, (origin, "$text-muted"))
         runs = cat.run_book.statuses_of(self.key)
         if runs:
-            shown_rep = self.repetition or len(runs)
+            shown_rep = cat.result_of_run(self.key, self.repetition)[1] or len(runs)
             title = Content.assemble(title, "\n", (f"run {shown_rep} of {len(runs)}  ", "bold"),
                                      marks(runs, current=shown_rep), ("   k: next run", "$text-muted"))
         self.query_one("#turn-title", Static).update(title)
@@ -235,14 +251,16 @@ class TurnScreen(Screen[None]):
                                         "$text-warning"))
         stale = self._stale(result, expected)
         if stale:
-            lines.append(Content.styled("⚠ stale: this result was scored against the expected turn before the "
-                                        "eval file changed; r runs the case again", "$text-warning"))
+            reasons = self.listing.stale_reasons(self.key) or ("eval case changed",)
+            lines.append(Content.styled(f"⚠ stale: {', '.join(reasons)} since this result was computed; r runs "
+                                        "the case again", "$text-warning"))
         if result is not None:
             lines.append(Content(""))
             lines.extend(turn_metric_lines(result, self.index))
         self.query_one("#turn-response", Static).update(joined(lines))
 
         self._render_trajectory(result, expected, actual, stale=stale)
+        self._render_deep(result, case, expected, actual)
         self._render_responses(expected, actual)
         self._render_hallucinations(result, actual)
         self._render_judges(result, case, expected)
@@ -293,7 +311,7 @@ class TurnScreen(Screen[None]):
         """Whether the shown result was scored against other expected turns than the file's (accepted)."""
         if result is None or expected is None:
             return False
-        if self.key in self.listing.stale:
+        if self.listing.stale_reasons(self.key):
             return True
         old = result.expected
         if old is None or self.index >= len(old):
@@ -328,6 +346,44 @@ class TurnScreen(Screen[None]):
             traj.show_unjudged(exp_calls, act_calls)
             return
         traj.show(self._alignments, shown, configured, exp_calls, act_calls, ignore_args)
+
+    def _render_deep(self, result: CaseResult | None, case: Any, expected: Invocation | None,
+                     actual: Invocation | None) -> None:
+        """The call tree and the turn's time (when it made calls inside tool calls / was timed), the
+        deep trajectory diff (when its metric judged the turn), the session state (on the last turn)."""
+        from ...schema.calls import attributed
+        from ...schema.criteria import DEEP_TRAJECTORY as DEEP
+        from ...schema.details import TrajectoryDetails
+        from ..widgets.trajectory import state_lines, tree_lines, waterfall_lines
+
+        width = max(40, (self.size.width or self.app.size.width) - 6)
+        self._section("tree", joined(tree_lines(actual, width)) if actual is not None and actual.nested_calls else None)
+        time = waterfall_lines(actual, width) if actual is not None else []
+        self._section("time", joined(time) if time else None)
+        deep = self.query_one("#deep-trajectory", TrajectoryDiff)
+        metric = result.metric(DEEP) if result is not None else None
+        turn = metric.turn(self.index) if metric is not None else None
+        stored = turn.details if turn is not None and isinstance(turn.details, TrajectoryDetails) else None
+        if stored is None or actual is None:
+            deep.display = False
+            self.query_one("#deep-title", Static).set_class(True, "-hidden")
+        else:
+            deep.display = True
+            self.query_one("#deep-title", Static).set_class(False, "-hidden")
+            table = case.expected_nested_calls if case is not None else None
+            wanted = (table or {}).get(expected.invocation_id or f"#{self.index + 1}", []) if expected is not None else []
+            alignments: dict[str, Alignment] = {name: a for name, a in stored.alignments().items()}
+            shown = self.match_type if self.match_type in alignments else stored.match_type
+            deep.show(alignments, shown, stored.match_type, [attributed(c.agent, c.name, c.args) for c in wanted],
+                      [attributed(c.agent or "", c.name, c.arguments) for c in actual.nested_calls], stored.ignore_args)
+        # The state the case left: shown on its last turn, as the case summary shows it.
+        expected_state = case.final_session_state if case is not None else None
+        actual_state = result.final_session_state if result is not None else None
+        last = result is not None and self.index == len(result.actual) - 1
+        if last and (expected_state or actual_state):
+            self._section("state", joined(state_lines(expected_state, actual_state, width)))
+        else:
+            self._section("state", None)
 
     def _render_hallucinations(self, result: Any, actual: Invocation | None) -> None:
         found = details_of(result, self.index, HallucinationDetails) if result is not None else []
@@ -437,7 +493,7 @@ class TurnScreen(Screen[None]):
         runs = self.listing.run_book.runs_of(self.key)
         if not runs:
             return
-        current = self.repetition or len(runs)
+        current = self._shown_repetition() or len(runs)
         self.repetition = current % len(runs) + 1
         self.render_turn()
 
@@ -482,17 +538,30 @@ class TurnScreen(Screen[None]):
             else:
                 self.app.push_screen(DiffScreen(found.path, title=f"Uncommitted diff of run {found.run_id or '?'}"))
 
+    def _shown_repetition(self) -> int | None:
+        """Which run k of N the screen shows (None without --num-runs): what an accept writes."""
+        return self.listing.result_of_run(self.key, self.repetition)[1]
+
     def action_accept_turn(self) -> None:
-        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index))
+        self.post_message(EditRequested(EditKind.ACCEPT_TURN, self.key, self.index, self._shown_repetition()))
 
     def action_accept_case(self) -> None:
-        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key))
+        self.post_message(EditRequested(EditKind.ACCEPT_CASE, self.key, repetition=self._shown_repetition()))
 
     def action_delete_turn(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_TURN, self.key, self.index))
 
     def action_delete_case(self) -> None:
         self.post_message(EditRequested(EditKind.DELETE_CASE, self.key))
+
+    def action_edit_case(self) -> None:
+        self.post_message(CaseEditRequested(self.key))
+
+    def action_verdict(self) -> None:
+        self.post_message(VerdictRequested(self.key, turn=self.index))
+
+    def action_undo(self) -> None:
+        self.post_message(UndoRequested())
 
     def action_ces_history(self) -> None:
         self.post_message(OpenCesHistory(self.key))

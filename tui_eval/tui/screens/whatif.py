@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...schema.results import CaseResult
     from ..app import EvalApp
     from ..listing import CaseListing
+    from ..readmodel import Changes
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,12 @@ class WhatIfScreen(Screen[None]):
             self.state.metric = metrics[0] if metrics else None
         self.show()
         table.focus()
+        # A written what-if shows once the config is re-read; re-scored or stale results as they come.
+        self.app.watch_changes(self, self._changed)
+
+    def _changed(self, changes: Changes) -> None:
+        if changes.files.configs_changed or changes.dirty:
+            self.show()
 
     # ---- what is shown ---------------------------------------------------------------------------
 
@@ -104,14 +111,26 @@ class WhatIfScreen(Screen[None]):
         return self.state.settings.get(metric) or WhatIf(metric)
 
     def configured(self) -> tuple[list[float], list[str]]:
-        """The thresholds and match types the latest results of this metric were scored with."""
+        """The thresholds and match types this metric is configured with now: the config files of the
+        shown results as the dashboard has them (a written what-if shows as soon as they are re-read);
+        for a result no config names (ADK's defaults), what it was scored with."""
+        from ...engine.whatif import TRAJECTORY
         from ...schema.details import TrajectoryDetails
 
         thresholds: dict[float, None] = {}
         types: dict[str, None] = {}
-        for _, result in self.results():
-            m = result.metric(self.state.metric or "")
+        metric = self.state.metric or ""
+        ws = self.listing.workspace
+        for key, result in self.results():
+            m = result.metric(metric)
             if m is None:
+                continue
+            state = ws.config_state_for(Path(key.eval_file)) if ws is not None else None
+            criterion = state.config.criteria.get(metric) if state is not None and state.config is not None else None
+            if criterion is not None:
+                thresholds.setdefault(criterion.threshold, None)
+                if metric == TRAJECTORY:
+                    types.setdefault(criterion.match_type.name, None)
                 continue
             thresholds.setdefault(m.threshold, None)
             for inv in m.per_invocation:
@@ -126,8 +145,14 @@ class WhatIfScreen(Screen[None]):
         status = self.query_one("#whatif-status", Static)
         table = self.query_one(DataTable)
         table.clear()
+        results = self.listing.results
+        loading = sum(1 for key in self.listing.all_keys() if results.loading(key))
         if self.state.metric is None:
-            status.update(Content.styled("No results yet: run something (R) first, or open a folder with saved runs.",
+            metrics = self.metrics()  # results may have arrived since the screen opened
+            self.state.metric = metrics[0] if metrics else None
+        if self.state.metric is None:
+            status.update(Content.styled(f"◌ loading {loading} result(s) from the engine…" if loading else
+                                         "No results yet: run something (R) first, or open a folder with saved runs.",
                                          "$text-muted"))
             self.flips = []
             return
@@ -147,6 +172,12 @@ class WhatIfScreen(Screen[None]):
                              (f"{passing} would pass", "$text-success" if passing else "$text-muted"),
                              (" (from the stored results; s writes it to the config)", "$text-muted")),
         ]
+        if loading:
+            lines.append(Content.styled(f"◌ {loading} more result(s) loading from the engine…", "$text-muted"))
+        stale = sum(1 for key, _r in self.results() if self.listing.stale_reasons(key))
+        if stale:
+            lines.append(Content.styled(f"⚠ {stale} of these results are stale (their files changed since they "
+                                        "ran): S in the browser re-runs them", "$text-warning"))
         status.update(Content("\n").join(lines))
         for f in self.flips:
             result = self.listing.result(f.key)  # type: ignore[arg-type]
@@ -282,6 +313,7 @@ class WhatIfScreen(Screen[None]):
             self.notify(message, severity="error", markup=False)
         if written:
             self.state.settings.pop(what.metric, None)
-            self.notify(f"Wrote {what.describe()} to {len(written)} config file(s). Re-run to score with it.",
-                        markup=False)
+            after = ("live mode re-scores the results with it" if self.app.live
+                     else "the results scored before are marked stale: S re-runs them")
+            self.notify(f"Wrote {what.describe()} to {len(written)} config file(s): {after}.", markup=False)
         self.show()

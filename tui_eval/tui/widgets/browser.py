@@ -367,6 +367,10 @@ class EvalBrowser(Tree[Entry]):
             if flaky:
                 # Counted above by their latest repetition; this says how many of them are flaky.
                 text.append(f" {FLAKY_GLYPH}{flaky} flaky", self._style("browser--not-evaluated"))
+        stale = listing.stale_count(path)
+        if stale:
+            # Counted above by their status; this says how many of those results are out of date.
+            text.append(f" {stale} stale", self._style("browser--not-evaluated"))
         if state is not None and state.error is not None:
             text.append(" ⚠ stale" if state.eval_set is not None else " ⚠ broken", self._style("browser--error"))
         return text
@@ -398,8 +402,8 @@ class EvalBrowser(Tree[Entry]):
                 text.append(f"  {score}", self._style("browser--muted"))
         if flaky is not None:
             text.append(f"  {flaky[0]}/{flaky[1]} passed", self._style("browser--not-evaluated"))
-        if key in listing.stale:
-            # Scored before its expected turns were accepted: the status is the old expected's.
+        if listing.stale_reasons(key):
+            # Computed from other code, case, criteria, tools or judge than the files now say.
             text.append("  stale", self._style("browser--not-evaluated"))
         elif summary is not None and summary.error:
             text.append("  agent error", self._style("browser--error"))

@@ -10,7 +10,8 @@ from textual.widgets import Label, ProgressBar, Static
 from ..runbook import RunBook
 from ..progress import RunPhase, RunSnapshot
 from ...schema.status import CASE_STATUSES
-from ..text import STATUS_GLYPH, STATUS_STYLE, plain
+from ..inflight import IN_FLIGHT_LINES, InFlight
+from ..text import STATUS_GLYPH, STATUS_STYLE, one_line, plain
 from .marks import cost_text, latency_inline, tokens_text
 
 _PHASE_WORDS: dict[RunPhase, str] = {
@@ -81,8 +82,27 @@ class RunPanel(Vertical):
         insight = Static(id="run-insight")
         insight.display = False
         yield insight
+        # The cases in flight, their turn and last tool call (see show_in_flight); hidden when none.
+        in_flight = Static(id="run-in-flight")
+        in_flight.display = False
+        yield in_flight
         # Two bars a row: eight metrics take four lines, not eight, at 80x24.
         yield Grid(id="metric-bars")
+
+    def show_in_flight(self, lines: list[InFlight]) -> None:
+        """The first cases in flight, one line each (`i` lists them all, enter shows one's transcript)."""
+        widget = self.query_one("#run-in-flight", Static)
+        widget.display = bool(lines)
+        if not lines:
+            return
+        shown = [Content.assemble(("◌ ", "$text-accent"), plain(one_line(f.key.eval_id, 40), "bold"),
+                                  (f"  turn {f.turn}", "$text-muted"),
+                                  plain(f"  {one_line(f.last_call, 50)}" if f.last_call else "", "$text-muted"))
+                 for f in lines[:IN_FLIGHT_LINES]]
+        more = len(lines) - IN_FLIGHT_LINES
+        hint = f"  … {more} more; i lists them" if more > 0 else "  i: in flight, enter a transcript, k skips"
+        shown[-1] = Content.assemble(shown[-1], (hint, "$text-muted"))
+        widget.update(Content("\n").join(shown))
 
     @staticmethod
     def _idle_line() -> Content:

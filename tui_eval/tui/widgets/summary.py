@@ -175,9 +175,10 @@ class Summary(Static):
                 # At 80x24 the date and age would wrap and push a metric line off the pane.
                 origin = f"   {cat.origin_text(key, short=True)}"
             lines.append(Content.assemble(status, (origin, "$text-muted")))
-            if key in cat.stale:
-                lines.append(Content.styled("⚠ stale: scored against the expected turns before they were "
-                                            "accepted; r runs it again", "$text-warning"))
+            stale = cat.stale_reasons(key)
+            if stale:
+                lines.append(Content.styled(f"⚠ stale: {', '.join(stale)} since it ran; r runs it again, "
+                                            "S every stale case", "$text-warning"))
             runs = cat.run_book.statuses_of(key)
             if runs:  # this session's --num-runs repetitions, right under the latest one's status
                 lines.append(Content.assemble(("runs  ", "$text-muted"), marks(runs)))
@@ -185,6 +186,9 @@ class Summary(Static):
             # ◂ marks the metric whose score is the number beside the case in the tree.
             marked = cat.score_metric(key)
             lines.extend(case_metric_lines(result, marked=marked.name if marked is not None else None))
+            from ..reviews import human_lines
+
+            lines.extend(human_lines(cat, key))
             lines.append(Content(""))
             n = max(turns, len(result.actual))
             chips: list[Content | str] = [Content.styled("turns ", "$text-muted")]
@@ -192,6 +196,12 @@ class Summary(Static):
                 chips.extend([f"{i + 1}", status_content(cat.turn_status(key, i)), " "])
             lines.append(Content.assemble(*chips))
             lines.extend(self._insight_lines(result))
+            expected_state = case.final_session_state if case is not None else None
+            if expected_state or result.final_session_state:
+                from .trajectory import state_lines
+
+                lines.append(Content.styled("session state", "$text-muted"))
+                lines.extend(state_lines(expected_state, result.final_session_state, max(30, self.size.width - 2)))
         lines.append(Content(""))
         lines.append(_hint("enter lists turns · r runs · a accepts the run as expected · d deletes"))
         return joined(lines)
