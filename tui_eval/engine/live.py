@@ -52,7 +52,8 @@ from .options import RunOptions
 from .own_writes import SelfWrites
 from .plan import PlanError
 from .versions import AgentVersions, Current, case_version, criteria_version, stale_reasons, tools_mode
-from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
+from .plan import SKIP_DIRS
+from .workspace import FileChange, Workspace, resolve_path
 
 if TYPE_CHECKING:  # pragma: no cover
     # The runner (with its metrics, insight, pricing and code state) and the result models are

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol, 
 from ..agents.base import Agent
 from ..agents.conversation import CaseJob, Inference, error_text
 from ..judge.client import JudgeClient, JudgeStats
-from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
+from ..metrics.base import MetricInput, MetricSpec, judge_unavailable
+from ..metrics.custom import spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
