@@ -38,7 +38,7 @@ LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
     from .engine.events import Event
-    from .engine.plan import AgentGroup
+    from .engine.setup import AgentGroup
     from .schema.results import CaseResult
     from .executors import Executor
     from .engine.history import EvalSetPlace, Resolution
@@ -533,8 +533,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def agent_groups(args: argparse.Namespace) -> list[AgentGroup]:
-    """Which agent runs which eval file (`engine.plan.group_targets`, the one rule)."""
-    from .engine.plan import PlanError, group_targets
+    """Which agent runs which eval file (`engine.setup.group_targets`, the one rule)."""
+    from .engine.plan import PlanError
+    from .engine.setup import group_targets
 
     if getattr(args, "eval_storage_uri", None):
         raise UsageError("--eval_storage_uri (eval sets in Cloud Storage) is not supported: "

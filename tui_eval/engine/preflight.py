@@ -18,7 +18,7 @@ PROBE_SECONDS = 10.0
 
 def judge_models(configs: Sequence[EvalConfig]) -> list[str]:
     """The judge_model of every judged criterion of these configs, each once."""
-    from ..metrics.base import spec_for
+    from ..metrics.custom import spec_for
 
     models: dict[str, None] = {}
     for config in configs:
