@@ -69,7 +69,7 @@ def test_records_commit_dirty_flag_and_what_changed(tmp_path: Path, monkeypatch)
     meta1, _ = load_record(first, with_turns=False)
     assert meta1["code_state"]["commit"] == head
     assert meta1["code_state"]["dirty"] is False
-    assert "code_diff_file" not in meta1
+    assert meta1.get("code_diff_file") is None  # a clean tree has no diff to keep
 
     # The agent is edited (not committed) between two runs.
     (bot / "agent.py").write_text(AGENT.format(answer="goodbye"))

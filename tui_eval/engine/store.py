@@ -184,6 +184,10 @@ class ResultStore:
         by_folder: dict[Path, tuple[JournalWriter, list[JournalTarget]]] = {}
         try:
             for target in plan.targets:
+                try:  # an eval set whose id no file name can carry has no history: nor a journal
+                    check_segment(target.eval_set.eval_set_id, "eval_set_id")
+                except UnsafeNameError:
+                    continue
                 directory = self.history_dir(agent, target.eval_file)
                 if directory not in by_folder:
                     directory.mkdir(parents=True, exist_ok=True)
