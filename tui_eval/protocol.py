@@ -138,8 +138,10 @@ class CaseOutcome(msgspec.Struct, frozen=True, array_like=True, forbid_unknown_f
     seconds: float = 0.0
     #: The agent's session state when the case ended, as JSON (None: not captured).
     final_session_state: bytes | None = None
-    #: The content hash of the agent code that answered (what the process loaded).
+    #: The content hash of the agent code that answered (what the process loaded: `agents.version`).
     agent_version: str = ""
+    #: The files outside the agent's folder that `agent_version` covers (modules it imported from elsewhere).
+    agent_outside: tuple[str, ...] = ()
 
 
 class CaseEnded(_Record, frozen=True):

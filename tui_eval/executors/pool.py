@@ -322,6 +322,8 @@ class ProcessPool(Executor):
         self._started = False
         self._start_lock: asyncio.Lock | None = None
         self._growing: asyncio.Task[None] | None = None
+        #: Bumped by each restart: a worker started before it loaded the old code.
+        self._generation = 0
         self._watchdog: asyncio.Task[None] | None = None
         self._solo: set[_Process] = set()
         self._background: set[asyncio.Future[Any]] = set()
@@ -354,6 +356,9 @@ class ProcessPool(Executor):
         old, self.workers = self.workers, []
         for worker in old:
             self._in_background(worker.stop())
+        # A worker still being started imported the old files: it is stopped when it is ready, never used.
+        self._generation += 1
+        self._growing = None
         self._error = None
         self._started = False
         return await self.start()
@@ -455,10 +460,12 @@ class ProcessPool(Executor):
         if self._growing is not None and not self._growing.done() or self._closed:
             return
 
+        generation = self._generation
+
         async def grow() -> None:
             worker = await self._new_worker()
             if worker is not None:
-                if self._closed:
+                if self._closed or generation != self._generation:
                     await worker.stop()
                 else:
                     self.workers.append(worker)

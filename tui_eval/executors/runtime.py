@@ -73,6 +73,26 @@ async def close_writer(writer: asyncio.StreamWriter) -> None:
         log.debug("the engine's end of the socket had closed")
 
 
+#: The version a worker reports when the agent's files changed while it imported them: never equal to
+#: what is on disk, so its results read as stale rather than as the new code's.
+CHANGED_WHILE_LOADING = "changed-while-loading"
+
+
+def load_agent_versioned(folder: str | Path) -> tuple[Agent | str, str, tuple[str, ...]]:
+    """Import the folder's agent (`import_agent`) and say which code that was: (the agent or why it cannot
+    be loaded, its version, the files outside the folder that version covers). A save during the import
+    makes the version CHANGED_WHILE_LOADING: the engine then takes what this process runs for stale."""
+    from ..agents.version import agent_version, outside_modules
+
+    path = Path(folder)
+    before = agent_version(path)
+    loaded = import_agent(path)
+    outside = outside_modules(path)
+    if agent_version(path) != before:
+        return loaded, CHANGED_WHILE_LOADING, outside
+    return loaded, agent_version(path, outside), outside
+
+
 def import_agent(folder: str | Path) -> Agent | str:
     """The folder's agent, imported and warmed up, or why it cannot be loaded (one line)."""
     from ..agents.folder import load_agent_folder
@@ -110,12 +130,16 @@ class CaseRuntime:
         self.environ = dict(os.environ)
         self.judge: JudgeService | None = None
         self._reported: JudgeStats | None = None
+        #: The code the loaded agent is (`load_agent_versioned`), said with every case's outcome.
+        self.agent_version = ""
+        self.agent_outside: tuple[str, ...] = ()
 
-    def settle(self) -> None:
+    def settle(self, version: str = "", outside: tuple[str, ...] = ()) -> None:
         """The agent is loaded: its working folder and environment (its `.env`, as loaded) are the ones
-        every case starts from."""
+        every case starts from, and `version` the code every case's outcome names."""
         self.cwd = os.getcwd()
         self.environ = dict(os.environ)
+        self.agent_version, self.agent_outside = version, outside
 
     def restore(self) -> None:
         """Put back the working folder and environment a tool changed (other cases share them)."""
@@ -168,6 +192,7 @@ class CaseRuntime:
             inference = await run_conversation(agent, job, judge=judge, on_turn=on_turn, on_turn_start=on_turn_start)
         finally:
             self.restore()
+        inference.agent_version, inference.agent_outside = self.agent_version, self.agent_outside
         outcome = outcome_of(inference)
         if before_end is not None:
             before_end(outcome)

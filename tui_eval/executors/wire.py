@@ -76,7 +76,7 @@ def outcome_of(inference: Inference) -> CaseOutcome:
         except (TypeError, orjson.JSONEncodeError):
             state = orjson.dumps({"(not JSON)": repr(inference.final_session_state)[:2000]})
     return CaseOutcome(inference.error, inference.session_id, inference.simulator_failed, inference.seconds,
-                       state, inference.agent_version)
+                       state, inference.agent_version, inference.agent_outside)
 
 
 def inference_of(outcome: CaseOutcome, actual: list[Invocation]) -> Inference:
@@ -90,4 +90,5 @@ def inference_of(outcome: CaseOutcome, actual: list[Invocation]) -> Inference:
         state = loaded if isinstance(loaded, dict) else None
     return Inference(actual=actual, error=outcome.error, session_id=outcome.session_id,
                      simulator_failed=outcome.simulator_failed, seconds=outcome.seconds,
-                     final_session_state=state, agent_version=outcome.agent_version)
+                     final_session_state=state, agent_version=outcome.agent_version,
+                     agent_outside=outcome.agent_outside)

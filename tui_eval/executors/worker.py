@@ -28,7 +28,7 @@ from ..agents.base import Agent
 from ..protocol import (AgentLoaded, CancelCase, CaseEnded, CaseOutcome, CaseSpec, LoadAgent, Retire, RunCase, Stop,
                         encode, read_command)
 from .procs import end_descendants
-from .runtime import CaseRuntime, close_writer, import_agent, ran_out_of_memory, start_child, warm_up
+from .runtime import CaseRuntime, close_writer, load_agent_versioned, ran_out_of_memory, start_child, warm_up
 
 
 #: A worker under a memory limit whose address space is within this share of it has run out: any allocation
@@ -61,12 +61,12 @@ class _Worker:
             self.writer.write(frame)
 
     def load(self, folder: str) -> None:
-        loaded = import_agent(folder)
+        loaded, version, outside = load_agent_versioned(folder)
         if isinstance(loaded, str):
             self.send(encode(AgentLoaded("", loaded)))
             return
         self.agent = loaded
-        self.runtime.settle()
+        self.runtime.settle(version, outside)
         self.send(encode(AgentLoaded(loaded.name)))
 
     def start(self, job_id: int, spec: CaseSpec) -> None:
