@@ -44,6 +44,8 @@ from tui_eval.metrics.base import MetricInput  # noqa: E402
 from tui_eval.schema.config import read_eval_config  # noqa: E402
 from tui_eval.schema.model import Content, EvalCase, Invocation  # noqa: E402
 
+DEFAULT = JudgeOptions().concurrency
+
 
 def make_case(n: int) -> EvalCase:
     turns = [
@@ -238,17 +240,19 @@ def whole(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     base = results[contenders[0][0]]
-    base_wall = statistics.median(t[0] for t in base)
-    base_judge = statistics.median(t[2] for t in base)
-    print(f"{'':<32} {'whole process':>15} {'judge phase':>15} {'CPU':>7}  calls  whole (min-max)")
+    base_wall, base_judge = statistics.median(t[0] for t in base), statistics.median(t[2] for t in base)
+    best_wall, best_judge = min(t[0] for t in base), min(t[2] for t in base)
+    print(f"{'':<32} {'whole process':>25} {'judge phase':>25} {'CPU':>7}  calls")
+    print(f"{'':<32} {'median (best)':>25} {'median (best)':>25}")
     for label, rows in results.items():
-        wall = statistics.median(t[0] for t in rows)
+        wall, judge = statistics.median(t[0] for t in rows), statistics.median(t[2] for t in rows)
+        low_wall, low_judge = min(t[0] for t in rows), min(t[2] for t in rows)
         cpu = statistics.median(t[1] for t in rows)
-        judge = statistics.median(t[2] for t in rows)
-        spread = f"{min(t[0] for t in rows):.2f}-{max(t[0] for t in rows):.2f} s"
-        print(f"{label:<32} {wall:6.2f} s x{base_wall / wall:4.1f} {judge:6.2f} s x{base_judge / judge:4.1f} "
-              f"{cpu:5.2f} s  {rows[0][3]:5d}  {spread}")
-    print(f"\n(x: google-adk's median over this row's; load average {os.getloadavg()[0]:.1f} at the end)")
+        print(f"{label:<32} {wall:6.2f} s x{base_wall / wall:4.1f} ({low_wall:5.2f} x{best_wall / low_wall:4.1f})"
+              f" {judge:6.2f} s x{base_judge / judge:4.1f} ({low_judge:4.2f} x{best_judge / low_judge:4.1f})"
+              f" {cpu:5.2f} s  {rows[0][3]:5d}")
+    print(f"\n(x: google-adk's over this row's, medians and best runs; load average {os.getloadavg()[0]:.1f} "
+          "at the end)")
 
 
 async def main() -> None:
@@ -256,7 +260,7 @@ async def main() -> None:
     parser.add_argument("--invocations", type=int, default=200)
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the fake model takes per call")
-    parser.add_argument("--also", type=int, nargs="*", default=[16], help="further concurrency levels to show")
+    parser.add_argument("--also", type=int, nargs="*", default=[8], help="further concurrency levels to show")
     parser.add_argument("--skip-serial", action="store_true", help="estimate serial from latency instead of running it")
     parser.add_argument("--provider", choices=("gemini", "openai"), default="gemini",
                         help="which judge: Gemini (google-genai) or an OpenAI-compatible server (openai SDK)")
@@ -291,15 +295,15 @@ async def main() -> None:
         else:
             serial, calls, peak, _ = await score(server, case, args.samples, 1, None)
             rows.append(("serial (concurrency 1)", serial, calls, peak))
-        for level in [8, *args.also]:
+        for level in [DEFAULT, *args.also]:
             wall, calls, peak, _ = await score(server, case, args.samples, level, None)
-            label = f"concurrency {level}" + (" (default)" if level == 8 else "")
+            label = f"concurrency {level}" + (" (default)" if level == DEFAULT else "")
             rows.append((label, wall, calls, peak))
 
         cache_dir = Path(tmp) / "cache"
-        cold, cold_calls, cold_peak, _ = await score(server, case, args.samples, 8, cache_dir)
-        rows.append(("cold cache, concurrency 8", cold, cold_calls, cold_peak))
-        warm, warm_calls, warm_peak, _ = await score(server, case, args.samples, 8, cache_dir)
+        cold, cold_calls, cold_peak, _ = await score(server, case, args.samples, DEFAULT, cache_dir)
+        rows.append((f"cold cache, concurrency {DEFAULT}", cold, cold_calls, cold_peak))
+        warm, warm_calls, warm_peak, _ = await score(server, case, args.samples, DEFAULT, cache_dir)
         rows.append(("warm cache re-run", warm, warm_calls, warm_peak))
     finally:
         server.close()
@@ -310,9 +314,9 @@ async def main() -> None:
     for label, wall, calls, peak in rows:
         speedup = serial / wall if wall > 0 else float("inf")
         print(f"{label:<28} {wall:9.2f} s  {calls:5d} calls  max in flight {peak:3d}  x{speedup:6.1f} vs serial")
-    ideal = total * args.latency / 8
-    default_wall = next(w for label, w, _c, _p in rows if label.startswith("concurrency 8"))
-    print(f"\nideal at 8 in flight: {ideal:.2f} s (x8.0); measured x{serial / default_wall:.1f}")
+    ideal = total * args.latency / DEFAULT
+    default_wall = next(w for label, w, _c, _p in rows if label == f"concurrency {DEFAULT} (default)")
+    print(f"\nideal at {DEFAULT} in flight: {ideal:.2f} s (x{DEFAULT:.1f}); measured x{serial / default_wall:.1f}")
     print(f"warm cache: {warm:.3f} s with {warm_calls} calls -> {'OK' if warm < 1.0 and warm_calls == 0 else 'FAIL'}")
 
 

@@ -177,7 +177,7 @@ def outcome(record: RunRecord, *, strict: bool | None = None, baseline: Baseline
 
     return run_outcome(record.results, cancelled=record.cancelled,
                        strict=record.strict if strict is None else strict, baseline=baseline,
-                       fail_on_regression=fail_on_regression)
+                       fail_on_regression=fail_on_regression, num_runs=record.num_runs)
 
 
 def check_record(record: RunRecord) -> None:

@@ -37,6 +37,9 @@ LOG_LEVEL_FLAGS = ("--log-level", "--log_level")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import PreparedRun
+    from .engine.events import Event
+    from .engine.setup import AgentGroup
+    from .schema.results import CaseResult
     from .executors import Executor
     from .engine.history import EvalSetPlace, Resolution
     from .engine.options import RunOptions
@@ -79,11 +82,18 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "incomplete run exits 1, not 3")
     _add_executor_arg(p)
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="worker processes of the local pool (default: one per core, at most 4); on Ray each case "
+                   help="worker processes of the local pool (default: one per core, at most 4; never more than "
+                   "four per core, at least 8: a larger N is capped, with a warning); on Ray each case "
                    "is a task of its own")
     p.add_argument("--agent-memory-limit", type=_memory_size, default=None, metavar="SIZE",
                    help="address space each agent worker process may use, e.g. 2G or 512M: a runaway tool "
-                   "fails its case with a MemoryError instead of exhausting the machine (local pool only)")
+                   "fails its case with a MemoryError instead of exhausting the machine; the worker is "
+                   "recycled and the cases that were in it run again, each alone (local pool only)")
+    p.add_argument("--no-retry-after-crash", dest="retry_after_crash", action="store_false",
+                   help="a case whose worker process died (or ran out of memory) because of another case fails "
+                   "as its worker died, instead of running again alone (for tools with side effects: a re-run "
+                   "runs them twice); the summary, --json and the run record name each re-run either way "
+                   "(local pool only)")
     _add_mock_tools(p)
 
 
@@ -128,6 +138,8 @@ def _memory_size(value: str) -> int:
 
 
 MOCK_TOOLS_FLAG = "--mock-tools"
+RESUME_FLAG = "--resume"
+LATEST_RUN = "latest"
 
 
 def _add_mock_tools(p: argparse.ArgumentParser) -> None:
@@ -208,6 +220,17 @@ def build_parser() -> argparse.ArgumentParser:
                      "not. An eval set with no baseline found fails on any failure (and says so)")
     run.add_argument("--require-baseline", action="store_true",
                      help="with --baseline: exit 2 before running when an eval set has no baseline run")
+    run.add_argument(RESUME_FLAG, nargs="?", const=LATEST_RUN, default=None, metavar="RUN|latest",
+                     help="finish an interrupted run (killed, out of memory, a lost machine): run only the cases it "
+                     "had not finished and complete its record; refused when the agent or criteria changed since")
+    run.add_argument("--rerun", choices=("failed", "errored", "stale"), default=None,
+                     help="re-run only the cases that failed (or errored, or whose versions are stale) in the latest "
+                     "saved run of the same kind; with nothing to re-run, exit with that run's outcome")
+    run.add_argument("--timeout", type=_duration, default=None, metavar="DURATION",
+                     help="bound the whole run (90s, 15m, 1h30m): it then ends cleanly with what finished (exit 3, "
+                     "1 if a finished case failed)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print which agent runs which eval file, the run's kind and the baseline chosen; run nothing")
 
     report = add_command(sub, "report", "a shareable Markdown or HTML report of a saved run")
     report.add_argument("record", metavar="RUN|latest|PATH",
@@ -333,7 +356,6 @@ def _keep_for_exit(*objects: object) -> None:
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import SetupError, prepare_run
     from .engine.options import run_options_from_flags
-    from .engine.runner import Run
     from .engine.store import ResultStore
     from .report import print_baseline, print_detailed, print_outcome, print_summary, write_json, write_junit
 
@@ -343,27 +365,76 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--fail-on-regression needs --baseline RUN|latest|PATH")
     if args.require_baseline and not args.baseline:
         raise UsageError("--require-baseline needs --baseline RUN|latest|PATH")
-    agent_ref, targets = split_agent(args)
+    if args.resume and args.rerun:
+        raise UsageError("--resume and --rerun cannot be used together")
     options = run_options_from_flags(args)
-    try:
-        prepared = prepare_run(agent_ref, targets, config_path=args.config, num_runs=args.num_runs, options=options)
-    except SetupError as exc:
-        raise UsageError(str(exc)) from None
-    plan = prepared.plan
-    _print_warnings(plan.warnings, err)
+    prepared_runs: list[PreparedRun] = []
+    problems: list[str] = []
+    for group in agent_groups(args):
+        try:
+            prepared_runs.append(prepare_run(group.agent, group.targets, config_path=args.config,
+                                             num_runs=args.num_runs, options=options))
+        except SetupError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise UsageError("\n".join(dict.fromkeys(problems)))
+    for prepared in prepared_runs:
+        _print_warnings(prepared.plan.warnings, err)
     store = ResultStore()
-    places = run_places(plan, prepared.agent_ref, options, store, prepared.agent)
-    resolution = _find_baseline(args.baseline, places, err) if args.baseline else None
+    places = {id(p): run_places(p.plan, p.agent_ref, options, store, p.agent) for p in prepared_runs}
+    every_place = [place for p in prepared_runs for place in places[id(p)]]
+    resolution = _find_baseline(args.baseline, every_place, err) if args.baseline else None
     if resolution is not None and args.require_baseline and resolution.missing:
         raise UsageError("\n".join(f"--require-baseline: no baseline for {p.eval_set_id} ({p.eval_file}): "
-                                   f"{resolution.missing[p.eval_file]}" for p in places if p.eval_file in resolution.missing))
+                                   f"{resolution.missing[p.eval_file]}" for p in every_place
+                                   if p.eval_file in resolution.missing))
+    from .engine import resume as resuming
+
+    run_id: str | None = None
+    done: dict[tuple[str, str, int], CaseResult] = {}
+    resumed: resuming.Interrupted | None = None
+    if args.resume:
+        try:
+            resumed = resuming.find_interrupted(args.resume, every_place)
+        except resuming.ResumeError as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            resuming.check_versions(resumed, [(p.agent_ref, p.plan) for p in prepared_runs])
+        except resuming.ResumeError as exc:
+            raise UsageError(str(exc)) from None
+        run_id, done = resumed.run_id, resumed.done
+    if args.rerun:
+        try:
+            chosen = resuming.choose_reruns(args.rerun, every_place, [(p.agent_ref, p.plan) for p in prepared_runs])
+        except resuming.ResumeError as exc:
+            raise UsageError(str(exc)) from None
+        if chosen.nothing:
+            print(chosen.nothing_text(), file=out)
+            print_outcome(chosen.stored_outcome, out)
+            return chosen.stored_outcome.code
+    empty = [f"{t.eval_file}: {'no eval case selected' if t.case_ids is not None else 'the eval set has no cases'}"
+             for p in prepared_runs for t in p.plan.targets if not t.cases]
+    if empty:  # "every case passed" of nothing is not a pass
+        raise UsageError("nothing to run: " + "; ".join(empty))
     for path in (args.json_out, args.junit_out):
         if path and Path(path).is_dir():
             raise UsageError(f"{path}: is a folder, not a file")
-    _refuse_outputs_over_inputs(args, prepared.agent_ref, plan)
+    for prepared in prepared_runs:
+        _refuse_outputs_over_inputs(args, prepared.agent_ref, prepared.plan)
+    if args.dry_run:
+        _print_dry_run(prepared_runs, places, resolution, args, out, resumed)
+        return EXIT_OK
     from .engine.tempfiles import remove_stale_temp_files_for
 
     remove_stale_temp_files_for(Path(p) for p in (args.json_out, args.junit_out) if p)
+    from .engine.preflight import probe_judges
+
+    # Before the first case: a judge whose API rejects the credentials, or has no such model, is exit 2.
+    refused = asyncio.run(probe_judges([t.config for p in prepared_runs for t in p.plan.targets], options))
+    if refused:
+        raise UsageError("\n".join(refused))
+    if resumed is not None:
+        resumed.take_journals()
 
     from .engine.events import Event, RunError, RunNotice, deliver
     from .textsafe import safe_line
@@ -383,43 +454,55 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from .engine.gate import BaselineError, BaselineReport, Outcome, baseline_report, gate_record, run_outcome
 
-    decided: list[tuple[Outcome, BaselineReport | None]] = []
-    problems: list[str] = []
+    gate_problems: list[str] = []
+    stop = _Stop(args.timeout)
 
     def decide_gate(record: RunRecord) -> None:
-        """The run's verdict, decided before its record is saved, so the record keeps its gate."""
+        """Each run's verdict, decided before its record is saved, so the record keeps its gate."""
         baseline = None
         if resolution is not None:
             try:
                 baseline = baseline_report(resolution.found, record.results, why_missing=resolution.missing)
             except BaselineError as exc:
-                problems.append(str(exc))
+                gate_problems.append(str(exc))
                 return
         outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict, baseline=baseline,
-                              fail_on_regression=args.fail_on_regression)
-        decided.append((outcome, baseline))
+                              fail_on_regression=args.fail_on_regression, stopped=stop.why,
+                              num_runs=record.num_runs)
         record.gate = gate_record(outcome, baseline, fail_on_regression=args.fail_on_regression)
 
-    run = Run(plan, prepared.agent, options=options, on_event=on_event, store=store, owns_agent=True,
-              before_save=decide_gate)
     try:
-        record = asyncio.run(_execute(run))
+        parts = asyncio.run(_execute_all(prepared_runs, options, on_event, store, decide_gate, stop,
+                                         run_id=run_id, done=done))
     except SetupError as exc:  # the agent cannot be imported
         raise UsageError(str(exc)) from None
     finally:
         if bar is not None:
             bar.stop()
-    _keep_for_exit(prepared, run, record)
+    from .engine.batch import merge_records
 
-    if problems:
-        raise UsageError(problems[0])
-    if not decided:  # pragma: no cover - the runner always calls before_save
-        decide_gate(record)
-    outcome, baseline = decided[0]
+    record = merge_records(parts, [t.config for p in prepared_runs for t in p.plan.targets])
+    _keep_for_exit(prepared_runs, parts, record)
+    if gate_problems:
+        raise UsageError(gate_problems[0])
+    if resumed is not None and record.saved and not record.save_errors:
+        resumed.remove_replaced()  # the interrupted run's records: the resumed run's records replace them
+    baseline: BaselineReport | None = None
+    if resolution is not None:
+        try:
+            baseline = baseline_report(resolution.found, record.results, why_missing=resolution.missing)
+        except BaselineError as exc:
+            raise UsageError(str(exc)) from None
+    outcome: Outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict,
+                                   baseline=baseline, fail_on_regression=args.fail_on_regression, stopped=stop.why,
+                                   num_runs=record.num_runs)
     if args.print_detailed_results:
         print_detailed(record, out)
+    for prepared, part in zip(prepared_runs, parts):
+        _find_stale(part, prepared.plan, prepared.agent_ref)
+        record.stale.update(part.stale)
     print_summary(record, out, verbose=not args.quiet)
-    _print_stale(record, plan, prepared.agent_ref, out)
+    _print_stale(record, out)
     if baseline is not None:
         print_baseline(baseline, out, verbose=not args.quiet)
     # Results that could not be written are a failure of the run whatever the verdicts: exit 2.
@@ -449,24 +532,149 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return outcome.code
 
 
-def _print_stale(record: RunRecord, plan: RunPlan, agent_ref: str, out: TextIO) -> None:
-    """The results an edit during the run made stale (the agent, a case or the criteria changed on disk
-    after the run loaded them): the summary names them, so no one takes them for the files' results."""
-    from .engine.versions import stale_after_run
+def agent_groups(args: argparse.Namespace) -> list[AgentGroup]:
+    """Which agent runs which eval file (`engine.setup.group_targets`, the one rule)."""
+    from .engine.plan import PlanError
+    from .engine.setup import group_targets
+
+    if getattr(args, "eval_storage_uri", None):
+        raise UsageError("--eval_storage_uri (eval sets in Cloud Storage) is not supported: "
+                         "copy the eval sets beside the agent and name them by id or path")
+    try:
+        return group_targets(args.agent, list(args.targets))
+    except PlanError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class _Stop:
+    """Why a run stopped early (`--timeout`), for its verdict."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.why: str | None = None
+        self.deadline: float | None = None
+
+
+async def _execute_all(prepared_runs: list[PreparedRun], options: RunOptions, on_event: Callable[[Event], None],
+                       store: ResultStore, decide_gate: Callable[[RunRecord], None], stop: _Stop, *,
+                       run_id: str | None, done: dict[tuple[str, str, int], CaseResult]) -> list[RunRecord]:
+    """Each agent's run in turn, under one run id. Ctrl-C and SIGTERM (a CI job's timeout, `kill`) and
+    `--timeout` cancel the run under way instead of killing it, so finished cases are still reported and
+    saved; the agents not started yet are not started (their cases are listed as unfinished)."""
+    from .engine.runner import Run, RunRecord, new_run_id
+    from .engine.signals import stop_on_signals
+
+    run_id = run_id or new_run_id()
+    loop = asyncio.get_running_loop()
+    current: list[Run] = []
+    stopped: list[bool] = []
+
+    def cancel() -> None:
+        stopped.append(True)
+        if current:
+            current[-1].cancel()
+
+    def timed_out() -> None:
+        stop.why = f"the run reached --timeout {_duration_text(stop.timeout or 0)}: unfinished cases were not run"
+        cancel()
+
+    timer = loop.call_later(stop.timeout, timed_out) if stop.timeout is not None else None
+    parts: list[RunRecord] = []
+    try:
+        with stop_on_signals(cancel):
+            for prepared in prepared_runs:
+                if stopped:
+                    part = RunRecord(run_id, started=time.time(), finished=time.time(), cancelled=True,
+                                     num_runs=prepared.plan.num_runs, coverage="cancelled")
+                    part.unfinished = [(str(t.eval_file), t.eval_set.eval_set_id, c.eval_id, rep)
+                                       for rep in range(1, prepared.plan.num_runs + 1)
+                                       for t in prepared.plan.targets for c in t.cases]
+                    parts.append(part)
+                    continue
+                run = Run(prepared.plan, prepared.agent, options=options, on_event=on_event, store=store,
+                          owns_agent=True, before_save=decide_gate, run_id=run_id,
+                          done={k: v for k, v in done.items()
+                                if any(str(t.eval_file) == k[0] for t in prepared.plan.targets)})
+                current.append(run)
+                parts.append(await run.execute())
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return parts
+
+
+def _duration(value: str) -> float:
+    """`90`, `90s`, `15m`, `2h`, `1h30m`: seconds."""
+    import re
+
+    text = value.strip().lower()
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", text)
+    if not text or parts is None or not any(parts.groups()):
+        raise argparse.ArgumentTypeError(f"not a duration: {value!r} (e.g. 90s, 15m, 1h30m)")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if not total > 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return total
+
+
+def _duration_text(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 60 == 0:
+        return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+    if seconds >= 60 and seconds == int(seconds):
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{seconds:g}s"
+
+
+def _print_dry_run(prepared_runs: list[PreparedRun], places: dict[int, list[EvalSetPlace]],
+                   resolution: Resolution | None, args: argparse.Namespace, out: TextIO,
+                   resumed: object | None) -> None:
+    """`--dry-run`: which agent runs which file, the run's kind and the baseline chosen; nothing runs."""
     from .textsafe import safe_line
 
-    # One line a case, whatever its repetitions.
-    first: dict[tuple[str, str], tuple[CaseResult, tuple[str, ...]]] = {}
-    for result, why_stale in stale_after_run(record, plan, agent_ref):
-        first.setdefault((result.eval_set_file, result.eval_id), (result, why_stale))
-    stale = list(first.values())
-    if not stale:
+    from .engine.history import executor_info
+    from .engine.options import run_options_from_flags
+
+    options = run_options_from_flags(args)
+    print("Dry run: nothing is run.", file=out)
+    for prepared in prepared_runs:
+        where = executor_info(options, prepared.agent).text()
+        print(f"agent {safe_line(prepared.agent_ref)} ({safe_line(where)})", file=out)
+        for target, place in zip(prepared.plan.targets, places[id(prepared)]):
+            n = len(target.cases)
+            runs = f" × {prepared.plan.num_runs} runs" if prepared.plan.num_runs > 1 else ""
+            print(f"  runs {safe_line(str(target.eval_file))}: {n} case{'s' if n != 1 else ''}{runs}", file=out)
+            print(f"    kind: {safe_line(place.kind.text())}", file=out)
+            if resolution is not None:
+                found = resolution.found.get(place.eval_file)
+                text = (f"run {found.run_id} ({found.path})" if found is not None
+                        else f"none: {resolution.missing.get(place.eval_file, 'no saved run')}")
+                print(f"    baseline: {safe_line(text)}", file=out)
+    if resumed is not None:
+        print(f"resumes run {safe_line(getattr(resumed, 'run_id', ''))}", file=out)
+
+
+def _find_stale(record: RunRecord, plan: RunPlan, agent_ref: str) -> None:
+    """Which results an edit during the run made stale (the agent, a case or the criteria changed on disk
+    after the run loaded them): the summary, --json, --junit and --md name them."""
+    from .engine.versions import stale_of
+
+    record.stale = stale_of((c for r in record.results for c in r.case_results), agent_ref,
+                            {str(t.eval_file): t.config.source for t in plan.targets})
+
+
+def _print_stale(record: RunRecord, out: TextIO) -> None:
+    """The results an edit during the run made stale: the summary names them, so no one takes them for the
+    files' results."""
+    from .textsafe import safe_line
+
+    if not record.stale:
         return
-    reasons = ", ".join(dict.fromkeys(r for _c, rs in stale for r in rs))
-    print(f"Stale: {len(stale)} result(s) an edit during the run made stale ({reasons}); run again to "
+    reasons = ", ".join(dict.fromkeys(r for rs in record.stale.values() for r in rs))
+    print(f"Stale: {len(record.stale)} result(s) an edit during the run made stale ({reasons}); run again to "
           "check the files on disk:", file=out)
-    for case, why in stale:
-        print(f"  {safe_line(case.eval_id)} ({safe_line(Path(case.eval_set_file).name)}): {', '.join(why)}", file=out)
+    for (file, eval_id), why in record.stale.items():
+        print(f"  {safe_line(eval_id)} ({safe_line(Path(file).name)}): {', '.join(why)}", file=out)
 
 
 def run_places(plan: RunPlan, agent_ref: str, options: RunOptions, store: ResultStore,
@@ -748,6 +956,23 @@ def cmd_open(args: argparse.Namespace) -> int:
                    mock_tools=args.mock_tools, executor=args.executor, save=not args.no_save) or 0
 
 
+def _bare_resume(argv: list[str]) -> list[str]:
+    """A bare `--resume` means `--resume=latest`: the value is taken only when it names a run (`latest`, a run
+    id, a run record or journal), so `--resume AGENT FILE` never swallows the agent."""
+    import re
+
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg != RESUME_FLAG:
+            continue
+        value = out[i + 1] if i + 1 < len(out) else None
+        names_run = value is not None and (value == LATEST_RUN or re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]+", value) is not None
+                                           or value.endswith((".tui-eval.json", ".tui-eval-journal.jsonl")))
+        if not names_run:
+            out[i] = f"{RESUME_FLAG}={LATEST_RUN}"
+    return out
+
+
 def _hoist_common_options(argv: list[str]) -> list[str]:
     """`tui-eval --log-level debug run ...`: move options given before the command to after it."""
     front: list[str] = []
@@ -800,6 +1025,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["open", *argv]
     argv = [f"{MOCK_TOOLS_FLAG}=strict" if a == MOCK_TOOLS_FLAG else a for a in argv]
+    argv = _bare_resume(argv)
     if argv[0] == "--version":
         from . import __version__
 
@@ -811,6 +1037,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except SystemExit as exc:  # argparse exits 2 on bad arguments already
         return int(exc.code or 0)
     _start_logging(args, err)
+    # A run's stop signals wait for its signal reader, which knows their sender: one sent from inside an
+    # agent process is ignored (engine/signals.py). Held here, before any thread starts, so all inherit it.
+    release_signals = None
+    if args.command in ("run", "watch"):
+        from .engine.signals import hold_stop_signals
+
+        release_signals = hold_stop_signals()
     try:
         if args.command == "run":
             from .engine.signals import ReaderMayLeave
@@ -847,6 +1080,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return EXIT_INTERRUPTED
     finally:
         reset_logging()
+        if release_signals is not None:
+            release_signals()
 
 
 def _leaked_threads() -> list[threading.Thread]:

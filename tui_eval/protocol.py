@@ -151,7 +151,8 @@ class CaseEnded(_Record, frozen=True):
 
 
 class Retire(_Record, frozen=True):
-    """This agent process ran out of memory once: replace it when its cases are done."""
+    """This agent process ran out of memory (or nearly): the engine replaces it and runs the cases that were
+    in it again, one by one; sent before the CaseEnded of the case that ran out."""
 
 
 Report = Union[AgentLoaded, TurnStarted, TurnFinished, CaseEnded, Retire]

@@ -133,7 +133,9 @@ def case_lines(case: CaseResult, label: str) -> list[str]:
                 grouped.setdefault(m.reason or "no reason given", []).append(m.metric_name)
     note = f": {coverage}" if coverage is not None and not case.error else ""
     if len(grouped) == 1:
-        note += f" ({next(iter(grouped))})"
+        # Which metrics were not evaluated, and why: `1 of 4 metrics evaluated (not evaluated: a, b: why)`.
+        reason, names = next(iter(grouped.items()))
+        note += f" (not evaluated: {', '.join(names)}: {reason})"
     lines = [f"  {case.status.mark} {safe_line(label)}{safe_line(note)}"]
     if case.error:
         lines.append(f"       agent error: {safe_line(_first_line(case.error))}")
@@ -179,6 +181,16 @@ def insight_lines(record: RunRecord) -> list[str]:
     if state is not None and state.commit:
         lines.append(f"Code: commit {state.commit[:12]}" + (" + uncommitted changes" if state.dirty else ""))
     return [safe_line(line) for line in lines]
+
+
+def rerun_line(record: RunRecord) -> str | None:
+    """`Run again after their worker died: 3 case(s) (...)`: cases whose tools ran twice; None when none."""
+    again = [c.eval_id for r in record.results for c in r.case_results if c.reruns_after_crash]
+    if not again:
+        return None
+    shown = ", ".join(again[:8]) + (f" and {len(again) - 8} more" if len(again) > 8 else "")
+    return safe_line(f"Run again after their worker died: {len(again)} case(s), their tools ran again: {shown} "
+                     "(--no-retry-after-crash fails them instead)")
 
 
 def _why(case: CaseResult) -> str:
@@ -259,14 +271,30 @@ def print_summary(record: RunRecord, out: TextIO, *, verbose: bool = True) -> No
     if judge.requests:
         print(
             f"Judge: {judge.requests} answer(s), {judge.calls} call(s), {judge.cache_hits} from cache, "
-            f"{judge.retries} retried, {judge.failures} failed, {judge.total_tokens} tokens",
+            f"{judge.retries} retried, {judge.failures + judge.parse_failures} failed"
+            + (f" ({judge.parse_failures} unparseable)" if judge.parse_failures else "")
+            + f", {judge.total_tokens} tokens",
             file=out,
         )
+    if record.executor is not None and record.executor.kind.startswith("ray"):  # the local pool goes unsaid
+        print(f"Executor: {safe_line(record.executor.text())}", file=out)
     for line in insight_lines(record):
         print(line, file=out)
+    for line in kind_lines(record):
+        print(line, file=out)
+    rerun = rerun_line(record)
+    if rerun is not None:
+        print(rerun, file=out)
     print(f"Run id: {safe_line(record.run_id)}", file=out)
     for path in record.saved:
         print(f"Saved eval history: {safe_line(path)}", file=out)
+
+
+def kind_lines(record: RunRecord) -> list[str]:
+    """What kind of run it was (`share.kind_lines_of`: the same words in Markdown), escaped."""
+    from .share import kind_lines_of
+
+    return [safe_line(line) for line in kind_lines_of(list(record.kinds.values()), record.executor)]
 
 
 def print_outcome(outcome: Outcome | None, out: TextIO, *, written: bool = True) -> None:
@@ -401,11 +429,13 @@ def write_json(record: RunRecord, path: Path, outcome: Outcome | None = None,
     eval set and case results (not on metric results): each eval set result carries the run's `gate` (run
     id, exit code, why, the baseline run and this set's regressions, fixes, still failing, not run, not
     evaluated), each case its `gate` (how it moved against the baseline, and why) and `not_evaluated`
-    (metric -> why it was not evaluated)."""
+    (metric -> why it was not evaluated) and `stale` (why an edit during the run made it stale: agent code,
+    eval case or criteria changed; empty when it is current)."""
     from .engine.gate import run_outcome
 
     if outcome is None:
-        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict)
+        outcome = run_outcome(record.results, cancelled=record.cancelled, strict=record.strict,
+                              num_runs=record.num_runs)
     moved = {(c.eval_set_id, c.eval_id): c for c in baseline.cases} if baseline is not None else {}
     out = []
     for result in record.results:
@@ -423,6 +453,8 @@ def write_json(record: RunRecord, path: Path, outcome: Outcome | None = None,
             case_data["gate"] = ({"change": change.kind, "reason": change.reason} if change is not None else None)
             case_data["not_evaluated"] = {m.metric_name: m.reason or "no reason given" for m in case.metrics
                                           if m.status == EvalStatus.NOT_EVALUATED}
+            # What an edit during the run changed of what this result was computed from (empty: current).
+            case_data["stale"] = list(record.stale.get((case.eval_set_file, case.eval_id), ()))
         out.append(data)
     write_output(path, dump_json(out))
 
@@ -453,9 +485,21 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
     from .engine.gate import run_outcome
 
     if outcome is None:
-        outcome = run_outcome(record.results, cancelled=record.cancelled)
+        outcome = run_outcome(record.results, cancelled=record.cancelled, num_runs=record.num_runs)
     suites = ET.Element("testsuites")
-    for result in record.results:
+    # A cancelled (or timed out) run's unfinished cases are testcases too, skipped: CI shows what did not run.
+    unfinished: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for file, set_id, eval_id, rep in record.unfinished:
+        unfinished.setdefault((file, rep), []).append((set_id, eval_id))
+    why_unfinished = "not run: the run was cancelled before this case finished"
+    repetitions = record.repetitions if len(record.repetitions) == len(record.results) else [1] * len(record.results)
+
+    def case_name(eval_id: str, rep: int) -> str:
+        # --num-runs: one testcase per run of a case, each with its own name.
+        return f"{eval_id} (run {rep})" if record.num_runs > 1 else eval_id
+
+    for result, rep in zip(record.results, repetitions):
+        left = unfinished.pop((result.eval_set_file, rep), [])
         counts = result.counts()
         # A case an outage of the agent's model API failed is a JUnit error, not a failure.
         outages = {c.eval_id: o for c in result.case_results
@@ -464,9 +508,9 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
             suites,
             "testsuite",
             name=_xml_text(result.eval_set_id),
-            tests=str(len(result.case_results)),
+            tests=str(len(result.case_results) + len(left)),
             failures=str(counts[EvalStatus.FAILED] - len(outages)),
-            skipped=str(counts[EvalStatus.NOT_EVALUATED]),
+            skipped=str(counts[EvalStatus.NOT_EVALUATED] + len(left)),
             errors=str(len(outages)),
             file=_xml_text(result.eval_set_file),
         )
@@ -488,13 +532,14 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
             tc = ET.SubElement(
                 suite,
                 "testcase",
-                name=_xml_text(case.eval_id),
+                name=_xml_text(case_name(case.eval_id, rep)),
                 classname=_xml_text(result.eval_set_id),
                 time=f"{case.wall_seconds:.3f}",
             )
             coverage = case.coverage_text()
+            stale = record.stale.get((case.eval_set_file, case.eval_id))
             change = moved.get(case.eval_id)
-            if coverage is not None or (change is not None and change.kind != "unchanged"):
+            if coverage is not None or stale or (change is not None and change.kind != "unchanged"):
                 props = ET.SubElement(tc, "properties")
             if coverage is not None:
                 # Passed (or not) with metrics that never ran: a property CI tools list, and the
@@ -503,6 +548,9 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
                               value=f"{case.evaluated_metrics} of {case.metrics_total}")
             if change is not None and change.kind != "unchanged":
                 ET.SubElement(props, "property", name="tui_eval.change", value=_xml_text(change.kind))
+            if stale:
+                # An edit during the run changed what this result was computed from.
+                ET.SubElement(props, "property", name="tui_eval.stale", value=_xml_text(", ".join(stale)))
             if case.eval_id in outages:
                 error = ET.SubElement(tc, "error", message=_xml_text(f"infrastructure error: {outages[case.eval_id]}"),
                                       type="InfrastructureError")
@@ -520,5 +568,21 @@ def write_junit(record: RunRecord, path: Path, outcome: Outcome | None = None,
                 out = ET.SubElement(tc, "system-out")
                 out.text = _xml_text("\n".join([f"passed with {coverage}"] + [
                     metric_line(m) for m in case.metrics if m.status == EvalStatus.NOT_EVALUATED]))
+        for _set_id, eval_id in left:
+            tc = ET.SubElement(suite, "testcase", name=_xml_text(case_name(eval_id, rep)),
+                               classname=_xml_text(result.eval_set_id), time="0.000")
+            ET.SubElement(tc, "skipped", message=why_unfinished)
+    for (file, rep), left in unfinished.items():  # eval sets none of whose cases finished
+        set_id = left[0][0]
+        suite = ET.SubElement(suites, "testsuite", name=_xml_text(set_id), tests=str(len(left)), failures="0",
+                              skipped=str(len(left)), errors="0", file=_xml_text(file))
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="tui_eval.exit_code", value=str(outcome.code))
+        ET.SubElement(props, "property", name="tui_eval.outcome", value=_xml_text(outcome.text()))
+        ET.SubElement(props, "property", name="tui_eval.run_id", value=_xml_text(record.run_id))
+        for _set_id, eval_id in left:
+            tc = ET.SubElement(suite, "testcase", name=_xml_text(case_name(eval_id, rep)), classname=_xml_text(set_id),
+                               time="0.000")
+            ET.SubElement(tc, "skipped", message=why_unfinished)
     ET.indent(suites)
     write_output(path, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

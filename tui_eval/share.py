@@ -29,6 +29,7 @@ from .judge.client import JudgeStats
 from .schema.details import RougeDetails, TrajectoryDetails, alignment_counts
 from .schema.model import FunctionCall, Invocation, content_text
 from .schema.results import CaseResult, EvalSetResult, EvalStatus, MetricResult, counts_text
+from .schema.runrecord import ExecutorInfo, RunKind
 from .textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +42,11 @@ log = logging.getLogger(__name__)
 MAX_FAILURES = 20
 # Characters of one response shown in a report cell.
 MAX_CELL = 300
+
+
+#: What a report says of a run that was killed before it ended.
+INTERRUPTED_TEXT = ("interrupted: the run was stopped before it finished; these are the cases it finished "
+                    "(`tui-eval run ... --resume` finishes it)")
 
 
 class ShareError(Exception):
@@ -68,6 +74,13 @@ class SharedRun:
     outcome: Outcome | None = None
     #: `--baseline`: this run against a saved one.
     baseline: BaselineReport | None = None
+    #: (eval file, case id) -> why the result is stale (`versions.stale_of`): for a run just made, what an
+    #: edit during it changed; for a saved run, what changed on disk since.
+    stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    #: finished, cancelled, or interrupted (a saved run that was killed before it ended: its finished cases).
+    state: str = "finished"
+    #: What kind of run it was, in words (`Kind: agent, mocked tools (strict), judge ...; executor: ...`).
+    kind_lines: list[str] = field(default_factory=list)
     #: People's verdicts kept in the run's records (`engine.reviews`).
     human: list[Reviewed] = field(default_factory=list)
 
@@ -81,13 +94,21 @@ class SharedRun:
         reps = record.repetitions or [1] * len(record.results)
         return cls(record.run_id, list(record.results), list(reps), record.num_runs, record.cancelled,
                    record.insight, record.code_state, record.judge_stats.copy(), record.source,
-                   outcome, baseline)
+                   outcome, baseline, dict(record.stale), record.state,
+                   kind_lines_of(list(record.kinds.values()), record.executor))
 
     def verdict(self) -> Outcome:
         """The exit code the run gave (or, for a saved run, would give without --strict)."""
         from .engine.gate import run_outcome
 
-        return self.outcome or run_outcome(self.results, cancelled=self.cancelled)
+        return self.outcome or run_outcome(self.results, cancelled=self.cancelled, num_runs=self.num_runs,
+                                           stopped=INTERRUPTED_TEXT if self.state == "interrupted" else None)
+
+    def state_note(self) -> str:
+        """` (cancelled)` or ` (interrupted: ...)` after the headline; empty for a finished run."""
+        if self.state == "interrupted":
+            return f" ({INTERRUPTED_TEXT})"
+        return " (cancelled)" if self.cancelled else ""
 
     def counts(self) -> dict[EvalStatus, int]:
         out = dict.fromkeys(EvalStatus, 0)
@@ -131,15 +152,25 @@ def load_shared_run(path: Path) -> SharedRun:
     meta = loaded[0][0]
     insight = RunInsight.model_validate(meta["insight"]) if isinstance(meta.get("insight"), dict) else None
     state = CodeState.model_validate(meta["code_state"]) if isinstance(meta.get("code_state"), dict) else None
+    source = _source_of(meta)
+    from .engine.versions import stale_of_saved
+
     return SharedRun(
         run_id=str(meta.get("run_id", "")),
         results=[r for _, r in loaded],
         repetitions=[int(m.get("repetition") or 1) for m, _ in loaded],
         num_runs=int(meta.get("num_runs") or 1),
         cancelled=any(bool(m.get("cancelled")) for m, _ in loaded),
+        kind_lines=kind_lines_of([RunKind.model_validate(m["kind"]) for m, _ in loaded if isinstance(m.get("kind"), dict)],
+                                 ExecutorInfo.model_validate(meta["executor"])
+                                 if isinstance(meta.get("executor"), dict) else None),
+        state=("interrupted" if any(m.get("state") == "interrupted" for m, _ in loaded)
+               else "cancelled" if any(m.get("state") == "cancelled" or m.get("cancelled") for m, _ in loaded)
+               else "finished"),
         insight=insight,
         code_state=state,
-        source=_source_of(meta),
+        source=source,
+        stale=stale_of_saved(loaded),
         human=reviews_in(records[0].parent, records),
     )
 
@@ -152,6 +183,13 @@ def _source_of(meta: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(source, dict):
         return source
     return {"kind": "replay"} if is_replay_record(meta) else None
+
+
+def kind_lines_of(kinds: Sequence[RunKind], executor: ExecutorInfo | None) -> list[str]:
+    """`Kind: agent, mocked tools (strict), judge gemini:gemini-2.5-flash; executor: local pool`, one line per
+    distinct kind of the run's eval sets (the summary, Markdown and HTML say the same)."""
+    tail = f"; executor: {executor.text()}" if executor is not None else ""
+    return [f"Kind: {text}{tail}" for text in dict.fromkeys(k.text() for k in kinds)]
 
 
 def source_line(source: dict[str, Any] | None) -> str | None:
@@ -297,14 +335,17 @@ def render_markdown(run: SharedRun) -> str:
     runs = f" over {run.num_runs} runs" if run.num_runs > 1 else ""
     if run.replay:
         verdict = f"replay: {verdict}"
-    lines.append(f"**{verdict}**{runs} ({counts_text(counts)})" + (" (cancelled)" if run.cancelled else ""))
+    lines.append(f"**{verdict}**{runs} ({counts_text(counts)})" + md(run.state_note()))
     source = source_line(run.source)
     if source:
         lines.append(f"\nSource: {md(source)}")
+    for kind in run.kind_lines:
+        lines.append(f"\n{md(kind)}")
     outcome = run.verdict()
     lines += ["", f"**Exit {outcome.code} ({outcome.word})**" + (f": {md('; '.join(outcome.reasons))}"
                                                                   if outcome.reasons else "")]
     lines += [""] + _summary_table(run) + [""]
+    lines += _stale_md(run)
     lines += _baseline_md(run.baseline)
     lines += _causes_md(run)
     repeats = [r for r in order_for_summary(run.repeats()) if r.label != RepeatLabel.STABLE_PASS]
@@ -342,6 +383,16 @@ def render_markdown(run: SharedRun) -> str:
     lines += _cost_md(run)
     lines += _human_md(run)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _stale_md(run: SharedRun) -> list[str]:
+    """The stale results: what they were computed from is no longer what the files say."""
+    if not run.stale:
+        return []
+    lines = [f"### Stale: {len(run.stale)} result(s)", "",
+             "Computed from other files than are on disk now: run them again to check.", ""]
+    lines += [f"- {md(eval_id)} ({md(Path(file).name)}): {md(', '.join(why))}" for (file, eval_id), why in run.stale.items()]
+    return lines + [""]
 
 
 def _human_md(run: SharedRun) -> list[str]:
@@ -434,8 +485,9 @@ def render_html(run: SharedRun) -> str:
              "</head><body>", f"<h1>tui-eval: {e(safe_line(title))}</h1>",
              f"<p><strong>{e(counts_text(counts))}</strong>"
              + (f" over {run.num_runs} runs" if run.num_runs > 1 else "")
-             + (" (cancelled)" if run.cancelled else "") + "</p>",
+             + e(run.state_note()) + "</p>",
              *([f"<p>Source: {e(safe_line(src))}</p>"] if (src := source_line(run.source)) else []),
+             *(f"<p>{e(safe_line(kind))}</p>" for kind in run.kind_lines),
              "<table><tr><th>eval set</th><th>run</th><th>passed</th><th>failed</th><th>not evaluated</th></tr>"]
     for result, rep in zip(run.results, run.repetitions):
         c = result.counts()

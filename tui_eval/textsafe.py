@@ -46,8 +46,10 @@ def safe_text(text: object) -> str:
 
 
 # XML 1.0 allows only tab, newline and carriage return below U+0020, no lone surrogates and not U+FFFE or
-# U+FFFF; the C1 range is legal but a JUnit viewer in a terminal may act on it, so it is escaped too.
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# U+FFFF; the C1 range is legal but a JUnit viewer in a terminal may act on it, so it is escaped too, as are
+# the bidirectional marks, overrides and isolates (a U+202E in a failure text reorders what a reviewer sees).
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+                      "\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def xml_safe(text: object) -> str:

@@ -133,3 +133,25 @@ def test_a_slow_tool_takes_the_waterfall_at_a_glance() -> None:
     assert cells.startswith("model")
     assert "lookup_order" in cells and cells.index("lookup_order") < 10
     assert legend == "■ model 0.20  ■ lookup_order 1.60  ■ greet 0.10  ■ framework 0.10"
+
+
+async def test_history_rescores_a_run_and_compares_it(tabletop: Path, make_app) -> None:
+    from tests.app.conftest import wait_until
+    from tui_eval.tui.screens.history import CompareScreen, HistoryScreen
+
+    app = make_app(tabletop, recording=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _run_all(app, pilot)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.entries)
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        [saved] = history.entries.values()
+        for py in (tabletop / "tabletop").glob("*.py"):
+            py.unlink()  # a re-score runs no agent code
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), timeout=60)
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        assert compare.before.run_id == saved.run_id and compare.after.run_id != saved.run_id
+        assert len(history.entries) == 2

@@ -28,6 +28,21 @@ def _line(app, eval_id: str) -> str:
     return next(line for line in labels(app) if f" {eval_id}" in line)
 
 
+async def _stale_everywhere_then_S(pilot, app, eval_id: str, reason: str) -> None:
+    """Every result of hello_world is stale: each tree row, the file's count, and the summary of `eval_id`
+    says why; S re-runs exactly those, and then nothing is stale."""
+    assert "9 stale" in labels(app)[0], labels(app)
+    assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
+    app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == eval_id))
+    await pilot.pause()
+    assert f"⚠ stale: {reason} since it ran" in summary_text(app)
+    await pilot.press("S")
+    await settle(pilot)
+    await wait_until(pilot, lambda: not app.listing.stale)
+    assert not any("stale" in line for line in labels(app))
+    assert app.run_state is not None and app.run_state.label == "Run 9 stale"
+
+
 async def test_a_save_then_R_at_once_runs_the_saved_code(tmp_path: Path, make_app) -> None:
     root = _hello(tmp_path)
     # No file watcher: the engine never hears of the save, as when R comes before the watcher's report.
@@ -64,20 +79,8 @@ async def test_stale_shows_in_the_tree_the_counts_and_the_summary_and_S_runs_exa
         assert not any("stale" in line for line in labels(app))
         _greet_with(root, "Hello there.")
         await wait_until(pilot, lambda: "stale" in _line(app, "greeting"))
-        # every result of the agent is stale: the tree row, the file's counts, the summary
-        set_line = labels(app)[0]
-        assert "9 stale" in set_line, set_line
-        assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
-        app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == "greeting"))
-        await pilot.pause()
-        assert "⚠ stale: agent code changed since it ran" in summary_text(app)
-        # S runs exactly the stale ones, with the code on disk
-        await pilot.press("S")
-        await settle(pilot)
-        await wait_until(pilot, lambda: not app.listing.stale)
-        assert not any("stale" in line for line in labels(app))
-        assert "✘ greeting" in _line(app, "greeting")
-        assert app.run_state is not None and app.run_state.label == "Run 9 stale"
+        await _stale_everywhere_then_S(pilot, app, "greeting", "agent code changed")
+        assert "✘ greeting" in _line(app, "greeting")  # the code on disk ran
 
 
 async def test_accept_under_num_runs_writes_the_run_on_screen_and_names_it(tmp_path: Path, make_app) -> None:
@@ -142,14 +145,8 @@ async def test_a_written_whatif_shows_the_new_configuration_and_marks_what_it_ch
         await wait_until(pilot, lambda: "⚠ 9 of these results are stale" in status())
         await pilot.press("escape")
         await pilot.press("right")
-        assert all(line.endswith("stale") for line in labels(app)[1:10]), labels(app)
-        app.main.browser.select_key(next(k for k in app.listing.all_keys() if k.eval_id == "ten_sided_wording"))
-        await pilot.pause()
-        assert "⚠ stale: criteria changed since it ran" in summary_text(app)
-        await pilot.press("S")
-        await settle(pilot)
-        await wait_until(pilot, lambda: not app.listing.stale)
-        assert "✔ ten_sided_wording" in _line(app, "ten_sided_wording")
+        await _stale_everywhere_then_S(pilot, app, "ten_sided_wording", "criteria changed")
+        assert "✔ ten_sided_wording" in _line(app, "ten_sided_wording")  # scored with the new threshold
 
 
 async def test_a_written_whatif_in_live_mode_rescores_at_once(tmp_path: Path, make_app) -> None:
@@ -174,3 +171,64 @@ async def test_a_written_whatif_in_live_mode_rescores_at_once(tmp_path: Path, ma
         await wait_until(pilot, lambda: app.listing.case_status(key) == 1)  # re-scored: passed
         await settle(pilot)
         assert not app.listing.stale
+
+
+async def test_saved_results_whose_files_changed_are_stale_from_the_start_also_under_w(
+        tmp_path: Path, make_app) -> None:
+    import io
+
+    from textual.widgets import Static
+
+    from tui_eval.cli import main
+    from tui_eval.tui.screens.causes import CausesScreen
+
+    root = _hello(tmp_path)
+    folder = root / "hello_world"
+    import asyncio
+
+    code = await asyncio.to_thread(main, ["run", str(folder), str(folder / "hello_world.evalset.json"), "-q"],
+                                   io.StringIO(), io.StringIO())
+    assert code == 1
+    _greet_with(root, "Hello there.")  # edited after the saved run
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: len(app.listing.stale) == 9)
+        await pilot.press("right")
+        assert "9 stale" in labels(app)[0]
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, CausesScreen))
+        await wait_until(pilot, lambda: "⚠ 5 of these results are stale" in str(
+            app.screen.query_one("#causes-status", Static).render()))
+
+
+async def test_history_and_compare_mark_the_newest_runs_stale_results(tmp_path: Path, make_app) -> None:
+    import asyncio
+    import io
+
+    from textual.widgets import DataTable, Static
+
+    from tui_eval.cli import main
+    from tui_eval.tui.screens.history import CompareScreen, HistoryScreen
+
+    root = _hello(tmp_path)
+    folder = root / "hello_world"
+    for _ in range(2):
+        code = await asyncio.to_thread(main, ["run", str(folder), str(folder / "hello_world.evalset.json"), "-q"],
+                                       io.StringIO(), io.StringIO())
+        assert code == 1
+    _greet_with(root, "Hello there.")  # edited after both runs
+    app = make_app(root, recording=None)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and len(app.screen.entries) == 2)
+        # the newest run says how many of its results are stale; the older one is history
+        runs = [str(app.screen.query_one(DataTable).get_row_at(i)[-1]) for i in range(2)]
+        assert runs[0].endswith(" 9 stale") and "stale" not in runs[1], runs
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.changes)
+        status = str(app.screen.query_one("#compare-status", Static).render())
+        assert "⚠ 9 of the later run's results are stale against the files now (agent code changed)" in status
+        table = app.screen.query_one(DataTable)
+        assert all(str(table.get_row_at(i)[1]).endswith("  stale") for i in range(table.row_count))

@@ -5,7 +5,6 @@ the gate's outcome is in --json and JUnit, and the run id is printed."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -13,31 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from tui_eval.cli import main
+from tests.support.cli_run import copy_demo, run_cli
+
 from tui_eval.engine.store import list_history
-
-DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
-
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")  # the demo agents' offline policy: 4 passed, 5 failed
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def _hello(tmp_path: Path) -> tuple[Path, Path]:
-    demo = tmp_path / "hello_world"
-    shutil.copytree(DEMO / "hello_world", demo, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
-    return demo, demo / "hello_world.evalset.json"
-
-
 def test_no_baseline_fails_on_any_failure_and_a_failed_gate_never_becomes_latest(tmp_path: Path) -> None:
-    demo, evalset = _hello(tmp_path)
+    demo, evalset = copy_demo(tmp_path)
     gate = ("run", str(demo), str(evalset), "--baseline", "latest", "--fail-on-regression")
     # A fresh checkout: no saved run. Five cases fail: the gate fails, and says why.
     code, out, err = run_cli(*gate)
@@ -59,7 +44,7 @@ def test_no_baseline_fails_on_any_failure_and_a_failed_gate_never_becomes_latest
 
 
 def test_baseline_save_gives_a_fresh_checkout_a_baseline_and_the_gate_is_in_json_and_junit(tmp_path: Path) -> None:
-    demo, evalset = _hello(tmp_path)
+    demo, evalset = copy_demo(tmp_path)
     code, out, err = run_cli("run", str(demo), str(evalset))
     assert code == 1, out + err
     [saved] = list_history(demo / ".adk" / "eval_history")

@@ -45,7 +45,8 @@ def test_a_passing_case_says_its_gap_in_one_line_and_failures_keep_their_reasons
     assert code == 1, out + err
     assert "note: 3 metrics will not be evaluated: no judge credentials" in err
     lines = out.splitlines()
-    at = lines.index("  PASS refund_time: 1 of 4 metrics evaluated (no judge credentials)")
+    at = lines.index("  PASS refund_time: 1 of 4 metrics evaluated (not evaluated: hallucinations_v1, safety_v1, "
+                     "rubric_based_final_response_quality_v1: no judge credentials)")
     assert lines[at + 1].startswith("  PASS ")  # not three "not evaluated" lines under it
     fail = lines.index("  FAIL password_reset: 1 of 4 metrics evaluated")
     assert "       hallucinations_v1: not evaluated (no judge credentials)" in lines[fail:fail + 6]

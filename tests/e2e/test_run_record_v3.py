@@ -5,29 +5,18 @@ files for `--baseline` and `report`, and `latest` is never a run of another kind
 
 from __future__ import annotations
 
-import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_run import copy_demo, run_cli
 from tests.support.evalfiles import case, turn, write_set
-from tui_eval.cli import main
 from tui_eval.engine.store import list_history, load_record
-
-DEMO = Path(__file__).resolve().parents[2] / "demo_agents"
-
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUI_EVAL_AGENT_MODE", "offline")  # the demo agents' offline policy
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _replay_suite(folder: Path) -> tuple[Path, Path]:
@@ -59,7 +48,7 @@ def test_a_record_names_its_state_kind_versions_gate_and_executor_and_each_case_
     assert len(kind["criteria"]) == 64 and int(kind["criteria"], 16) >= 0
     assert data["versions"] == {"agent": None, "criteria": None, "judge": None}
     assert data["executor"] == {"kind": "inline", "address": None, "workers": None}
-    assert data["gate"]["code"] == 1 and data["gate"]["reasons"] == ["2 cases failed"]
+    assert data["gate"]["code"] == 1 and data["gate"]["reasons"] == ["2 case runs failed"]
     assert "journal" in data
     places = {c["eval_id"]: {k: c[k] for k in ("versions", "repetition", "nested_calls", "final_session_state",
                                                 "human_verdicts", "reruns_after_crash")} for c in data["cases"]}
@@ -99,14 +88,8 @@ def test_records_of_format_2_still_read(tmp_path: Path) -> None:
     assert f"Baseline run {old.run_id}: 0 regressions" in out, out + err
 
 
-def _hello(tmp_path: Path) -> tuple[Path, Path]:
-    demo = tmp_path / "hello_world"
-    shutil.copytree(DEMO / "hello_world", demo, ignore=shutil.ignore_patterns(".adk", "__pycache__"))
-    return demo, demo / "hello_world.evalset.json"
-
-
 def test_mocked_and_live_tool_runs_never_share_latest_and_another_kind_is_refused(tmp_path: Path) -> None:
-    demo, evalset = _hello(tmp_path)
+    demo, evalset = copy_demo(tmp_path)
     history = demo / ".adk" / "eval_history"
     assert run_cli("run", str(demo), str(evalset))[0] == 1  # live tools: 4 passed, 5 failed
     [live] = list_history(history)
@@ -124,7 +107,7 @@ def test_mocked_and_live_tool_runs_never_share_latest_and_another_kind_is_refuse
 
 
 def test_a_replay_run_named_as_an_agent_runs_baseline_is_refused(tmp_path: Path) -> None:
-    demo, evalset = _hello(tmp_path)
+    demo, evalset = copy_demo(tmp_path)
     assert run_cli("run", f"replay:{evalset}", str(evalset), "--json", str(tmp_path / "r.json"))[0] == 0
     [replay] = list_history(demo / ".adk" / "eval_history")
     code, out, err = run_cli("run", str(demo), str(evalset), "--no-save", "--baseline", replay.run_id)

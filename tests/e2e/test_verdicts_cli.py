@@ -48,7 +48,8 @@ def test_demo_pass_with_unevaluated_metrics_says_so_everywhere(tmp_path: Path) -
     assert "1 passed, 0 failed" not in out
     assert "1 passed (1 with metrics not evaluated), 0 failed, 0 not evaluated" in out
     # Why, once on the case's line (not a line per metric: the run's note said it already).
-    assert "PASS return_used_item: 1 of 4 metrics evaluated (no judge credentials)" in out
+    assert ("PASS return_used_item: 1 of 4 metrics evaluated (not evaluated: hallucinations_v1, safety_v1, "
+            "rubric_based_final_response_quality_v1: no judge credentials)") in out
     assert "safety_v1: not evaluated" not in out
     # Announced once, before the run, on stderr.
     assert err.count("3 metrics will not be evaluated: no judge credentials") == 1

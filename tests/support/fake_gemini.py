@@ -35,6 +35,7 @@ _STATUS_NAMES = {
 
 # .../models/{model}:{method}; Vertex paths (projects/.../publishers/google/models/...) match too.
 _PATH = re.compile(r"^/(?P<prefix>.*?)models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
+_MODEL_PATH = re.compile(r"^/(?P<prefix>.*?)models/(?P<model>[^/:]+)$")
 
 
 @dataclass
@@ -229,6 +230,13 @@ class FakeGemini(FakeServer[RecordedRequest, Reply]):
             rpc=match["method"] if match else None,
             received_at=time.monotonic(),
         )
+
+    def model_lookup(self, handler: BaseHTTPRequestHandler, url: SplitResult) -> Any:
+        match = _MODEL_PATH.match(url.path)
+        return match["model"] if match else None
+
+    def model_info(self, model: str) -> Any:
+        return {"name": f"models/{model}", "displayName": model, "supportedGenerationMethods": ["generateContent"]}
 
     def refuse(self, request: RecordedRequest, handler: BaseHTTPRequestHandler, url: SplitResult) -> str | None:
         if request.rpc not in ("generateContent", "streamGenerateContent"):

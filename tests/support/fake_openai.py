@@ -158,6 +158,13 @@ class FakeOpenAI(FakeServer[RecordedRequest, Reply]):
         return RecordedRequest(handler.command, url.path, {k.lower(): v for k, v in handler.headers.items()},
                                body, raw, time.monotonic())
 
+    def model_lookup(self, handler: BaseHTTPRequestHandler, url: SplitResult) -> Any:
+        head = f"{self.prefix}/models/"
+        return url.path[len(head):] if url.path.startswith(head) and len(url.path) > len(head) else None
+
+    def model_info(self, model: str) -> Any:
+        return {"id": model, "object": "model", "created": 1700000000, "owned_by": "fake"}
+
     def refuse(self, request: RecordedRequest, handler: BaseHTTPRequestHandler, url: SplitResult) -> str | None:
         if url.path != f"{self.prefix}/chat/completions" or handler.command != "POST":
             return f"fake_openai does not serve {handler.command} {url.path}"

@@ -124,6 +124,10 @@ class FakeServer(LocalServer, Generic[Req, Rep]):
         # the last reset arrived and the last answer left: a benchmark's judge phase, seen from the model.
         self.first_received: float | None = None
         self.last_answered: float | None = None
+        # A model metadata lookup (`models.get`, a pre-flight probe): answered here, never recorded nor
+        # counted as a call. None: the model exists; a reply (an error) is sent instead.
+        self.model_probe: Rep | None = None
+        self.probes: list[str] = []
         self._lock = threading.Lock()
 
     # -- what each API's fake says ---------------------------------------------------------------
@@ -133,6 +137,14 @@ class FakeServer(LocalServer, Generic[Req, Rep]):
 
     def refuse(self, request: Req, handler: BaseHTTPRequestHandler, url: SplitResult) -> str | None:
         """Why this server does not serve the request (a 404 says so), or None when it does."""
+        raise NotImplementedError
+
+    def model_lookup(self, handler: BaseHTTPRequestHandler, url: SplitResult) -> Any:
+        """The model a metadata lookup (GET of one model) names, or None when the request is not one."""
+        return None
+
+    def model_info(self, model: str) -> Any:
+        """This API's answer to a metadata lookup of `model`."""
         raise NotImplementedError
 
     def wire(self, request: Req, reply: Rep) -> tuple[bytes, str]:
@@ -235,6 +247,16 @@ def _make_handler(server: FakeServer[Any, Any]) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             if url.path.startswith("/__fake__/"):
                 self._send(200, json.dumps(server._stats(url.path)).encode(), "application/json", {})
+                return
+            model = server.model_lookup(self, url) if self.command == "GET" else None
+            if model is not None:
+                server.probes.append(model)
+                probe = server.model_probe
+                if probe is None:
+                    self._send(200, json.dumps(server.model_info(model)).encode(), "application/json", {})
+                else:
+                    reply: Any = probe
+                    self._send(reply.status, encode_body(reply.body), "application/json", dict(reply.headers))
                 return
             try:
                 body = json.loads(raw) if raw else None

@@ -13,15 +13,47 @@ AGENT = '''
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
 from tui_eval.agents.native import NativeAgent
 
+HOARD = []
+# Started by a short-lived process in a session of its own: an orphan that left the tool's process group.
+DAEMON = ("import subprocess, sys; p = subprocess.Popen(['sleep', '600'], start_new_session=True, "
+          "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid)")
+
+
+def _engine():
+    """The pid of the nearest ancestor running `tui_eval.cli` (the engine), read from /proc."""
+    pid = os.getppid()
+    while pid > 1:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"tui_eval.cli" in f.read():
+                return pid
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    raise RuntimeError("no engine among this process's ancestors")
+
 
 def act(what: str) -> str:
     """Do something."""
     start = time.time()
+    if what == "hoard":  # a runaway that keeps what it took: later allocations anywhere in its process fail
+        while True:
+            HOARD.append(bytes(16 << 20))
+    if what == "alloc":  # a healthy tool that needs 64 MB, a moment after it starts
+        time.sleep(0.5)
+        len(bytes(64 << 20))
+    if what == "daemon":
+        started = subprocess.run([sys.executable, "-c", DAEMON], capture_output=True, text=True, check=True)
+        with open(os.environ["TOOL_LOG"] + ".daemons", "a") as f:
+            f.write(started.stdout.strip() + "\\n")
+    if what == "killparent":
+        os.kill(os.getppid(), signal.SIGTERM)
+    if what == "killengine":
+        os.kill(_engine(), signal.SIGTERM)
     if what == "exit":
         os._exit(0)
     if what == "segv":
@@ -80,3 +112,18 @@ def hostile_folder(tmp_path: Path, *cases: dict) -> tuple[Path, Path]:
 def tool_log(tmp_path: Path) -> Path:
     """Where the tool writes a line per call that returned: what, start, end, pid, poison=..., cwd."""
     return tmp_path / "tools.log"
+
+
+def daemons(tmp_path: Path) -> list[int]:
+    """The pids of the processes the `daemon` calls started (each in a session of its own, orphaned)."""
+    path = tmp_path / "tools.log.daemons"
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is no zombie (one that ended but was not reaped yet is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -23,7 +23,9 @@ def free_port() -> int:
 class RayHead:
     """`ray start --head --block` on 127.0.0.1; `wait()` gives (its GCS address, its Ray Client address)."""
 
-    def __init__(self) -> None:
+    def __init__(self, home: Path | None = None) -> None:
+        """`home`: Ray's HOME, with token authentication as Ray 2.60 leaves it by default (on when
+        HOME/.ray/auth_token exists); else authentication off."""
         self.port, self.client_port = free_port(), free_port()
         self.temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # Ray's socket paths must stay short
         self.log = Path(self.temp) / "head.log"
@@ -31,6 +33,10 @@ class RayHead:
         # take longer than Ray's default 30 s.
         env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
                    RAY_USAGE_STATS_ENABLED="0", RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="120")
+        if home is not None:
+            env["HOME"] = str(home)
+            for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+                env.pop(name, None)
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.support.evalfiles import turns_of
-from tui_eval.metrics.base import MetricInput, spec_for
+from tui_eval.metrics.base import MetricInput
+from tui_eval.metrics.custom import spec_for
 from tui_eval.schema.details import state_diff
 from tui_eval.schema.config import read_eval_config
 from tui_eval.schema.details import SessionStateDetails, TrajectoryDetails

@@ -74,6 +74,8 @@ def values_of(tp: Any, *, every_field: bool = True) -> st.SearchStrategy[Any]:
         return st.lists(values_of(args[0], every_field=every_field), max_size=2)
     if origin is dict:
         return st.dictionaries(TEXT, values_of(args[1], every_field=every_field), max_size=2)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]
+        return st.lists(values_of(args[0], every_field=every_field), max_size=2).map(tuple)
     if origin is tuple:
         return st.tuples(*(values_of(a, every_field=every_field) for a in args))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

@@ -162,6 +162,23 @@ async def test_added_case_runs_and_removed_case_drops(env: Env) -> None:
     assert removed.keys == (env.key("b"),)
 
 
+async def test_a_config_edit_rescore_judges_the_stored_session_state(env: Env) -> None:
+    env.cases[0]["session_input"]["state"] = {"user": "ana"}
+    env.cases[0]["final_session_state"] = {"user": "ana"}
+    env.write_eval()
+    live = env.session()
+    await live.start()
+    assert live.results[env.key("a")].final_session_state == {"user": "ana"}
+    env.events.clear()
+    env.write_config({"final_session_state_v1": 1.0})
+    await live.handle_changes([env.config])
+    [done] = env.of(LiveRunFinished)
+    assert done.rescore
+    # Re-scored from the stored turns and the state they left: judged, not "not known".
+    assert metric_of(live.results[env.key("a")], "final_session_state_v1").status == EvalStatus.PASSED
+    assert metric_of(live.results[env.key("b")], "final_session_state_v1").status == EvalStatus.NOT_EVALUATED
+
+
 async def test_config_edit_rescores_without_calling_the_agent(env: Env) -> None:
     live = env.session()
     await live.start()

@@ -84,12 +84,28 @@ async def test_a_save_then_a_run_at_once_runs_the_saved_code(env: Env) -> None:
     assert versions is not None and versions.agent == agent_version(env.bot)
 
 
+async def test_an_eval_case_saved_then_run_at_once_runs_as_saved(env: Env) -> None:
+    live = env.session(rerun=False)
+    await live.start()
+    assert live.results[env.key("b")].status == EvalStatus.PASSED
+    # saved, and `r` pressed before the watcher reported the save
+    env.cases[1]["conversation"][0]["final_response"]["parts"][0]["text"] = "bananas are blue"
+    env.write_eval()
+    await live.run_keys([env.key("b")], "run b")
+    result = live.results[env.key("b")]
+    assert result.status == EvalStatus.FAILED
+    assert result.expected is not None and result.expected[0].final_response is not None
+    assert result.expected[0].final_response.text == "bananas are blue"
+    assert live.stale == {}
+
+
 async def test_two_saves_during_a_live_rerun_are_both_run(env: Env) -> None:
     live = env.session(options=ONE_AT_A_TIME)
     await live.start()
     saves = iter([{"apple": "blue"}])
 
     def save_b_when_the_rerun_starts(event: Any) -> None:
+        env.events.append(event)
         if isinstance(event, CaseStarted):
             values = next(saves, None)
             if values is not None:
@@ -97,11 +113,7 @@ async def test_two_saves_during_a_live_rerun_are_both_run(env: Env) -> None:
 
     # version A is saved: a re-run starts; version B is saved while it runs
     _save_agent(env, apple="green")
-    def on_event(event: Any) -> None:
-        env.events.append(event)
-        save_b_when_the_rerun_starts(event)
-
-    live.on_event = on_event
+    live.on_event = save_b_when_the_rerun_starts
     await live.handle_changes([env.bot / "agent.py"])
     assert _answer(live, env, "a") == "apple is blue"
     # the watcher reports the saves late: nothing left to run, and B stays
@@ -218,10 +230,29 @@ def test_a_headless_run_records_the_version_it_loaded_and_names_what_an_edit_mad
     (env.bot / "agent.py").write_text(EDITS_ITSELF_ONCE)
     loaded = agent_version(env.bot)
     out, err = io.StringIO(), io.StringIO()
-    main(["run", str(env.bot), str(env.eval_file), "--concurrency", "1"], out, err)
+    outputs = env.root.parent / "out"
+    outputs.mkdir()
+    main(["run", str(env.bot), str(env.eval_file), "--concurrency", "1", "--json", str(outputs / "r.json"),
+          "--junit", str(outputs / "r.xml"), "--md", str(outputs / "r.md")], out, err)
     text = out.getvalue()
     assert "Stale: 3 result(s) an edit during the run made stale (agent code changed)" in text, text
     assert "  a (bot.evalset.json): agent code changed" in text
     [record] = (env.bot / ".adk" / "eval_history").glob("*.tui-eval.json")
     cases = json.loads(record.read_text())["cases"]
     assert {c["versions"]["agent"] for c in cases} == {loaded} != {agent_version(env.bot)}
+    # every output says so
+    [adk] = json.loads((outputs / "r.json").read_text())
+    assert [c["stale"] for c in adk["eval_case_results"]] == [["agent code changed"]] * 3
+    junit = (outputs / "r.xml").read_text()
+    assert junit.count('<property name="tui_eval.stale" value="agent code changed" />') == 3, junit
+    markdown = (outputs / "r.md").read_text()
+    assert "### Stale: 3 result(s)" in markdown and "- a (bot.evalset.json): agent code changed" in markdown
+    # `report` on the saved run says the same against the files now; once they are as the run had
+    # them, nothing is stale
+    report = io.StringIO()
+    assert main(["report", str(record)], report, io.StringIO()) == 0
+    assert "### Stale: 3 result(s)" in report.getvalue()
+    (env.bot / "agent.py").write_text(EDITS_ITSELF_ONCE)
+    report = io.StringIO()
+    assert main(["report", str(record)], report, io.StringIO()) == 0
+    assert "Stale" not in report.getvalue()

@@ -70,6 +70,8 @@ class Inference:
     agent_version: str = ""
     #: The files outside the agent's folder that `agent_version` covers (absolute paths).
     agent_outside: tuple[str, ...] = ()
+    #: Times the case ran again because the agent process it ran in died (its tools ran again too).
+    reruns_after_crash: int = 0
 
 
 def json_state(state: dict[str, Any]) -> dict[str, Any]:

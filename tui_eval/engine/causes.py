@@ -43,7 +43,9 @@ _HTTP_OUTAGE = re.compile(r"\b(408|429|500|502|503|504) (?:[A-Z][A-Z_]+|Too Many
                           r"Gateway Timeout|Bad Gateway|Internal Server Error|Request Timeout)")
 _OUTAGE_EXCEPTIONS = re.compile(r"\b(ServerError|ConnectError|ConnectTimeout|ReadTimeout|WriteTimeout|PoolTimeout|"
                                 r"RemoteProtocolError|APIConnectionError|APITimeoutError|RateLimitError|"
-                                r"InternalServerError|ServiceUnavailableError)\b")
+                                r"InternalServerError|ServiceUnavailableError)\b"
+                                # Ray's infrastructure stopped the case (executors/ray_driver.py NODE_LOST, CLUSTER_FAILED)
+                                r"|\bRay (?:node lost|cluster failed)\b")
 _EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Timeout))\b")
 
 

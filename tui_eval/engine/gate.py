@@ -49,8 +49,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool) -> list[str]:
-    """Why a run is not complete: cases and metrics not evaluated (with their reasons), a cancel."""
+def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool, stopped: str | None = None) -> list[str]:
+    """Why a run is not complete: cases and metrics not evaluated (with their reasons), a cancel (`stopped`:
+    why it stopped, when not a cancel: `--timeout`)."""
     cases = 0
     outages: dict[str, int] = {}
     metrics: dict[str, int] = {}
@@ -66,7 +67,9 @@ def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool) -> lis
                     reason = (m.reason or "no reason given").split("\n", 1)[0]
                     metrics[reason] = metrics.get(reason, 0) + 1
     out = []
-    if cancelled:
+    if stopped:
+        out.append(stopped)
+    elif cancelled:
         out.append("the run was cancelled: unfinished cases were not evaluated")
     if outages:
         n = sum(outages.values())
@@ -82,13 +85,16 @@ def incomplete_reasons(results: Iterable[EvalSetResult], cancelled: bool) -> lis
 
 
 def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, strict: bool = False,
-                baseline: BaselineReport | None = None, fail_on_regression: bool = False) -> Outcome:
+                baseline: BaselineReport | None = None, fail_on_regression: bool = False,
+                stopped: str | None = None, num_runs: int = 1) -> Outcome:
     """Exit 1 when a case failed (with `fail_on_regression`, when a case regressed against `baseline`),
-    else 3 when the run is incomplete (1 with `strict`), else 0."""
+    else 3 when the run is incomplete (1 with `strict`), else 0. Under `num_runs` > 1 failures are counted
+    as case runs (a case run three times is three results)."""
     results = list(results)
+    unit = "case run" if num_runs > 1 else "case"
     # A case an outage failed (its model API answered 503) says nothing of the agent: incomplete, not failed.
     failed = sum(1 for r in results for c in r.case_results if verdict_status(c) == EvalStatus.FAILED)
-    incomplete = incomplete_reasons(results, cancelled)
+    incomplete = incomplete_reasons(results, cancelled or stopped is not None, stopped)
     reasons: list[str] = []
     if fail_on_regression and baseline is not None:
         regressions = len(baseline.of_kind("regression"))
@@ -99,17 +105,19 @@ def run_outcome(results: Iterable[EvalSetResult], *, cancelled: bool = False, st
         if regressions or failed_unguarded:
             out = [f"{_plural(regressions, 'regression')} against the baseline"] if regressions else []
             if failed_unguarded:
-                out.append(f"{_plural(failed_unguarded, 'case')} failed with no baseline to compare with "
+                out.append(f"{_plural(failed_unguarded, unit)} failed with no baseline to compare with "
                            f"(--fail-on-regression fails on any failure then: {baseline.missing_text()})")
             return Outcome(EXIT_FAILED, tuple(out))
         if failed:
-            reasons.append(f"{_plural(failed, 'case')} failed, none of them a regression (--fail-on-regression)")
+            reasons.append(f"{_plural(failed, unit)} failed, none of them a regression (--fail-on-regression)")
     elif failed:
-        return Outcome(EXIT_FAILED, (f"{_plural(failed, 'case')} failed", *incomplete))
+        return Outcome(EXIT_FAILED, (f"{_plural(failed, unit)} failed", *incomplete))
     if incomplete:
         if strict:
             return Outcome(EXIT_FAILED, tuple(reasons + incomplete + ["--strict counts an incomplete run as failed"]))
-        return Outcome(EXIT_INCOMPLETE, tuple(reasons + ["nothing failed, but " + incomplete[0], *incomplete[1:]]))
+        # One consistent line: after "2 cases failed, none of them a regression" it cannot say "nothing failed".
+        lead = "and the run is incomplete: " if reasons else "nothing failed, but "
+        return Outcome(EXIT_INCOMPLETE, tuple(reasons + [lead + incomplete[0], *incomplete[1:]]))
     return Outcome(EXIT_OK, tuple(reasons) or ("every case passed",))
 
 

@@ -87,7 +87,7 @@ def config_criteria(config: EvalConfig) -> dict[str, dict[str, object]]:
 def judge_of(config: EvalConfig, judge_base_url: str | None = None) -> JudgeRef | None:
     """The judge a config's judged criteria ask (the first one's judge_model), with its endpoint as the
     judge service reaches it; None when no criterion asks a judge."""
-    from ..metrics.base import spec_for
+    from ..metrics.custom import spec_for
     from ..schema.judge_model import parse_judge_model
 
     for name, crit in config.criteria.items():

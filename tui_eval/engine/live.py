@@ -52,7 +52,8 @@ from .options import RunOptions
 from .own_writes import SelfWrites
 from .plan import PlanError
 from .versions import AgentVersions, Current, case_version, criteria_version, stale_reasons, tools_mode
-from .workspace import SKIP_DIRS, FileChange, Workspace, resolve_path
+from .plan import SKIP_DIRS
+from .workspace import FileChange, Workspace, resolve_path
 
 if TYPE_CHECKING:  # pragma: no cover
     # The runner (with its metrics, insight, pricing and code state) and the result models are
@@ -264,6 +265,7 @@ class LiveSession:
                 keys = [k for k in keys if self._outdated(k)]
                 if not keys:
                     return []
+            self._reread_saved({k.eval_file for k in keys})
             t0 = time.perf_counter()
             self.emit(LiveRunStarted(reason, tuple(keys), rescore))
             groups: dict[str | None, list[CaseKey]] = {}
@@ -297,6 +299,21 @@ class LiveSession:
             records += await self.run_keys(self._keys_of_agent(ref), f"agent {Path(ref).name} changed during the run",
                                            only_stale=True)
         return records
+
+    def _reread_saved(self, files: Iterable[str]) -> None:
+        """Eval files saved since they were read, the watcher not having said so yet (saved, then `r` at
+        once): read again before the run is planned, so each case runs as its file has it now."""
+        for name in files:
+            path = Path(name)
+            state = self.workspace.eval_files.get(path)
+            if state is None:
+                continue
+            try:
+                saved = path.stat().st_mtime_ns
+            except OSError:
+                continue  # gone: the watcher's report of it drops its cases
+            if saved != state.mtime_ns:
+                self._on_eval(self.workspace.reload(path), _Batch())  # reports a bad file, drops removed cases
 
     def _outdated(self, key: CaseKey) -> bool:
         """Whether a case needs running to be current: stale, never run, or run before versions were kept."""
@@ -333,8 +350,12 @@ class LiveSession:
         agent = await self.agent(ref) if needs_agent else None
         loaded = self.versions.loaded.get(ref) if needs_agent else None
         stored_versions = {key: self._agent_version_of(key) for key in inferences}
+        # The session state each stored inference left: final_session_state_v1 judges it again.
+        states = {key: result.final_session_state for key in inferences
+                  if (result := self.results.get(key)) is not None}
         run = Run(plan, agent, options=self.options, on_event=self.emit, store=self.store, inferences=inferences,
-                  agent_version=loaded, inference_versions=stored_versions)
+                  agent_version=loaded, inference_versions=stored_versions,
+                  session_states={key: dict(state) if state is not None else None for key, state in states.items()})
         self.runs.append(run)
         try:
             return await run.execute()

@@ -32,9 +32,12 @@ class RunOptions:
     agent_memory_limit: int | None = None
     # --mock-tools: None (tools run), "strict" or "fallback".
     mock_tools: str | None = None
+    # A case whose worker died runs again alone (False, --no-retry-after-crash: it fails as its worker died).
+    retry_after_crash: bool = True
 
     def executor_options(self) -> ExecutorOptions:
-        return ExecutorOptions(self.executor, self.workers, self.agent_memory_limit, self.concurrency)
+        return ExecutorOptions(self.executor, self.workers, self.agent_memory_limit, self.concurrency,
+                               self.retry_after_crash)
 
 
 def run_options_from_flags(args: Any) -> RunOptions:
@@ -52,4 +55,5 @@ def run_options_from_flags(args: Any) -> RunOptions:
         workers=args.workers,
         agent_memory_limit=args.agent_memory_limit,
         mock_tools=args.mock_tools,
+        retry_after_crash=args.retry_after_crash,
     )

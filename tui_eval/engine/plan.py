@@ -17,6 +17,10 @@ from ..schema.load import EVAL_FILE_SUFFIXES, load_eval_set
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
 
+# Folders never searched: VCS, caches, virtualenvs, our own history.
+SKIP_DIRS = {".git", ".hg", ".svn", ".adk", ".tui-eval", "__pycache__", "node_modules", ".venv", "venv",
+             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", "site-packages", "build", "dist"}
+
 
 class PlanError(Exception):
     """The run cannot be planned as asked (bad target, unknown eval id...)."""
@@ -87,7 +91,6 @@ ADK_EVAL_SET_SUFFIX = ".evalset.json"
 def eval_files_below(folder: Path) -> list[Path]:
     """Every `*.evalset.json` and `*.test.json` below a folder, in path order (hidden folders,
     virtualenvs, caches and eval history skipped, as the dashboard's discovery does)."""
-    from .workspace import SKIP_DIRS  # workspace imports this module
 
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder):

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol, 
 from ..agents.base import Agent
 from ..agents.conversation import CaseJob, Inference, error_text
 from ..judge.client import JudgeClient, JudgeStats
-from ..metrics.base import MetricInput, MetricSpec, judge_unavailable, spec_for
+from ..metrics.base import MetricInput, MetricSpec, judge_unavailable
+from ..metrics.custom import spec_for
 from ..metrics.efficiency import efficiency_results
 from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import MetricKind
@@ -63,6 +64,7 @@ from .pricing import PriceTable
 if TYPE_CHECKING:  # pragma: no cover
     from ..judge.options import JudgeOptions
     from ..judge.service import JudgeService
+    from .journal import RunJournal
 
 EventSink = Callable[[Event], None]
 T = TypeVar("T")
@@ -71,7 +73,30 @@ logger = logging.getLogger(__name__)
 # Each of the `concurrency` workers may run this long before a loop callback gets its turn, which is
 # why a cancel first sets a flag they read between cases (`request_stop`).
 YIELD_EVERY = 0.01
-# A case's versions before they are computed (frozen: one shared value).
+#: Why a judged metric of a case that finished its turns has no verdict after a cancel.
+STOPPED_REASON = "the run was cancelled before the judge answered"
+
+
+class _StoppedJudge:
+    """The judge after a cancel: judged metrics are not evaluated, deterministic ones still score."""
+
+    stats = JudgeStats()
+    available = False
+    unavailable_reason: str | None = STOPPED_REASON
+
+    def unavailable_for(self, model: str) -> str | None:
+        return STOPPED_REASON
+
+    async def ask(self, **_kwargs: Any) -> Any:
+        from ..judge.service import JudgeCallError
+
+        raise JudgeCallError(STOPPED_REASON)
+
+    async def aclose(self) -> None:
+        return None
+
+
+_STOPPED_JUDGE = _StoppedJudge()
 #: The reason of a case a person skipped while it ran (the dashboard's in-flight view).
 SKIPPED = "skipped"
 
@@ -113,6 +138,11 @@ class RunRecord:
     journal: str | None = None
     gate: GateRecord | None = None
     executor: ExecutorInfo | None = None
+    #: (eval file, case id) -> why its result is stale: what an edit during the run changed on disk
+    #: (`versions.stale_of`, filled by the face once the run ends); every output names them.
+    stale: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    #: The cases a cancelled run did not finish: (eval file, eval_set_id, eval_id, repetition).
+    unfinished: list[tuple[str, str, str, int]] = field(default_factory=list)
 
     @property
     def state(self) -> RunState:
@@ -347,6 +377,11 @@ def plan_coverage(plan: RunPlan) -> str:
 CODE_STATE_WAIT_SECONDS = 30.0
 
 
+def new_run_id() -> str:
+    """A new run's id: its start time (sortable), then six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
 class Run:
     """One execution of a plan. `await run.execute()`; `run.cancel()` from the same loop stops it,
     keeping every finished case. `inferences` lets a re-score reuse stored agent output."""
@@ -366,6 +401,7 @@ class Run:
         owns_agent: bool = False,
         rescore_of: str | None = None,
         before_save: Callable[[RunRecord], None] | None = None,
+        done: dict[tuple[str, str, int], CaseResult] | None = None,
         agent_version: str | None = None,
         inference_versions: dict[CaseKey, str | None] | None = None,
         session_states: dict[CaseKey, dict[str, Any] | None] | None = None,
@@ -392,7 +428,7 @@ class Run:
         # The session state each stored inference left (a re-score of a saved run).
         self.session_states = session_states or {}
         self.store = store
-        self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        self.run_id = run_id or new_run_id()
         self.record = RunRecord(self.run_id, started=time.time())
         # The caller knows a failures-only re-run; a subset of cases is a selection otherwise.
         self.record.coverage = coverage or plan_coverage(plan)
@@ -405,6 +441,9 @@ class Run:
         self.record.executor = executor_info(self.options, self.executor)
         #: Called with the finished record before it is saved (the CLI decides its gate there).
         self._before_save = before_save
+        #: Cases an interrupted run finished, kept as they are (`--resume`): (eval file, eval_id, repetition).
+        self._done = done or {}
+        self._journal: RunJournal | None = None
         self._tasks: list[asyncio.Future[None]] = []
         self._cancelled = False
         self._progress: ScoreProgress | None = None
@@ -461,8 +500,19 @@ class Run:
             # Read just before the load: the agent loads these files or newer ones (then its results
             # read as stale, never as fresh).
             self.agent_version = await asyncio.to_thread(self._agent_version_on_disk)
-        await start_executor(self.executor)
+        # A cancel (Ctrl-C, SIGTERM) while the agent loads (a Ray cluster being joined) stops the loading
+        # too: the run then ends with nothing run, at once.
+        starting = asyncio.ensure_future(start_executor(self.executor))
+        self._tasks.append(starting)
         try:
+            try:
+                await starting
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not self._cancelled or (current is not None and current.cancelling()):
+                    raise
+            finally:
+                self._tasks.remove(starting)
             return await self._execute()
         finally:
             await self.executor.aclose()
@@ -474,6 +524,19 @@ class Run:
         self._make_judge()
         if self.options.save and self.store is not None:
             self._remove_leftovers()
+            opener = getattr(self.store, "open_journal", None)
+            if opener is not None:
+                # Each finished case is written through to the journal: a killed run keeps it.
+                self._journal = opener(self.record, plan, self.agent)
+                self.record.journal = self._journal.name if self._journal is not None else None
+        try:
+            return await self._execute_journalled(t0, plan)
+        except BaseException:
+            if self._journal is not None:
+                self._journal.close(remove=False)  # the run did not end: its journal is its record
+            raise
+
+    async def _execute_journalled(self, t0: float, plan: RunPlan) -> RunRecord:
         code_task = asyncio.ensure_future(asyncio.to_thread(self._code_state)) if self.options.code_state else None
         prices = self._price_table()  # optional inputs are read up front (issue 23)
         progress = self._progress = ScoreProgress(self.emit)
@@ -502,7 +565,14 @@ class Run:
                 cases = target.cases
                 results: list[CaseResult | None] = [None] * len(cases)
                 slots.append((target, results, rep))
-                jobs.extend((target, case, results, i, rep + 1) for i, case in enumerate(cases))
+                for i, case in enumerate(cases):
+                    kept = self._done.get((str(target.eval_file), case.eval_id, rep + 1))
+                    if kept is not None:  # finished by the run this one resumes
+                        results[i] = kept
+                        if self._journal is not None:
+                            self._journal.case(kept, rep + 1)
+                        continue
+                    jobs.append((target, case, results, i, rep + 1))
         # A fixed pool of workers pulling from one iterator: thousands of cases cost thousands of
         # loop iterations, not thousands of Tasks queued on a semaphore.
         pending = iter(jobs)
@@ -521,6 +591,8 @@ class Run:
         created = time.time()
         for target, results, rep in slots:
             finished = [r for r in results if r is not None]
+            self.record.unfinished += [(str(target.eval_file), target.eval_set.eval_set_id, c.eval_id, rep + 1)
+                                       for c, r in zip(target.cases, results) if r is None]
             suffix = f"_run{rep + 1}" if plan.num_runs > 1 else ""
             # Our own, typed values: validating them would first build pydantic's schema of every result
             # model (a CPU cost deferred until needed), only to accept them as they are.
@@ -557,6 +629,7 @@ class Run:
                 logger.warning("closing the judge service failed", exc_info=True)
         if self._before_save is not None:
             self._before_save(self.record)
+        journal, self.record.journal = self._journal, None  # removed once the records are saved
         if self.options.save and self.store is not None:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
@@ -567,6 +640,11 @@ class Run:
                 logger.log(logging.DEBUG if expected else logging.ERROR, "%s", message, exc_info=True)
                 self.record.save_errors.append(message)
                 self.emit(RunError(message))
+        if journal is not None:
+            # Kept when the records could not be saved: the journal still holds every finished case.
+            journal.close(remove=not self.record.save_errors)
+            if self.record.save_errors:
+                self.record.journal = journal.name
         self.emit(
             RunFinished(
                 self.run_id,
@@ -659,10 +737,12 @@ class Run:
             if self._cancelled:
                 return
             try:
-                results[index] = await self._run_case(target, case, progress, repetition)
+                result = results[index] = await self._run_case(target, case, progress, repetition)
             except Exception as exc:  # a bug of ours on one case fails that case, never the cases after it
                 logger.exception("could not evaluate case %s of %s", case.eval_id, target.eval_file)
-                results[index] = self._unevaluated(target, case, repetition, exc)
+                result = results[index] = self._unevaluated(target, case, repetition, exc)
+            if self._journal is not None:
+                self._journal.case(result, repetition)
             # Replayed cases and deterministic metrics never suspend: without a yield now and then, a
             # run of 100k cases would hold the loop for a minute and Ctrl-C (a loop callback) would wait.
             now = time.perf_counter()
@@ -744,10 +824,18 @@ class Run:
                 status = EvalStatus.NOT_EVALUATED
                 error = None
         else:
-            metrics = await score_case(
-                target.config, case, actual, judge=self.judge, key=key, progress=progress,
-                final_session_state=inference.final_session_state,
-            )
+            try:
+                metrics = await score_case(
+                    target.config, case, actual, judge=self.judge, key=key, progress=progress,
+                    final_session_state=inference.final_session_state,
+                )
+            except asyncio.CancelledError:
+                if not self._cancelled:
+                    raise
+                # Cancelled while the judges answered: the agent's turns are done, so every verdict that
+                # needs no judge is kept; the judged metrics are not evaluated, and say why.
+                metrics = await score_case(target.config, case, actual, judge=_STOPPED_JUDGE,
+                                           final_session_state=inference.final_session_state)
             status = combine_statuses([m.status for m in metrics])
         if self.options.strict:
             status = strict_status(status, metrics)  # --strict: a metric that never ran counts as a failure
@@ -774,7 +862,7 @@ class Run:
             nested_calls=nested_by_turn(actual),
             final_session_state=inference.final_session_state,
             human_verdicts=[],
-            reruns_after_crash=0,
+            reruns_after_crash=inference.reruns_after_crash,
         )
         self.emit(CaseFinished(key, result, repetition))
         return result

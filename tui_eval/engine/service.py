@@ -124,8 +124,9 @@ class EngineService:
             self._maybe_flush()
             return
         if isinstance(event, ev.InvocationInferred):
-            # The finished case carries its turns; the in-flight view gets a bounded summary of each now.
-            self.put(TurnDone.of(event.key, event.index, event.invocation))
+            # The finished case carries its turns; the in-flight view gets a bounded summary of each turn
+            # of a case still running when the batch goes up (made then: most turns of a fast run never are).
+            self.put(event)
             return
         if isinstance(event, ev.CaseFinished):
             self._keep(event.key, event.repetition, event.result)
@@ -199,9 +200,9 @@ class EngineService:
         """The batch's finished cases as one CasesDone (where the first of them stood), without the starts
         of cases that finish later in the same batch: a face folds thousands of them in one step."""
         done = [r for r in out if type(r) is CaseDone]
-        if not done:  # (turns of cases in flight go up as they are)
+        if not done:
             self._started.update(r.key for r in out if type(r) is CaseBegun)
-            return out
+            return [_turn_done(r) if type(r) is ev.InvocationInferred else r for r in out]
         # A start is told only if the case has not finished again by the end of the batch.
         finishing: set[ev.CaseKey] = set()
         told = [True] * len(out)
@@ -209,7 +210,7 @@ class EngineService:
             kind = type(out[i])
             if kind is CaseDone:
                 finishing.add(out[i].key)
-            elif (kind is CaseBegun or kind is TurnDone) and out[i].key in finishing:
+            elif (kind is CaseBegun or kind is ev.InvocationInferred) and out[i].key in finishing:
                 told[i] = False  # (a turn of a case that ends in this batch: nobody watches it in flight)
         ended = tuple(key for key in finishing if key in self._started)
         self._started.difference_update(ended)
@@ -223,7 +224,7 @@ class EngineService:
             elif keep:
                 if kind is CaseBegun:
                     self._started.add(record.key)
-                folded.append(record)
+                folded.append(_turn_done(record) if kind is ev.InvocationInferred else record)
         return folded
 
     async def _ticker(self) -> None:
@@ -413,6 +414,10 @@ class EngineService:
             await self.session.watch(ready=ready, retry_after=WATCH_RETRY_SECONDS)
         finally:
             waiter.cancel()
+
+
+def _turn_done(event: ev.InvocationInferred) -> TurnDone:
+    return TurnDone.of(event.key, event.index, event.invocation)
 
 
 def _read_commands(conn: Connection, service: EngineService, loop: asyncio.AbstractEventLoop,

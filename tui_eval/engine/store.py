@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..agents.base import Agent
     from .codestate import CodeChange
     from ..executors import Executor
+    from .journal import RunJournal
     from .plan import RunPlan
     from .runner import RunRecord
 
@@ -175,6 +176,33 @@ class ResultStore:
             return self.root
         return history_dir(eval_file, agent.home if agent is not None else None)
 
+    def open_journal(self, record: RunRecord, plan: RunPlan, agent: Executor | Agent | None) -> RunJournal:
+        """The run's journal in each history folder it saves to (engine/journal.py), its head written."""
+        from .journal import JournalTarget, JournalWriter, RunJournal, journal_name
+
+        writers: dict[str, JournalWriter] = {}
+        by_folder: dict[Path, tuple[JournalWriter, list[JournalTarget]]] = {}
+        try:
+            for target in plan.targets:
+                directory = self.history_dir(agent, target.eval_file)
+                if directory not in by_folder:
+                    directory.mkdir(parents=True, exist_ok=True)
+                    by_folder[directory] = (JournalWriter(directory / journal_name(record.run_id)), [])
+                writer, targets = by_folder[directory]
+                targets.append(JournalTarget(
+                    str(target.eval_file), target.eval_set.eval_set_id, app_name_for(agent, target.eval_file),
+                    [c.eval_id for c in target.cases], record.kinds.get(str(target.eval_file)),
+                    {k: c.to_dict() for k, c in target.config.criteria.items()}, target.config.source))
+                writers[str(target.eval_file)] = writer
+            for writer, targets in by_folder.values():
+                writer.head(record.run_id, record.started, plan.num_runs, targets, getattr(agent, "name", None),
+                            record.versions, record.executor)
+        except BaseException:
+            for writer, _ in by_folder.values():
+                writer.close(remove=True)
+            raise
+        return RunJournal(writers)
+
     def save_run(self, record: RunRecord, plan: RunPlan, agent: Executor | Agent | None) -> list[str]:
         saved: list[str] = []
         configs = {str(t.eval_file): t.config for t in plan.targets}
@@ -256,16 +284,21 @@ def provenance(agent: Executor | Agent | None, record: RunRecord, configs: list[
     replay_file = getattr(inner, "path", None) if type(inner).__name__ == "ReplayAgent" else None
     home = getattr(agent, "home", None)
     kind = "replay" if replay_file is not None else "agent" if agent is not None else "none"
+    judge_models = list(dict.fromkeys(
+        crit.judge.judge_model for c in configs if c is not None for name, crit in c.criteria.items()
+        if (spec := get_metric(name)) is not None and spec.needs_judge))
+    # Credentials of the judges the run asked (an `openai:` judge has its own), not only Gemini's.
+    service = create_judge_service(JudgeOptions(use_cache=False, cache_dir=None))
+    credentials = (all(service.unavailable_for(m) is None for m in judge_models) if judge_models
+                   else service.available)
     return {
         "kind": kind,
         "agent_dir": str(Path(home).resolve()) if home is not None else None,
         "replay_file": str(Path(replay_file).resolve()) if replay_file is not None else None,
         "models": _agent_models(record),
         # The judged criteria's models only (a run with no judged metric asked no judge).
-        "judge_models": list(dict.fromkeys(
-            crit.judge.judge_model for c in configs if c is not None for name, crit in c.criteria.items()
-            if (spec := get_metric(name)) is not None and spec.needs_judge)),
-        "judge_credentials": create_judge_service(JudgeOptions(use_cache=False, cache_dir=None)).available,
+        "judge_models": judge_models,
+        "judge_credentials": credentials,
     }
 
 
@@ -532,6 +565,9 @@ def scan_history(directory: Path) -> tuple[list[HistoryEntry], list[UnreadableRe
     unreadable: list[UnreadableRecord] = []
     if not directory.is_dir():
         return entries, unreadable
+    from .journal import settle_journals
+
+    settle_journals(directory)  # a run that was killed: its finished cases as an interrupted run
     for path in directory.glob("*" + RECORD_SUFFIX):
         try:
             entries.append(history_entry(read_record_head(path), path))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,10 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..schema.results import JudgeVersion, ResultVersions
     from ..schema.config import EvalConfig
     from ..schema.model import EvalCase
-    from ..schema.results import CaseResult
+    from ..schema.results import CaseResult, EvalSetResult
     from .options import RunOptions
-    from .plan import RunPlan
-    from .runner import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -160,47 +159,68 @@ class AgentVersions:
             self.outside[ref] = outside
 
 
-def stale_after_run(record: RunRecord, plan: RunPlan, agent_ref: str | None
-                    ) -> list[tuple[CaseResult, tuple[str, ...]]]:
-    """The results of a finished run that an edit during it made stale: each with its reasons, by the one
-    rule (`stale_reasons`) against the agent, eval files and configs as they are on disk now. A file
-    that cannot be read now is not a reason (the run's summary is not the place for its error)."""
+#: A result by its eval file and case id (with --num-runs, every repetition of the case shares it).
+ResultId = tuple[str, str]
+
+
+def stale_of(results: Iterable[CaseResult], agent_ref: str | None, config_sources: dict[str, str | None]
+             ) -> dict[ResultId, tuple[str, ...]]:
+    """The results whose inputs differ from the files on disk now, each with its reasons, by the one rule
+    (`stale_reasons`): the agent (`agent_ref`), each result's eval file, and the config its eval file ran
+    with (`config_sources`: eval file -> config path, None for the defaults). A file that cannot be read
+    now is not a reason (a report is not the place for its error). For a finished run, what an edit during
+    it made stale; for a saved one, what changed since."""
     from ..schema.config import load_eval_config
     from ..schema.errors import LoadError
     from ..schema.load import load_eval_set
 
-    outside = next((c.versions.agent_outside for r in record.results for c in r.case_results
-                    if c.versions is not None and c.versions.agent_outside), ())
-    agent = version_of_agent_ref(agent_ref, outside)
+    results = list(results)
+    outside = next((c.versions.agent_outside for c in results if c.versions is not None and c.versions.agent_outside),
+                   ())
+    agent = version_of_agent_ref(agent_ref, tuple(outside))
     cases: dict[str, dict[str, str] | None] = {}
     criteria: dict[str, str | None] = {}
-    sources = {str(t.eval_file): t.config.source for t in plan.targets}
-    out: list[tuple[CaseResult, tuple[str, ...]]] = []
-    for result in record.results:
-        for case in result.case_results:
-            versions = case.versions
-            if versions is None:
-                continue
-            file = case.eval_set_file
-            if file not in cases:
-                try:
-                    cases[file] = {c.eval_id: case_version(c) for c in load_eval_set(file).eval_cases}
-                except (LoadError, OSError):
-                    cases[file] = None
-            config_source = sources.get(file)
-            if (config_source or "") not in criteria:
-                try:
-                    criteria[config_source or ""] = (criteria_version(load_eval_config(Path(config_source)))
-                                                     if config_source else None)
-                except (LoadError, OSError):
-                    criteria[config_source or ""] = None
-            file_cases = cases[file]
-            now = Current(agent=agent, case=file_cases.get(case.eval_id) if file_cases is not None else None,
-                          criteria=criteria.get(config_source or ""))
-            reasons = stale_reasons(versions, now)
-            if reasons:
-                out.append((case, reasons))
+    out: dict[ResultId, tuple[str, ...]] = {}
+    for case in results:
+        versions = case.versions
+        file = case.eval_set_file
+        if versions is None or (file, case.eval_id) in out:
+            continue
+        if file not in cases:
+            try:
+                cases[file] = {c.eval_id: case_version(c) for c in load_eval_set(file).eval_cases}
+            except (LoadError, OSError):
+                cases[file] = None
+        source = config_sources.get(file) or ""
+        if source not in criteria:
+            try:
+                criteria[source] = criteria_version(load_eval_config(Path(source))) if source else None
+            except (LoadError, OSError):
+                criteria[source] = None
+        file_cases = cases[file]
+        now = Current(agent=agent, case=file_cases.get(case.eval_id) if file_cases is not None else None,
+                      criteria=criteria[source])
+        reasons = stale_reasons(versions, now)
+        if reasons:
+            out[(file, case.eval_id)] = reasons
     return out
+
+
+def stale_of_saved(loaded: Iterable[tuple[dict[str, Any], EvalSetResult]]) -> dict[ResultId, tuple[str, ...]]:
+    """What of saved run records (metadata and results, as `store.load_record` reads them) is stale
+    against the files on disk now: their agent (the record's `source`), eval files and configs."""
+    loaded = list(loaded)
+    agent_ref = None
+    for meta, _result in loaded:
+        source = meta.get("source")
+        if isinstance(source, dict):
+            if source.get("replay_file"):
+                agent_ref = f"replay:{source['replay_file']}"
+            elif source.get("agent_dir"):
+                agent_ref = str(source["agent_dir"])
+            break
+    configs = {str(r.eval_set_file): (str(m["config_source"]) if m.get("config_source") else None) for m, r in loaded}
+    return stale_of((c for _m, r in loaded for c in r.case_results), agent_ref, configs)
 
 
 def result_versions(*, agent: str | None, agent_outside: tuple[str, ...] = (), tools: str, case: str,

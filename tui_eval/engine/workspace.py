@@ -17,14 +17,11 @@ from ..schema.errors import LoadError
 from ..schema.load import EVAL_FILE_SUFFIXES, parse_eval_set, read_regular_file
 from ..schema.model import EvalCase, EvalSet
 from .events import CaseKey
-from .plan import EvalTarget, RunPlan, eval_target
+from .plan import SKIP_DIRS, EvalTarget, RunPlan, eval_target
 from .versions import case_version
 
 log = logging.getLogger(__name__)
 
-# Folders never searched: VCS, caches, virtualenvs, our own history.
-SKIP_DIRS = {".git", ".hg", ".svn", ".adk", ".tui-eval", "__pycache__", "node_modules", ".venv", "venv",
-             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", "site-packages", "build", "dist"}
 
 
 def resolve_path(path: str | Path) -> Path:

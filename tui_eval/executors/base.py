@@ -36,6 +36,8 @@ class ExecutorOptions:
     memory_limit: int | None = None
     #: Cases of the run in flight at once (spread over the pool).
     concurrency: int = 8
+    #: A case whose worker died runs again alone (False: it fails as its worker died). Local pool only.
+    retry_after_crash: bool = True
 
 
 class Executor(abc.ABC):
@@ -108,29 +110,3 @@ class BrokenAgentExecutor(Executor):
 
     async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         return Inference(error=f"agent could not start a session: {self.error}")
-
-
-def executor_for(ref: str, options: ExecutorOptions, *, live: bool = False) -> Executor:
-    """The executor for an agent reference: `replay:PATH` here, an agent folder in worker processes
-    (the local pool, or Ray with `options.executor`). Raises AgentError/LoadError for a bad replay file;
-    an agent folder's import errors come from `start()`."""
-    if ref.startswith("replay:"):
-        from ..agents import load_agent
-
-        return InlineExecutor(load_agent(ref))
-    from ..agents.base import AgentError
-
-    folder = Path(ref)
-    if not folder.is_dir():
-        raise AgentError(f"agent folder not found: {ref}")
-    kind = options.kind
-    if kind == "local":
-        from .pool import ProcessPool
-
-        return ProcessPool(str(folder.resolve()), size=options.workers, memory_limit=options.memory_limit,
-                           keep_spare=live, concurrency=options.concurrency)
-    if kind == "ray" or kind.startswith("ray://"):
-        from .ray import RayExecutor
-
-        return RayExecutor(str(folder.resolve()), address=None if kind == "ray" else kind)
-    raise AgentError(f"unknown executor {kind!r} (local, ray or ray://HOST:PORT)")

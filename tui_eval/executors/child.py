@@ -30,6 +30,29 @@ log = logging.getLogger(__name__)
 GRACE_MIN = 2.0
 
 
+#: The engine's agent processes (pool workers, by the pid it started: their supervisor) and what runs in
+#: each, in words. A stop signal sent from inside one of their trees came from agent code (engine/signals.py).
+_agent_processes: dict[int, Callable[[], str]] = {}
+
+
+def register_agent_process(pid: int, describe: Callable[[], str]) -> None:
+    _agent_processes[pid] = describe
+
+
+def forget_agent_process(pid: int) -> None:
+    _agent_processes.pop(pid, None)
+
+
+def agent_process_among(pids: list[int]) -> str | None:
+    """What runs in the first of `pids` (a process and its ancestors) that is an agent process of ours, or
+    None when none is."""
+    for pid in pids:
+        describe = _agent_processes.get(pid)
+        if describe is not None:
+            return describe()
+    return None
+
+
 def child_env() -> dict[str, str]:
     """This process's environment, with tui_eval importable the way this process imported it (installed or
     from a source checkout)."""
@@ -171,5 +194,6 @@ def add_judge_stats(judge: JudgeClient | None, delta: JudgeStats | None) -> None
         judge.stats.add(delta)
 
 
-__all__ = ["GRACE_MIN", "InFlight", "ProtocolError", "TurnClock", "add_judge_stats", "child_env", "deadline_after",
-           "output_lines", "read_reports", "signal_name", "spawn_child"]
+__all__ = ["GRACE_MIN", "InFlight", "ProtocolError", "TurnClock", "add_judge_stats", "agent_process_among",
+           "child_env", "deadline_after", "forget_agent_process", "output_lines", "read_reports",
+           "register_agent_process", "signal_name", "spawn_child"]

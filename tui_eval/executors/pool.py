@@ -11,7 +11,16 @@ Faults, and what the run sees:
   it is `grace` seconds past its turn's deadline;
 - a worker that dies (an exit, a signal, the kernel's OOM killer, the kill above): replaced; the cases that
   were in flight in it run again, each in a worker of its own, so only the case that brings its own worker
-  down fails, with the cause in words (`agent process exited with code 0 during turn 1`).
+  down fails, with the cause in words (`agent process exited with code 0 during turn 1`);
+- a worker that runs out of memory (--agent-memory-limit: a limit is per process, so one runaway case makes
+  every allocation in its worker fail): recycled at its first MemoryError, and the cases that were in it
+  (the one that reported it too) run again the same way, so only the culprit fails.
+A case run again after its worker died says so (`Inference.reruns_after_crash`: the summary, --json and the
+run record show it: its tools ran twice); with `retry_after_crash=False` (--no-retry-after-crash, for tools
+with side effects) it fails instead, as its worker died. Re-runs take at most `size` workers at once.
+
+Every process an agent starts ends with its worker: the worker's entry point is a small supervisor (see
+`worker.py`) that adopts what its tools leave behind and ends all of it when the worker ends.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ from ..agents.conversation import CaseJob, Inference
 from ..protocol import (AgentLoaded, CancelCase, CaseEnded, Command, LoadAgent, ProtocolError, Report, Retire, RunCase,
                         Stop, TurnFinished, TurnStarted, encode)
 from .base import Executor, OnTurn
-from .child import InFlight, child_env, output_lines, read_reports, signal_name, spawn_child
+from .child import (InFlight, child_env, forget_agent_process, output_lines, read_reports, register_agent_process,
+                    signal_name, spawn_child)
 from .wire import CaseNotSent, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,12 +66,33 @@ def default_pool_size() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def max_pool_size() -> int:
+    """The most workers a pool starts, whatever --workers asks: four per core, at least 8 (each is an
+    interpreter with the agent imported; more only take memory from the cases)."""
+    return max(8, 4 * (os.cpu_count() or 1))
+
+
+def pool_size(requested: int | None) -> int:
+    """The workers a pool of `requested` (None: the default) starts; a request over the bound is capped,
+    with a warning that says so."""
+    size = max(1, requested or default_pool_size())
+    bound = max_pool_size()
+    if size > bound:
+        log.warning("--workers %d is more than this machine can use: %d worker processes (four per core, "
+                    "at least 8)", size, bound)
+        return bound
+    return size
+
+
 class _WorkerLost(Exception):
     def __init__(self, cause: str, turn: int, actual: list[Invocation]) -> None:
         super().__init__(cause)
         self.cause = cause
         self.turn = turn
         self.actual = actual
+
+    def where(self) -> str:
+        return "while starting a session" if self.turn < 0 else f"during turn {self.turn + 1}"
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -88,6 +119,8 @@ class _Process:
         #: Why we killed it, if we did (else its exit status says why it ended).
         self.killed_because: str | None = None
         self.tail: collections.deque[str] = collections.deque(maxlen=5)
+        #: The cases that ended in it last (eval ids, oldest first).
+        self.ended: collections.deque[str] = collections.deque(maxlen=3)
         self._output_left = OUTPUT_BUDGET
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -95,6 +128,7 @@ class _Process:
         args = ["--memory-limit", str(self.pool.memory_limit)] if self.pool.memory_limit else []
         self.proc, reader, self.writer = await spawn_child("tui_eval.executors.worker", *args, env=child_env())
         assert self.proc.stdout is not None and self.proc.stderr is not None
+        register_agent_process(self.proc.pid, self.describe)
         self._tasks = [asyncio.create_task(self._read(reader)),
                        asyncio.create_task(self._output(self.proc.stdout, "stdout")),
                        asyncio.create_task(self._output(self.proc.stderr, "stderr"))]
@@ -131,7 +165,16 @@ class _Process:
         finally:
             await self._ended()
 
+    def describe(self) -> str:
+        """`worker 3 (cases in flight: a, b; ended last: c)`: what a signal from this process's tree is traced
+        to (a signal is read a moment after it was sent: the case that sent it may have ended meanwhile)."""
+        cases = ", ".join(sorted(p.job.eval_id for p in self.jobs.values())) or "none"
+        ended = f"; ended last: {', '.join(reversed(self.ended))}" if self.ended else ""
+        return f"worker {self.id} (cases in flight: {cases}{ended})"
+
     def _on_report(self, report: Report) -> None:
+        if self.killed_because is not None and not isinstance(report, AgentLoaded):
+            return  # being ended: its cases in flight are lost with it (and may run again)
         if isinstance(report, TurnFinished):
             pending = self.jobs.get(report.job)
             if pending is not None:
@@ -146,19 +189,38 @@ class _Process:
             if pending is not None:
                 pending.clock.started(report.index)
         elif isinstance(report, CaseEnded):
-            pending = self.jobs.pop(report.job, None)
-            if pending is not None:
-                pending.finish(report)
+            pending = self.jobs.get(report.job)
+            if pending is None:
+                return
+            del self.jobs[report.job]
+            self.ended.append(pending.job.eval_id)
+            pending.finish(report)
         elif isinstance(report, AgentLoaded):
             self.name = report.name
             if not self.loaded.done():
                 self.loaded.set_result(report.error)
         elif isinstance(report, Retire):
             self.retiring = True
+            if self.pool.memory_limit and any(not p.solo for p in self.jobs.values()):
+                # Its memory ran out: one case's runaway makes every allocation in the process fail, so
+                # which case it was is not known here. It goes now (the case that said so too, whose end
+                # follows); its cases run again, each alone. A case alone in its worker is the culprit.
+                self.kill("ran out of memory (--agent-memory-limit) and was recycled")
 
     def kill(self, because: str) -> None:
+        """End the worker and every process its agent started: SIGTERM to its supervisor (worker.py), which
+        kills the worker at once and then what the agent left; `_ended` kills the supervisor itself if it
+        lingers."""
         if self.killed_because is None:
             self.killed_because = because
+        self.retiring = True
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                self.proc.terminate()
+            except ProcessLookupError:
+                pass
+
+    def _force(self) -> None:
         if self.proc is not None and self.proc.returncode is None:
             try:
                 self.proc.kill()
@@ -176,7 +238,12 @@ class _Process:
                 await asyncio.wait_for(proc.wait(), STOP_GRACE)
             except TimeoutError:  # it closed our socket but lives on: it is no worker of ours any more
                 self.kill("closed its socket")
-                await proc.wait()
+                try:
+                    await asyncio.wait_for(proc.wait(), STOP_GRACE)
+                except TimeoutError:
+                    self._force()
+                    await proc.wait()
+            forget_agent_process(proc.pid)
         cause = self.cause()
         if not self.loaded.done():
             self.loaded.set_result(f"{cause} while importing the agent")
@@ -215,7 +282,12 @@ class _Process:
             await asyncio.wait_for(proc.wait(), STOP_GRACE)
         except TimeoutError:
             self.kill("did not stop")
-            await proc.wait()
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_GRACE)
+            except TimeoutError:
+                self._force()
+                await proc.wait()
+        forget_agent_process(proc.pid)
         # Its socket and pipes reach their end once it has exited: the readers finish on their own.
         done, late = await asyncio.wait(self._tasks, timeout=STOP_GRACE)
         for task in late:
@@ -226,11 +298,15 @@ class ProcessPool(Executor):
     """Worker processes for one agent folder (see the module docstring)."""
 
     def __init__(self, ref: str, *, size: int | None = None, memory_limit: int | None = None,
-                 keep_spare: bool = False, concurrency: int = 8) -> None:
+                 keep_spare: bool = False, concurrency: int = 8, retry_after_crash: bool = True) -> None:
         self.ref = ref
         self.home = Path(ref)
         self.name = self.home.name
-        self.size = max(1, size or default_pool_size())
+        self.size = pool_size(size)
+        #: False (--no-retry-after-crash): a case whose worker died fails, instead of running again alone.
+        self.retry_after_crash = retry_after_crash
+        #: Re-runs after a worker died take at most `size` workers at once.
+        self._solo_slots = asyncio.Semaphore(self.size)
         #: Cases in flight on every worker before another worker starts (the run's concurrency spread
         #: over the pool: 8 cases at once on 2 workers start the second at the fifth case), so a small run
         #: starts one process.
@@ -296,8 +372,14 @@ class ProcessPool(Executor):
             return Inference(error=f"agent could not start a session: {self._error or 'no worker process'}")
         try:
             return await self._run_on(worker, job, judge, on_turn, solo=False)
-        except _WorkerLost:
-            return await self._run_solo(job, judge, on_turn)
+        except _WorkerLost as lost:
+            if not self.retry_after_crash:
+                return Inference(actual=lost.actual, error=f"its worker died: {lost.cause} {lost.where()}; "
+                                 "not run again (--no-retry-after-crash)")
+        async with self._solo_slots:
+            inference = await self._run_solo(job, judge, on_turn)
+        inference.reruns_after_crash += 1
+        return inference
 
     async def aclose(self) -> None:
         self._closed = True
@@ -422,7 +504,7 @@ class ProcessPool(Executor):
         try:
             return await self._run_on(worker, job, judge, on_turn, solo=True)
         except _WorkerLost as lost:
-            where = "while starting a session" if lost.turn < 0 else f"during turn {lost.turn + 1}"
+            where = lost.where()
             if worker.killed_because is not None and worker.killed_because.startswith("did not respond"):
                 reason = (f"turn {max(lost.turn, 0) + 1} timed out after {job.turn_timeout:g} s "
                           f"({lost.cause})")

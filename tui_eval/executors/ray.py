@@ -1,9 +1,12 @@
 """`--executor ray` (or `ray://HOST:PORT`): each case of an agent folder runs as a Ray task on a cluster.
 
 This process never imports Ray: it starts a Ray driver process (`executors/ray_driver.py`) and speaks to it
-over a socket, as the local pool speaks to its workers. With no address the driver starts or joins a Ray
-instance on this machine (127.0.0.1; `RAY_ADDRESS` or a `ray start` cluster is joined); with `HOST:PORT`
-it joins that cluster as a driver, with `ray://HOST:PORT` through Ray Client. What the cases produce comes
+over a socket, as the local pool speaks to its workers. With no address the driver joins `RAY_ADDRESS`,
+else starts a Ray instance of its own on 127.0.0.1 (`ray_driver.LocalHead`: only a base environment, a token
+of its own, ended with the run); with `ray://HOST:PORT` it joins that cluster through Ray Client. Before
+joining, one call to the cluster says what is wrong (authentication, RAY_AUTH_MODE, no answer) in seconds.
+Only the driver environment (`ray_driver.driver_environment`) reaches the driver; the agent's allowlisted
+variables travel with each task. What the cases produce comes
 back turn by turn and is scored here, exactly as a local run's.
 """
 
@@ -14,6 +17,7 @@ import collections
 import importlib.util
 import itertools
 import logging
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +27,7 @@ from ..protocol import (AgentLoaded, CancelCase, CaseEnded, Command, LoadAgent, 
                         RunCase, Stop, TurnFinished, TurnStarted, encode)
 from .base import Executor, OnTurn
 from .child import InFlight, child_env, output_lines, read_reports, signal_name, spawn_child
-from .ray_driver import is_loopback
+from .ray_driver import CLUSTER_FAILED, agent_environment, driver_environment, is_loopback, uses_tls
 from .wire import CaseNotSent, spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +40,7 @@ INSTALL_HINT = "pip install 'tui-eval[ray]'"
 #: Seconds the driver may take to connect (or start a local Ray instance) and load the agent in a worker.
 LOAD_TIMEOUT = 300.0
 #: Seconds the driver is given to cancel what runs and disconnect (stopping a local instance) on close.
-STOP_GRACE = 15.0
+STOP_GRACE = 20.0
 
 
 class RayExecutor(Executor):
@@ -62,6 +66,13 @@ class RayExecutor(Executor):
         self._error: str | None = None
         self._lock: asyncio.Lock | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=5)
+        #: The driver ended on its own during the run (Ray's infrastructure failed): what fails after is no
+        #: verdict on the agent either.
+        self._lost = False
+        #: Names this run's unpacked copies of the agent on every Ray node (removed when it ends).
+        self._run_token = secrets.token_hex(16)
+        self._closing = False
+        self._warned = False
 
     # ---- executor interface ------------------------------------------------------------------
 
@@ -75,10 +86,24 @@ class RayExecutor(Executor):
             self._lock = asyncio.Lock()
         async with self._lock:
             if self._proc is None or self._proc.returncode is not None or self._writer is None:
+                self._warn_unencrypted()
                 self._error = await self._spawn()
                 if self._error is None:
                     self._error = await self._say_hello(LoadAgent(self.ref, self.address))
             return self._error
+
+    def _warn_unencrypted(self) -> None:
+        """The agent's variables (API keys) go with each task: say so when they would leave this machine
+        unencrypted."""
+        env = child_env()
+        target = self.address or env.get("RAY_ADDRESS")
+        names = sorted(agent_environment(env))
+        if self._warned or not names or is_loopback(target) or uses_tls(env):
+            return
+        self._warned = True
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        log.warning("the agent's variables (%s) go to the Ray cluster at %s unencrypted: RAY_USE_TLS is not set",
+                    shown, target)
 
     async def restart(self) -> str | None:
         """The agent's code changed: it is packed again, and new Ray workers import it fresh."""
@@ -91,6 +116,8 @@ class RayExecutor(Executor):
     async def infer(self, job: CaseJob, *, judge: JudgeClient | None = None, on_turn: OnTurn | None = None) -> Inference:
         error = await self.start()
         if error is not None:
+            if self._lost:  # Ray went away during the run and cannot be reached again
+                return Inference(error=f"{CLUSTER_FAILED}: {error}")
             return Inference(error=f"agent could not start a session: {error}")
         try:
             spec = spec_of(job)
@@ -111,6 +138,7 @@ class RayExecutor(Executor):
         proc = self._proc
         if proc is None:
             return
+        self._closing = True
         self._send(Stop())
         try:
             await asyncio.wait_for(proc.wait(), STOP_GRACE)
@@ -123,17 +151,22 @@ class RayExecutor(Executor):
             task.cancel()
         self._proc = None
         self._writer = None
+        self._closing = False
+        from .ray_task import remove_run
+
+        remove_run(self._run_token)  # this machine's copies, should a driver have died before removing them
 
     # ---- the driver process ------------------------------------------------------------------
 
     async def _spawn(self) -> str | None:
-        env = child_env()
+        env = driver_environment(child_env())  # nothing else of this environment goes near Ray
         if is_loopback(self.address or env.get("RAY_ADDRESS")):
             # Ray otherwise names this machine by its network address, even for a local instance:
             # everything stays on 127.0.0.1.
             env.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
-            self._proc, reader, self._writer = await spawn_child("tui_eval.executors.ray_driver", env=env)
+            self._proc, reader, self._writer = await spawn_child("tui_eval.executors.ray_driver", "--run",
+                                                                 self._run_token, env=env)
         except OSError as exc:
             return f"cannot start the Ray driver process: {exc}"
         assert self._proc.stdout is not None and self._proc.stderr is not None
@@ -208,6 +241,10 @@ class RayExecutor(Executor):
                 proc.kill()
                 code = await proc.wait()
         cause = "the Ray driver process ended"
+        if self._hello is not None and self._hello.done() and not self._closing:
+            # It ran no agent code: Ray's own infrastructure went (a raylet, the cluster).
+            self._lost = True
+            cause = f"{CLUSTER_FAILED}: {cause}"
         if code is not None and code < 0:
             cause += f" (killed by {signal_name(-code)})"
         elif code:

@@ -33,14 +33,19 @@ log = logging.getLogger(__name__)
 Send = Callable[[bytes], None]
 
 
-def die_with_parent() -> None:
-    """Linux: the kernel kills this process when the engine's process ends, however it ends."""
+def ran_out_of_memory(error: str | None) -> bool:
+    """A case's error that says its process's memory ran out (`MemoryError in tool X`, a bare MemoryError)."""
+    return error is not None and error.startswith("MemoryError")
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Linux: the kernel sends this process `sig` (kills it) when its parent ends, however it ends."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+        libc.prctl(pr_set_pdeathsig, sig)
     except (OSError, AttributeError):  # not Linux: the process still ends when its socket closes
         log.debug("PR_SET_PDEATHSIG is not available here")
 
@@ -50,6 +55,9 @@ def start_child(parser: argparse.ArgumentParser, argv: list[str] | None) -> tupl
     the socket pair), ignore the terminal's Ctrl-C (the engine decides), die with the engine, log warnings."""
     parser.add_argument("--fd", type=int, required=True)
     args = parser.parse_args(argv)
+    # The engine holds its stop signals for its signal reader (engine/signals.py); a child inherits that
+    # block, and a child that cannot be stopped would leave its own children (Ray's) behind.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -137,9 +145,10 @@ class CaseRuntime:
         self._reported = now
         return delta
 
-    async def run(self, agent: Agent, job_id: int, spec: CaseSpec, send: Send) -> CaseOutcome:
-        """Run one case, sending its reports as frames; returns how it ended. Cancelling the awaiting task
-        cancels the case (nothing more is sent)."""
+    async def run(self, agent: Agent, job_id: int, spec: CaseSpec, send: Send,
+                  before_end: Callable[[CaseOutcome], None] | None = None) -> CaseOutcome:
+        """Run one case, sending its reports as frames; returns how it ended (`before_end` sees it before
+        it is sent). Cancelling the awaiting task cancels the case (nothing more is sent)."""
         try:
             job = job_of(spec)
         except Exception as exc:  # noqa: BLE001 - the case fails, with why; the process goes on
@@ -160,6 +169,8 @@ class CaseRuntime:
         finally:
             self.restore()
         outcome = outcome_of(inference)
+        if before_end is not None:
+            before_end(outcome)
         send(encode(CaseEnded(job_id, outcome, self.judge_delta())))
         return outcome
 

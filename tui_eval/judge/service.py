@@ -459,6 +459,33 @@ class JudgeService:
             return str(exc)
         return provider.unavailable_reason
 
+    async def probe(self, model: str) -> str | None:
+        """Before a run: whether `model`'s API accepts these credentials and knows the model, asked with a
+        metadata call (`models.get`, never a generation). The reason when it rejects the credentials or has
+        no such model; None when it answers, when there are no credentials (the run says so per metric), and
+        when the call cannot tell (a network error, a 5xx: the run meets it, and its calls say why)."""
+        try:
+            provider, name = self._route(model)
+        except ValueError as exc:
+            return str(exc)
+        if provider.unavailable_reason is not None:
+            return None
+        try:
+            client = provider._get_client()  # type: ignore[attr-defined]
+            if provider.name == "gemini":
+                await client.aio.models.get(model=name)
+            else:
+                await client.models.retrieve(name)
+        except Exception as exc:  # classified below: only a definite refusal stops the run
+            status = getattr(exc, "code", None) or getattr(exc, "status_code", None)
+            text = (getattr(exc, "message", None) or str(exc)).split("\n", 1)[0][:200]
+            if status in (401, 403) or (status == 400 and "api key" in text.lower()):
+                return f"the judge's API rejected the credentials ({status}: {text})"
+            if status == 404:
+                return f"the judge's API has no model {name!r} ({status}: {text})"
+            logger.debug("probing judge model %s: %s: %s", model, type(exc).__name__, exc)
+        return None
+
     def describe(self, model: str) -> tuple[str, str, str | None]:
         """(provider, model, endpoint) a judge_model value names, as the record keeps them."""
         try:

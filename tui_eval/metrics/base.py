@@ -73,22 +73,6 @@ def builtin(name: str, evaluate: MetricFn, description: str) -> MetricSpec:
                                needs_reference=info.needs_reference, scenario_only=info.scenario_only))
 
 
-def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
-    """The metric a config's criterion names: its `custom_metrics` declaration first (as ADK, a declared
-    function wins), else the built-in one."""
-    custom = config.custom_metrics.get(name)
-    if custom is not None:
-        from ..schema.criteria import NATIVE_BY_ADK_FUNCTION
-
-        native = NATIVE_BY_ADK_FUNCTION.get(custom.code_config.name)
-        if native is not None:  # declared for `adk eval`'s sake: tui-eval runs its own metric
-            return get_metric(native)
-        from .custom import custom_spec
-
-        return custom_spec(name, custom)
-    return get_metric(name)
-
-
 def register(spec: MetricSpec) -> MetricSpec:
     _REGISTRY[spec.name] = spec
     return spec

@@ -22,12 +22,12 @@ import inspect
 import logging
 from typing import Any, Callable
 
-from ..schema.config import Criterion
+from ..schema.config import Criterion, EvalConfig
 from ..schema.criteria import CustomMetricConfig
 from ..schema.model import ConversationScenario, Invocation
 from ..schema.results import InvocationMetricResult, MetricResult, status_for
 from ..schema.status import EvalStatus
-from .base import MetricInput, MetricSpec
+from .base import MetricInput, MetricSpec, get_metric
 
 logger = logging.getLogger(__name__)
 
@@ -154,10 +154,24 @@ async def _run_adk(name: str, fn: Callable[..., Any], path: str, crit: Criterion
 
 
 def custom_spec(name: str, config: CustomMetricConfig) -> MetricSpec:
-    """A MetricSpec for a metric the config declares (the engine asks `base.spec_for`)."""
+    """A MetricSpec for a metric the config declares (`spec_for` below)."""
 
     async def evaluate(inp: MetricInput) -> MetricResult:
         return await evaluate_custom(name, config, inp)
 
     return MetricSpec(name, evaluate=evaluate, description=config.description or f"custom: {config.code_config.name}",
                       needs_reference=False)
+
+
+def spec_for(name: str, config: EvalConfig) -> MetricSpec | None:
+    """The metric a config's criterion names: its `custom_metrics` declaration first (as ADK, a declared
+    function wins), else the built-in one."""
+    custom = config.custom_metrics.get(name)
+    if custom is not None:
+        from ..schema.criteria import NATIVE_BY_ADK_FUNCTION
+
+        native = NATIVE_BY_ADK_FUNCTION.get(custom.code_config.name)
+        if native is not None:  # declared for `adk eval`'s sake: tui-eval runs its own metric
+            return get_metric(native)
+        return custom_spec(name, custom)
+    return get_metric(name)

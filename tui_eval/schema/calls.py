@@ -39,15 +39,11 @@ ATTRIBUTION = " › "
 
 
 def args_text(args: dict[str, Any] | None) -> str:
-    """`k=v, ...` with each value as JSON would write it (strings quoted only when they hold a space)."""
+    """`k=v, ...` with each value as JSON writes it (as the dashboard writes a call's arguments)."""
     import json
 
-    parts = []
-    for key, value in (args or {}).items():
-        shown = value if isinstance(value, str) and value and " " not in value else json.dumps(
-            value, ensure_ascii=False, default=str)
-        parts.append(f"{key}={shown}")
-    return ", ".join(parts)
+    return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)}"
+                     for key, value in (args or {}).items())
 
 
 def call_label(agent: str | None, name: str | None, args: dict[str, Any] | None) -> str:

@@ -399,7 +399,7 @@ class CaseResult(_CaseFields):
             }
             for i, actual in enumerate(actual_turns)
         ]
-        return {
+        out = {
             # As google-adk 2.13's LocalEvalService writes them: its (deprecated) eval_set_file holds
             # the eval set id, and a case without a session user ran as "test_user_id".
             "eval_set_file": self.eval_set_id,
@@ -411,6 +411,11 @@ class CaseResult(_CaseFields):
             "session_id": self.session_id,
             "user_id": self.user_id or ADK_DEFAULT_USER_ID,
         }
+        if self.reruns_after_crash:
+            # Our one extra key (ADK reads case results with extra keys allowed): the case ran again after
+            # the agent process it ran in died, and its tools with it.
+            out["reruns_after_crash"] = self.reruns_after_crash
+        return out
 
     def to_record(self) -> dict[str, Any]:
         """Our record of the case (a `CaseRecord` as JSON-ready dict). Turns are not repeated here: the

@@ -77,7 +77,8 @@ class RunKind(_Place):
         """`agent, live tools, judge gemini:gemini-2.5-flash`: what the summary and reports say."""
         tools = {"live": "live tools", "mock-strict": "mocked tools (strict)",
                  "mock-fallback": "mocked tools (fallback to live)"}[self.tools]
-        parts = [self.agent if self.agent != "none" else "no agent", tools,
+        # A replay runs no tools: its recorded turns are scored as they are.
+        parts = [self.agent if self.agent != "none" else "no agent", *([] if self.agent == "replay" else [tools]),
                  f"judge {self.judge.text()}" if self.judge is not None else "no judge"]
         if self.selection != "all":
             parts.append(f"{self.selection} only" if self.selection == "failures" else "a selection of cases")

@@ -160,6 +160,8 @@ class CaseListing:
     #: `versions.stale_reasons`, and at once an accept of this dashboard's): shown, marked stale, until
     #: the case runs again. Read it through `stale_reasons`.
     stale: dict[Any, tuple[str, ...]] = field(default_factory=dict)
+    #: Bumped on every change of `stale`, so views can cache what they derive from it.
+    stale_version: int = 0
     #: The start-up scan is over (until then an empty tree means "still looking").
     loaded: bool = False
     #: The wall clock saved results' ages are measured against (fixed in snapshot tests).
@@ -339,6 +341,7 @@ class CaseListing:
             self.stale[key] = reasons
         else:
             self.stale.pop(key, None)
+        self.stale_version += 1
 
     def stale_keys(self, path: Path | None = None) -> list[CaseKey]:
         """The stale results' cases (of one eval file), in file order: what `S` runs."""
@@ -502,7 +505,8 @@ class CaseListing:
         counts = cached[1] if cached is not None and self.case(key) is not None else None
         if counts is not None:
             counts[self.case_status(key)] -= 1
-        self.stale.pop(key, None)
+        if self.stale.pop(key, None) is not None:
+            self.stale_version += 1
         if result is None:
             self.results.forget(key)
         else:
@@ -535,6 +539,7 @@ class CaseListing:
         if self.stale:
             for key, _f in items:
                 self.stale.pop(key, None)
+            self.stale_version += 1
         results.put_finished(items, origin)
 
     def metric_names(self) -> list[str]:

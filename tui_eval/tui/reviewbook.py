@@ -41,6 +41,10 @@ class ReviewBook:
         self._by_dir.setdefault(history, []).append(reviewed)
         self.version += 1
 
+    def judged(self, eval_id: str) -> bool:
+        """Whether any verdict names a case of this id (cheap: asked on every cursor move)."""
+        return any(r.eval_id == eval_id for reviews in self._by_dir.values() for r in reviews)
+
     def all(self) -> list[Reviewed]:
         return [r for reviews in self._by_dir.values() for r in reviews]
 

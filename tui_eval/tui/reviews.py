@@ -182,9 +182,12 @@ class ReviewControl:
         reviewed, reviewed against other turns (stale), or reviewed the other way (disagreement)."""
         listing = self.app.listing
         items: list[ReviewItem] = []
+        histories: dict[str, Path | None] = {}  # one lookup per eval file, not per case
         for key in sorted(listing.results.keys(), key=lambda k: (k.eval_file, k.eval_id)):
             summary = listing.results.summary(key)
-            history = self.history_of(key)
+            if key.eval_file not in histories:
+                histories[key.eval_file] = self.history_of(key)
+            history = histories[key.eval_file]
             if summary is None or history is None:
                 continue
             judged = [(m.name, s) for m in summary.metrics
@@ -232,8 +235,10 @@ def human_lines(listing: CaseListing, key: CaseKey) -> list[Content]:
     from .text import one_line, plain
 
     ws = listing.workspace
+    if ws is None or not listing.reviews.judged(key.eval_id):
+        return []
     result = listing.result(key)
-    if ws is None or result is None:
+    if result is None:
         return []
     history = history_dir_for(ws, Path(key.eval_file))
     lines: list[Content] = []

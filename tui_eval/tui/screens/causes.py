@@ -5,6 +5,7 @@ and enter on a case shows it in the browser."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Union
 
 from rich.text import Text
@@ -50,7 +51,7 @@ class CausesScreen(Screen[None]):
         super().__init__(id="causes")
         self.listing = listing
         self.groups: list[CauseGroup] = []
-        self._shown_version: int | None = None
+        self._shown_version: tuple[int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="causes-status")
@@ -67,8 +68,8 @@ class CausesScreen(Screen[None]):
         self.set_interval(0.5, self.regroup, name="causes")
         tree.focus()
 
-    def _version(self) -> int:
-        return self.listing.results.version
+    def _version(self) -> tuple[int, int]:
+        return self.listing.results.version, self.listing.stale_version
 
     def regroup(self) -> None:
         """Group the latest results again if they changed since the last time (in a thread: grouping
@@ -130,7 +131,15 @@ class CausesScreen(Screen[None]):
                 f"{len(self.groups)} cause{'s' if len(self.groups) != 1 else ''}, {failing} failing "
                 f"case{'s' if failing != 1 else ''}. enter opens a cause, then shows a case in the browser.",
                 "$text-muted")
+            stale = len({(c.eval_file, c.eval_id) for g in self.groups for c in g.cases if self._stale(c)})
+            if stale:
+                text = Content("\n").join([text, Content.styled(
+                    f"⚠ {stale} of these results are stale (their files changed since they ran): S in the "
+                    "browser re-runs them", "$text-warning")])
         self.query_one("#causes-status", Static).update(text)
+
+    def _stale(self, ref: CaseRef) -> tuple[str, ...]:
+        return self.listing.stale_reasons(self.listing.key(Path(ref.eval_file), ref.eval_id))
 
     def _add_cases(self, node: TreeNode[NodeData]) -> None:
         from ...engine.causes import CauseGroup
@@ -141,7 +150,8 @@ class CausesScreen(Screen[None]):
         for ref in group.cases:
             node.add_leaf(Text.assemble(
                 (f"{STATUS_GLYPH[ref.status]} ", rich_style(self.app, STATUS_VAR[ref.status])),
-                (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim")), data=ref)
+                (literal(ref.eval_id), ""), (f"  {literal(ref.eval_set_id)}", "dim"),
+                ("  stale", rich_style(self.app, "warning")) if self._stale(ref) else ""), data=ref)
 
     @on(Tree.NodeExpanded)
     def _expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:

@@ -147,6 +147,8 @@ class HistoryScreen(_RunsScreen):
         Binding("escape", "app.pop_screen", "Back", id="history.back"),
         Binding("enter", "compare", "Compare with previous", id="history.compare", priority=True),
         Binding("space", "mark", "Mark as base", id="history.mark"),
+        # Out of the footer (it is full at 80 columns): `?` and docs/keys.md list it.
+        Binding("s", "rescore", "Re-score", show=False, id="history.rescore"),
     ]
 
     def __init__(self, listing: CaseListing) -> None:
@@ -154,8 +156,12 @@ class HistoryScreen(_RunsScreen):
         self.listing = listing
         self.entries: dict[str, HistoryEntry] = {}
         self.base: str | None = None
+        #: A re-score just saved: (the run it re-scored, the new run's id), compared once the history reloads.
+        self._rescored: tuple[HistoryEntry, str] | None = None
         #: Records in the history folders that could not be read, each as "path: why".
         self.unreadable: list[str] = []
+        #: Record path -> how many results of that (an eval file's newest) run are stale now.
+        self.stale: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Loading run history…", "$text-muted"), id="history-status")
@@ -199,13 +205,93 @@ class HistoryScreen(_RunsScreen):
         self.unreadable = unreadable  # shown under the table once the entries are
         # Newest first; the repetitions of one run stay together, in order (run 1 of N first).
         entries.sort(key=lambda e: (e.creation_timestamp, e.run_id, e.eval_set_id, -e.repetition), reverse=True)
+        self.stale = self._stale_of_newest(entries)
         return entries
+
+    @staticmethod
+    def _stale_of_newest(entries: list[HistoryEntry]) -> dict[str, int]:
+        """How many results of each eval file's newest run are stale against the files on disk now (by
+        record path): what the dashboard shows as the latest results. Older runs are history."""
+        from ...engine.store import RecordError, load_record
+        from ...engine.versions import stale_of_saved
+
+        out: dict[str, int] = {}
+        seen: set[str] = set()
+        for e in entries:
+            if e.eval_file in seen:
+                continue
+            seen.add(e.eval_file)
+            try:
+                loaded = load_record(e.path, with_turns=False)
+            except (RecordError, OSError) as exc:
+                log.warning("could not read %s: %s", e.path, exc)
+                continue
+            stale = stale_of_saved([loaded])
+            if stale:
+                out[str(e.path)] = len(stale)
+        return out
 
     @on(Worker.StateChanged)
     def _loaded(self, event: Worker.StateChanged) -> None:
         if worker_succeeded(event, "history", self.query_one("#history-status", Static),
                             "Could not read the history"):
             self.show_entries(event.worker.result or [])
+            self._compare_rescored()
+
+    def action_rescore(self) -> None:
+        """Score the highlighted run again from its stored turns (`tui-eval rescore`, no agent call), then
+        compare the re-score with it."""
+        entry = self._selected()
+        if entry is None:
+            return
+        self.notify(f"Re-scoring {entry.run_id} from its stored turns…", markup=False)
+        self._rescore(entry)
+
+    @work(thread=True, group="history-rescore", exclusive=True, exit_on_error=False)
+    def _rescore(self, entry: HistoryEntry) -> tuple[HistoryEntry, str | None, str]:
+        """`tui-eval rescore RECORD` in a process of its own (it saves the new run, as every run is saved by a
+        process other than the dashboard's): the new run's id, or None and why."""
+        import subprocess
+        import sys
+
+        proc = subprocess.run([sys.executable, "-m", "tui_eval.cli", "rescore", str(entry.path)],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        run_id = next((line.removeprefix("Run id: ").strip() for line in proc.stdout.splitlines()
+                       if line.startswith("Run id: ")), None)
+        if proc.returncode == 2 or run_id is None:
+            why = next((line.removeprefix("error: ") for line in proc.stderr.splitlines() if line.startswith("error: ")),
+                       proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+            return entry, None, why
+        return entry, run_id, ""
+
+    @on(Worker.StateChanged)
+    def _rescore_done(self, event: Worker.StateChanged) -> None:
+        if not worker_succeeded(event, "history-rescore", self.query_one("#history-status", Static),
+                                "Could not re-score the run"):
+            return
+        result: tuple[HistoryEntry, str | None, str] | None = event.worker.result
+        if result is None:
+            return
+        entry, run_id, why = result
+        if run_id is None:
+            self.notify(f"Could not re-score {entry.run_id}: {why}", severity="error", markup=False)
+            return
+        self._rescored = (entry, run_id)
+        self.load_history()
+
+    def _compare_rescored(self) -> None:
+        """Once the history holds a re-score just made, compare it with the run it re-scored."""
+        if self._rescored is None:
+            return
+        before, run_id = self._rescored
+        self._rescored = None
+        after = next((e for e in self.entries.values()
+                      if e.run_id == run_id and e.eval_set_id == before.eval_set_id), None)
+        if after is None:
+            self.notify(f"Re-scored as {run_id}, but its record is not in the history.", markup=False)
+            return
+        self.notify(f"Re-scored {before.run_id} as {run_id}.", markup=False)
+        self.app.push_screen(CompareScreen(self.listing, before, after))
 
     def show_entries(self, entries: list[HistoryEntry]) -> None:
         table = self.query_one(DataTable)
@@ -233,6 +319,9 @@ class HistoryScreen(_RunsScreen):
             for tag, style in run_tags(e, sizes.get(e.eval_set_id)):
                 run.append(f"{tag} ", style=rich_style(self.app, style) if style.startswith("text-") else style)
             run.append(cut_middle(literal(e.run_id), run_width), style="dim")
+            if key in self.stale:
+                # The newest run's results, computed from other files than are on disk now.
+                run.append(f" {self.stale[key]} stale", style=rich_style(self.app, "text-warning"))
             table.add_row(
                 Text(""), Text(when(e.creation_timestamp)), Text(cut_middle(literal(e.eval_set_id), set_width)),
                 # A record counts its cases by status name (`"PASSED": 3`).
@@ -375,6 +464,8 @@ class CompareScreen(_RunsScreen):
         self.before = before
         self.after = after
         self.changes: list[CaseChange] = []
+        #: The later run's results that are stale against the files on disk now: case id -> why.
+        self.stale: dict[str, tuple[str, ...]] = {}
         self.hide_unchanged = False
         #: What changed in the code between the two runs (plain lines), and the later run's saved dirty diff.
         self.code_lines: list[str] = []
@@ -418,6 +509,9 @@ class CompareScreen(_RunsScreen):
                 self.diff_path = record_side_file(self.after.path, diff, "code diff file")
             except RecordError as exc:
                 log.warning("%s", exc)
+        from ...engine.versions import stale_of_saved
+
+        self.stale = {eval_id: why for (_file, eval_id), why in stale_of_saved([(m2, after)]).items()}
         return compare_results(before, after)
 
     @on(Worker.StateChanged)
@@ -443,7 +537,8 @@ class CompareScreen(_RunsScreen):
             deltas = score_deltas_text(c.score_deltas, kind, name_width=14 if narrow else 0)
             table.add_row(
                 Text(kind, style=rich_style(self.app, _KIND_VAR.get(kind, ""), bold=kind == "regression")),
-                Text(cut_middle(literal(c.eval_id), 20) if narrow else literal(c.eval_id)),
+                Text.assemble(cut_middle(literal(c.eval_id), 20) if narrow else literal(c.eval_id),
+                              ("  stale", rich_style(self.app, "text-warning")) if c.eval_id in self.stale else ""),
                 _status_text(self.app, c.before, glyph_only=narrow), _status_text(self.app, c.after, glyph_only=narrow),
                 Text(literal(deltas), style="dim"), key=c.eval_id,
             )
@@ -458,6 +553,10 @@ class CompareScreen(_RunsScreen):
             status = Content.styled(keys((summary or "no cases") + ". {compare.open} shows a case in the browser, "
                                          "{compare.turns} its turns in both runs" + hint + "."), "$text-muted")
         warnings = self.warnings()
+        if self.stale:
+            reasons = ", ".join(dict.fromkeys(r for why in self.stale.values() for r in why))
+            warnings.append(f"{len(self.stale)} of the later run's results are stale against the files now "
+                            f"({reasons})")
         if warnings:
             status = Content("\n").join([*(Content.styled(f"⚠ {w}", "$text-warning") for w in warnings), status])
         self.query_one("#compare-status", Static).update(status)
