@@ -233,8 +233,8 @@ async def test_history_marks_partial_runs_and_compare_says_not_run(workspace: Pa
         table = app.screen.query_one(DataTable)
         listed = rows(table)
         # (the run column comes last, after "took")
-        assert listed[0][1] == "2026-01-01 03:00:00" and "selection 1/6" in listed[0][-1]
-        assert listed[1][1] == "2026-01-01 02:00:00" and "cancelled 0/6" in listed[1][-1]
+        assert listed[0][1] == "2026-01-01 03:00:00" and listed[0][-1].startswith("replay selection 1/6 ")
+        assert listed[1][1] == "2026-01-01 02:00:00" and listed[1][-1].startswith("replay cancelled 0/6 ")
         full = [r for r in listed if r[2] == "travel" and r[1].endswith("01:00:00")]
         # A full run is not marked as partial (this saved record was produced by a replay: it says so).
         assert full and full[0][-1].startswith("replay ") and not any(

@@ -68,10 +68,10 @@ _COUNT_COLUMNS = {EvalStatus.PASSED: "passed", EvalStatus.FAILED: "failed", Eval
 
 #: Eval sets whose pass-rate trend the history shows above its table (the screen is short at 80x24).
 MAX_TREND_SETS = 3
-#: Cells a run id and an eval set id take in the history table (cut in the middle past that): with
-#: the tags before the id, a row fits 80 columns.
-RUN_ID_WIDTH = 16
-SET_ID_WIDTH = 18
+#: Cells a run id and an eval set id take in the history table from 100 columns (cut in the middle past
+#: that); narrower, 12 and 14, so that with the tags before the id a row fits 80 columns.
+RUN_ID_WIDTH = 28
+SET_ID_WIDTH = 24
 
 
 def run_tags(entry: HistoryEntry, cases_in_set: int | None) -> list[tuple[str, str]]:

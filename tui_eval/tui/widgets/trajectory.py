@@ -220,8 +220,8 @@ def state_lines(expected: dict[str, Any] | None, actual: dict[str, Any] | None, 
                                "$text-muted"), *(plain(f"  {k} = {fmt_value(v, 60)}") for k, v in expected.items())]
     diffs = {d.key: d for d in state_diff(expected, actual)}
     keys = list(dict.fromkeys([*expected, *actual]))
-    # A key is cut only past a third of the width: at 80x24 the summary pane is about 35 columns.
-    key_width = min(max(8, width // 3), max((len(k) for k in keys), default=3))
+    # At 80 columns (the summary is ~35 wide) a quarter is 8: keys up to 12 stay whole.
+    key_width = min(max(12, width // 4), max((len(k) for k in keys), default=3))
     value_width = max(6, (width - key_width - 6) // 2)
     lines = [Content.styled(f"  {'key'.ljust(key_width)}  {'expected'.ljust(value_width)}  actual", "$text-muted")]
     for key in keys:
