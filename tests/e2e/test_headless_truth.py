@@ -64,7 +64,8 @@ def test_an_unsafe_eval_set_id_is_one_error_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(errors) == 1 and errors[0].startswith("error: could not save eval history:"), proc.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: could not save eval history in "), proc.stderr
+    assert str(hello.resolve() / ".adk" / "eval_history") in errors[0]
     assert "Traceback" not in proc.stderr
 
 

@@ -67,7 +67,8 @@ def test_an_unsaveable_id_prints_one_line_and_no_traceback(tmp_path: Path) -> No
     assert done.code == 2
     assert "Traceback" not in done.err
     lines = [line for line in done.err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: could not save eval history:"), done.err
+    # One line, naming where the history would have gone.
+    assert len(lines) == 1 and lines[0].startswith(f"error: could not save eval history in {tmp_path}"), done.err
     assert "'../escape'" in lines[0]
 
 

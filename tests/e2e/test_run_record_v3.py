@@ -131,3 +131,19 @@ def test_a_record_dated_in_the_future_is_never_latest(tmp_path: Path) -> None:
                              "--fail-on-regression")
     assert f"Baseline run {first.run_id}:" in out, out + err
     assert "1 still failing" in out
+
+
+def test_the_dashboards_latest_result_of_a_case_is_the_agents_live_run_not_a_newer_mocked_one(
+        tmp_path: Path) -> None:
+    from tui_eval.engine.saved import latest_saved_results
+    from tui_eval.engine.workspace import Workspace
+
+    demo, evalset = copy_demo(tmp_path)
+    history = demo / ".adk" / "eval_history"
+    assert run_cli("run", str(demo), str(evalset))[0] == 1
+    [live] = list_history(history)
+    assert run_cli("run", str(demo), str(evalset), "--mock-tools=strict")[0] == 1
+    workspace = Workspace(demo)
+    workspace.scan()
+    found = {key.eval_id: when for key, _result, when, _replay in latest_saved_results(workspace)}
+    assert len(found) == 9 and set(found.values()) == {live.creation_timestamp}

@@ -634,7 +634,7 @@ class Run:
             try:
                 self.record.saved = self.store.save_run(self.record, self.plan, self.agent)
             except Exception as exc:  # an unsaveable result (too deep, a name too long) must not lose the run
-                message = f"could not save eval history: {_error_text(exc)}"
+                message = f"could not save eval history{self._history_places()}: {_error_text(exc)}"
                 # An unsafe id or a full disk is the user's to fix: the message says it all (one line).
                 expected = isinstance(exc, OSError | ValueError)
                 logger.log(logging.DEBUG if expected else logging.ERROR, "%s", message, exc_info=True)
@@ -773,6 +773,18 @@ class Run:
             self.emit(InvocationInferred(key, i, inv))
 
         return await executor.infer(job, judge=self.judge, on_turn=on_turn)
+
+    def _history_places(self) -> str:
+        """` in FOLDER[, FOLDER]`: where the run's history goes (a full disk or a read-only folder is the
+        user's to fix, and an OSError from a write does not say where)."""
+        places = getattr(self.store, "history_dir", None)
+        if places is None:
+            return ""
+        try:
+            folders = dict.fromkeys(str(places(self.agent, t.eval_file)) for t in self.plan.targets)
+        except (OSError, ValueError):
+            return ""
+        return f" in {', '.join(folders)}" if folders else ""
 
     def _unevaluated(self, target: EvalTarget, case: EvalCase, repetition: int, exc: Exception) -> CaseResult:
         """The result of a case tui-eval itself could not evaluate: FAILED, with why (a run that lost it

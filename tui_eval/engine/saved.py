@@ -56,6 +56,9 @@ def latest_saved_results(
             agent = workspace.agent_for(path)
             # A replay of recorded turns is not an agent's result: never its latest status.
             usable = entries if agent is None or agent.startswith("replay:") else [e for e in entries if not e.replay]
+            # The agent's everyday runs speak first; a mocked, strict, re-scored or stand-in-judge run only
+            # for the cases none of those covered (`HistoryEntry.comparable`).
+            usable = [e for e in usable if e.comparable] + [e for e in usable if not e.comparable]
             same_file = [e for e in usable if e.eval_file and _same_path(e.eval_file, path)]
             same_set = [e for e in usable
                         if e.eval_set_id == set_id and (not e.eval_file or Path(e.eval_file).name == path.name)]

@@ -396,6 +396,20 @@ class HistoryEntry:
     gate: GateRecord | None = None
 
     @property
+    def comparable(self) -> bool:
+        """The agent's own everyday run: it ran (not a replay or a re-score), its tools live, no `--strict`,
+        a judge at its provider's own endpoint (not a stand-in). Trends draw these, and a case's latest
+        result comes from one when there is one. Records from before run kinds (format /2) say only
+        whether they were replays."""
+        kind = self.kind
+        if self.replay:
+            return False
+        if kind is None:
+            return True
+        return (kind.agent == "agent" and kind.tools == "live" and not kind.strict and kind.rescore_of is None
+                and (kind.judge is None or kind.judge.endpoint is None))
+
+    @property
     def gate_failed(self) -> bool:
         """The run's CI gate failed (`--fail-on-regression` exited 1): never `latest` for a later baseline."""
         return self.gate is not None and self.gate.fail_on_regression and self.gate.code == 1

@@ -59,16 +59,8 @@ def load_file_trends(history: Path, eval_set_id: str, listed: list[HistoryEntry]
 
 
 def comparable(entry: HistoryEntry) -> bool:
-    """Whether a saved run belongs in the agent's trend: the agent ran (not a replay or a re-score), its
-    tools live, no `--strict`, a judge at its provider's own endpoint (not a stand-in). Records from
-    before run kinds (format /2) say only whether they were replays."""
-    kind = entry.kind
-    if entry.replay:
-        return False
-    if kind is None:
-        return True
-    return (kind.agent == "agent" and kind.tools == "live" and not kind.strict and kind.rescore_of is None
-            and (kind.judge is None or kind.judge.endpoint is None))
+    """Whether a saved run belongs in the agent's trend (`HistoryEntry.comparable`, the one rule)."""
+    return entry.comparable
 
 
 def trend_entries(entries: list[HistoryEntry]) -> list[HistoryEntry]:
