@@ -206,19 +206,20 @@ def check_body(body: bytes, crc: int) -> bytes:
 
 
 def decode_report(body: bytes) -> Report:
-    try:
-        report: Report = _reports.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError, NotImplementedError) as exc:
-        raise ProtocolError(f"a message that is not a report: {exc}") from None
+    report: Report = _decode(_reports, body, "report")
     return report
 
 
 def decode_command(body: bytes) -> Command:
-    try:
-        command: Command = _commands.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError, NotImplementedError) as exc:
-        raise ProtocolError(f"a message that is not a command: {exc}") from None
+    command: Command = _decode(_commands, body, "command")
     return command
+
+
+def _decode(decoder: msgspec.msgpack.Decoder[Any], body: bytes, what: str) -> Any:
+    try:
+        return decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, NotImplementedError) as exc:
+        raise ProtocolError(f"a message that is not a {what}: {exc}") from None
 
 
 async def _read_body(reader: asyncio.StreamReader, limit: int) -> bytes | None:

@@ -234,16 +234,8 @@ class _Process:
         self.dead = True
         proc = self.proc
         if proc is not None:
-            try:
-                await asyncio.wait_for(proc.wait(), STOP_GRACE)
-            except TimeoutError:  # it closed our socket but lives on: it is no worker of ours any more
-                self.kill("closed its socket")
-                try:
-                    await asyncio.wait_for(proc.wait(), STOP_GRACE)
-                except TimeoutError:
-                    self._force()
-                    await proc.wait()
-            forget_agent_process(proc.pid)
+            # One that closed our socket but lives on is no worker of ours any more.
+            await self._reap(proc, "closed its socket")
         cause = self.cause()
         if not self.loaded.done():
             self.loaded.set_result(f"{cause} while importing the agent")
@@ -252,6 +244,19 @@ class _Process:
             if not pending.future.done():
                 pending.future.set_exception(_WorkerLost(cause, pending.clock.current, pending.actual))
         self.pool.lost(self)
+
+    async def _reap(self, proc: asyncio.subprocess.Process, because: str) -> None:
+        """Wait for the process to end: killed (`because`) if it does not, forced if even that fails."""
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_GRACE)
+        except TimeoutError:
+            self.kill(because)
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_GRACE)
+            except TimeoutError:
+                self._force()
+                await proc.wait()
+        forget_agent_process(proc.pid)
 
     def cause(self) -> str:
         """Why the process ended, in words."""
@@ -278,16 +283,7 @@ class _Process:
         proc = self.proc
         if proc is None:
             return
-        try:
-            await asyncio.wait_for(proc.wait(), STOP_GRACE)
-        except TimeoutError:
-            self.kill("did not stop")
-            try:
-                await asyncio.wait_for(proc.wait(), STOP_GRACE)
-            except TimeoutError:
-                self._force()
-                await proc.wait()
-        forget_agent_process(proc.pid)
+        await self._reap(proc, "did not stop")
         # Its socket and pipes reach their end once it has exited: the readers finish on their own.
         done, late = await asyncio.wait(self._tasks, timeout=STOP_GRACE)
         for task in late:
