@@ -52,6 +52,15 @@ class RayHead:
             assert self.proc.poll() is None, self.log.read_text(errors="replace")
             assert time.monotonic() < deadline, self.log.read_text(errors="replace")
             time.sleep(0.2)
+        # The Ray Client server comes up after the runtime says it started: wait until it answers.
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.client_port), timeout=1).close()
+                break
+            except OSError:
+                assert self.proc.poll() is None, self.log.read_text(errors="replace")
+                assert time.monotonic() < deadline, self.log.read_text(errors="replace")
+                time.sleep(0.2)
         return f"127.0.0.1:{self.port}", f"ray://127.0.0.1:{self.client_port}"
 
     def stop(self) -> None:
