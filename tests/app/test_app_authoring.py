@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import settle
+from tests.app.conftest import settle, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -150,7 +150,9 @@ async def test_i_imports_a_session_into_the_highlighted_set_and_z_takes_it_back(
         assert new["conversation"][0]["invocation_id"] == "e-1"
         assert new["conversation"][0]["final_response"]["parts"][0]["text"] == "Clear skies in Rome."
         assert json.loads(original)["eval_cases"] == data["eval_cases"][:-1]
-        assert app.main.selected.key.eval_id == "rome_weather"  # the new case shows in the tree
+        # The new case shows in the tree, highlighted, once the rewritten file is read back.
+        await wait_until(pilot, lambda: getattr(getattr(app.main.selected, "key", None), "eval_id", None)
+                         == "rome_weather")
         assert any(m.startswith("Imported session chat-42 as case rome_weather (1 turn(s))") for m in _messages(app))
 
         await pilot.press("z")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
@@ -109,6 +110,8 @@ class MainScreen(Screen[None]):
         self._resort_timer: Timer | None = None
         # The what-if settings last until the dashboard closes (never written unless asked).
         self._whatif_state: WhatIfState | None = None
+        #: A case to show once its file is listed again (a case just written into it: an import, a chat).
+        self._pending_select: tuple[CaseKey, int | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
@@ -255,6 +258,10 @@ class MainScreen(Screen[None]):
             self.browser.remove_file(path)
         for path in delta.reloaded:
             self.browser.reload_file(path)
+        pending = self._pending_select
+        if pending is not None and Path(pending[0].eval_file) in {*delta.reloaded, *delta.added}:
+            self._pending_select = None
+            self.browser.select_key(pending[0], turn=pending[1])
         if changes.new_run:
             self.run_panel.reset()
         if changes.run is not None:
@@ -590,7 +597,10 @@ class MainScreen(Screen[None]):
 
     def select_key(self, key: CaseKey, turn: int | None = None) -> None:
         """Show a case in the browser (clearing filters that hide it)."""
+        self._pending_select = None
         if not self.browser.select_key(key, turn=turn):
             self.action_clear_filters()
-            self.browser.select_key(key, turn=turn)
+            if not self.browser.select_key(key, turn=turn):
+                # Not listed yet: the file that now holds it is re-read and listed a moment later.
+                self._pending_select = (key, turn)
         self.browser.focus()
