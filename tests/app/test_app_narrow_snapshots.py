@@ -71,6 +71,18 @@ async def _history(pilot: Any) -> None:
     await pilot.pause(0.2)
 
 
+async def _compare_travel(pilot: Any) -> None:
+    """History, then the travel set's newest run compared with its earlier one."""
+    from textual.widgets import DataTable
+
+    await _history(pilot)
+    table = pilot.app.screen.query_one(DataTable)
+    row = next(i for i in range(table.row_count) if str(table.get_row_at(i)[2]).startswith("travel"))
+    table.move_cursor(row=row)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: getattr(pilot.app.screen, "changes", None))
+
+
 def test_history_with_long_ids(snap_compare, long_ids: Path, make_app) -> None:
     async def run_before(pilot: Any) -> None:
         await _history(pilot)
@@ -82,14 +94,7 @@ def test_history_with_long_ids(snap_compare, long_ids: Path, make_app) -> None:
 
 def test_compare_with_long_ids(snap_compare, long_ids: Path, make_app) -> None:
     async def run_before(pilot: Any) -> None:
-        from textual.widgets import DataTable
-
-        await _history(pilot)
-        table = pilot.app.screen.query_one(DataTable)
-        row = next(i for i in range(table.row_count) if str(table.get_row_at(i)[2]).startswith("travel"))
-        table.move_cursor(row=row)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: getattr(pilot.app.screen, "changes", None))
+        await _compare_travel(pilot)
         await pilot.press("u")
         pilot.app.clear_notifications()
         await pilot.pause()
@@ -99,14 +104,7 @@ def test_compare_with_long_ids(snap_compare, long_ids: Path, make_app) -> None:
 
 def test_turns_of_two_runs_at_80x24(snap_compare, long_ids: Path, make_app) -> None:
     async def run_before(pilot: Any) -> None:
-        from textual.widgets import DataTable
-
-        await _history(pilot)
-        table = pilot.app.screen.query_one(DataTable)
-        row = next(i for i in range(table.row_count) if str(table.get_row_at(i)[2]).startswith("travel"))
-        table.move_cursor(row=row)
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: getattr(pilot.app.screen, "changes", None))
+        await _compare_travel(pilot)
         await pilot.press("t")
         await wait_until(pilot, lambda: len(pilot.app.screen.query(".runs-diff-column")) > 0)
         pilot.app.clear_notifications()

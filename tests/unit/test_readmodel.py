@@ -133,14 +133,19 @@ def test_a_full_result_is_asked_for_only_when_something_reads_it_arrives_as_a_re
     assert sorted(k.eval_id for k in cat.results.get_many(keys)) == ["c0", "c1", "c2", "c3", "c4"]
 
 
-def test_a_result_the_engine_no_longer_holds_reads_as_none_not_loading() -> None:
+def _one_held_failure() -> tuple[ReadModel, CaseKey]:
+    """A read model after a run whose one case failed: its summary here, its full result in the engine."""
     m, _ = model()
     m.set_fetcher(lambda wanted: None)
     state = m.new_run("Run")
     assert state is not None
     m.inbox.put_many([feed.RunBegan("Run"), done("a", F), feed.RunEnded(state.ticket)])
     m.pull(None)
-    key = CaseKey(FILE, "a")
+    return m, CaseKey(FILE, "a")
+
+
+def test_a_result_the_engine_no_longer_holds_reads_as_none_not_loading() -> None:
+    m, key = _one_held_failure()
     assert m.listing.results.status(key) == 2  # the summary is there
     assert m.listing.result(key) is None and m.listing.results.loading(key)
     _answer(m, [(key, 1)], held={})  # the engine holds it no more
@@ -149,13 +154,7 @@ def test_a_result_the_engine_no_longer_holds_reads_as_none_not_loading() -> None
 
 
 def test_the_engine_going_away_ends_every_loading() -> None:
-    m, _ = model()
-    m.set_fetcher(lambda wanted: None)
-    state = m.new_run("Run")
-    assert state is not None
-    m.inbox.put_many([feed.RunBegan("Run"), done("a", F), feed.RunEnded(state.ticket)])
-    m.pull(None)
-    key = CaseKey(FILE, "a")
+    m, key = _one_held_failure()
     assert m.listing.result(key) is None and m.listing.results.loading(key)
     m.inbox.put_many([feed.EngineGone("the engine process was killed by SIGKILL")])
     m.pull(None)
