@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.evalfiles import turns_of
+from tests.support.evalfiles import first_turn, turns_of
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, function_call_reply, text_reply
 from tui_eval.cli import main
 
@@ -203,16 +203,6 @@ async def test_app_and_agent_factory_entries(
     _script(fake_gemini)
     folder, eval_file = _write_agent(tmp_path)
     (folder / "agent.py").write_text(textwrap.dedent(source))
-    from tui_eval.agents import load_agent
-    from tui_eval.agents.base import CaseContext
-    from tui_eval.schema.load import load_eval_set
-
-    agent = load_agent(str(folder))
-    eval_set = load_eval_set(eval_file)
-    case = eval_set.eval_cases[1]
-    session = await agent.new_session(case, CaseContext(eval_set, eval_file))
-    inv = await session.turn(turns_of(case)[0].user_content, 0)
-    await session.close()
-    await agent.aclose()
+    inv = await first_turn(folder, eval_file, 1)
     assert [c.name for c in inv.tool_calls] == ["get_time"]
     assert inv.final_response is not None and inv.final_response.text == "It is 10:30 in Rome."

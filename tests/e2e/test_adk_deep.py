@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.evalfiles import turns_of
+from tests.support.evalfiles import first_turn, turns_of
 from tests.support.fake_gemini import FakeGemini, RecordedRequest, Reply, function_call_reply, text_reply
 from tui_eval.cli import main
 
@@ -241,16 +241,7 @@ async def test_a_single_turn_sub_agents_calls_stay_in_adks_trajectory(
     _script(fake_gemini)
     folder, eval_file = _write_agent(tmp_path)
     (folder / "agent.py").write_text(textwrap.dedent(SINGLE_TURN_PY))
-    from tui_eval.agents import load_agent
-    from tui_eval.agents.base import CaseContext
-    from tui_eval.schema.load import load_eval_set
-
-    agent = load_agent(str(folder))
-    eval_set = load_eval_set(eval_file)
-    case = eval_set.eval_cases[0]
-    session = await agent.new_session(case, CaseContext(eval_set, eval_file))
-    inv = await session.turn(turns_of(case)[0].user_content, 0)
-    await session.close()
+    inv = await first_turn(folder, eval_file, 0)
     assert [(c.name, c.args) for c in inv.tool_calls] == [("dice_agent", {"request": "roll a die"}),
                                                           ("roll_die", {"sides": 6})]
     assert inv.nested_calls == []

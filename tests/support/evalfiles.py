@@ -67,3 +67,22 @@ def turns_of(case: EvalCase) -> list[Invocation]:
     """A conversation case's reference turns (a scenario case has none: the test is wrong to ask)."""
     assert case.conversation is not None, f"{case.eval_id} is a scenario case"
     return case.conversation
+
+
+async def first_turn(folder: Path, eval_file: Path, case_index: int = 0) -> Invocation:
+    """The agent of `folder`, loaded in this process, answering the first turn of a case of `eval_file`
+    (its session and the agent closed after)."""
+    from tui_eval.agents import load_agent
+    from tui_eval.agents.base import CaseContext
+    from tui_eval.schema.load import load_eval_set
+
+    agent = load_agent(str(folder))
+    eval_set = load_eval_set(eval_file)
+    case = eval_set.eval_cases[case_index]
+    try:
+        session = await agent.new_session(case, CaseContext(eval_set, eval_file))
+        inv = await session.turn(turns_of(case)[0].user_content, 0)
+        await session.close()
+    finally:
+        await agent.aclose()
+    return inv
